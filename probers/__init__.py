@@ -1,0 +1,13 @@
+"""medprobe: probing what pre-trained language models know about biomedicine.
+
+The importable package is `probers`; the distribution is `medprobe`.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("medprobe")
+except PackageNotFoundError:  # running from a source checkout that is not installed
+    __version__ = "0.0.0+source"
+
+__all__ = ["__version__"]

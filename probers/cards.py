@@ -1,0 +1,137 @@
+"""Dataset cards rendered from the templates in `hub_cards/`.
+
+A template is Markdown with a YAML header. The header holds what is fixed for a benchmark
+(pretty name, licence, gating, tags); the body holds `$placeholders` filled at build time. The
+Hub-facing YAML keys that depend on the built data (`configs:` so that `load_dataset(folder,
+config)` works, `dataset_info:` with features and split sizes, `size_categories`) are added
+here with the card classes of huggingface_hub and datasets, so they are always well-formed.
+
+Placeholders available to every template:
+- `$configs_table`, `$fields_table`, `$total_rows`: from the built data;
+- `$medprobe_version`, `$datasets_version`, `$build_command`;
+- one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
+- whatever the builder module's `card_context(built)` returns.
+"""
+
+from __future__ import annotations
+
+import string
+from importlib.metadata import PackageNotFoundError, version
+
+import datasets
+import yaml
+from datasets.info import DatasetInfo, DatasetInfosDict
+from datasets.utils.metadata import MetadataConfigs
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from probers.resources import card_template, resource_root
+
+
+def package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def split_template(text: str, source: str) -> tuple[dict, str]:
+    """Split a template into its YAML header (a dict) and its Markdown body."""
+    if not text.startswith("---\n"):
+        raise ValueError(f"{source}: a card template must start with a '---' YAML header")
+    header, sep, body = text[4:].partition("\n---\n")
+    if not sep:
+        raise ValueError(f"{source}: the YAML header is not closed by a '---' line")
+    try:
+        meta = yaml.safe_load(header) or {}
+    except yaml.YAMLError as err:
+        raise ValueError(f"{source}: the YAML header does not parse: {err}") from err
+    return meta, body
+
+
+def shared_snippets() -> dict[str, str]:
+    folder = resource_root() / "hub_cards" / "_shared"
+    return {p.stem: p.read_text(encoding="utf-8").strip() for p in sorted(folder.glob("*.md"))}
+
+
+def size_category(rows: int) -> str:
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")]
+    return next((label for bound, label in bounds if rows < bound), "1M<n<10M")
+
+
+def fields_table(features: datasets.Features, descriptions: dict[str, str]) -> str:
+    lines = ["| field | type | description |", "|---|---|---|"]
+    for name, feature in features.items():
+        if isinstance(feature, datasets.Value):
+            kind = feature.dtype
+        elif isinstance(feature, datasets.ClassLabel):
+            kind = "class label (" + ", ".join(feature.names) + ")"
+        elif isinstance(feature, (datasets.List, datasets.Sequence)) and isinstance(feature.feature, datasets.Value):
+            kind = f"list of {feature.feature.dtype}"
+        else:
+            kind = type(feature).__name__
+        lines.append(f"| `{name}` | {kind} | {descriptions.get(name, '')} |")
+    return "\n".join(lines)
+
+
+def configs_table(built: dict[str, datasets.DatasetDict], descriptions: dict[str, str]) -> str:
+    lines = ["| config | split | rows | description |", "|---|---|---|---|"]
+    for config, dataset_dict in built.items():
+        for split, ds in dataset_dict.items():
+            lines.append(f"| `{config}` | {split} | {ds.num_rows:,} | {descriptions.get(config, '')} |")
+    return "\n".join(lines)
+
+
+def render_dataset_card(
+    benchmark: str,
+    built: dict[str, datasets.DatasetDict],
+    split_files: dict[str, dict[str, str]],
+    default_config: str,
+    *,
+    context: dict[str, str],
+    field_descriptions: dict[str, str],
+    config_descriptions: dict[str, str],
+    build_command: str,
+) -> DatasetCard:
+    """Render `hub_cards/<benchmark>.md` for the built configs.
+
+    `split_files[config][split]` is the data-file pattern relative to the card, e.g.
+    `"hard/test-*"`.
+    """
+    path = card_template(f"{benchmark}.md")
+    meta, body = split_template(path.read_text(encoding="utf-8"), str(path))
+    first = next(iter(built.values()))
+    features = next(iter(first.values())).features
+    total_rows = sum(ds.num_rows for dd in built.values() for ds in dd.values())
+    variables = {
+        **shared_snippets(),
+        "configs_table": configs_table(built, config_descriptions),
+        "fields_table": fields_table(features, field_descriptions),
+        "total_rows": f"{total_rows:,}",
+        "medprobe_version": package_version("medprobe"),
+        "datasets_version": datasets.__version__,
+        "build_command": build_command,
+        **context,
+    }
+    try:
+        text = string.Template(body).substitute(variables)
+    except KeyError as err:
+        raise ValueError(f"{path}: placeholder ${err.args[0]} has no value; known: {', '.join(sorted(variables))}") from err
+
+    card_data = DatasetCardData(**meta)
+    card_data.size_categories = [size_category(total_rows)]
+    infos = {}
+    for config, dataset_dict in built.items():
+        splits = datasets.SplitDict()
+        for split, ds in dataset_dict.items():
+            splits.add(datasets.SplitInfo(name=split, num_bytes=ds.data.nbytes, num_examples=ds.num_rows))
+        infos[config] = DatasetInfo(features=next(iter(dataset_dict.values())).features, splits=splits, config_name=config)
+    DatasetInfosDict(infos).to_dataset_card_data(card_data)
+    configs = {
+        config: {
+            "data_files": [{"split": split, "path": pattern} for split, pattern in split_files[config].items()],
+            **({"default": True} if config == default_config else {}),
+        }
+        for config in built
+    }
+    MetadataConfigs(configs).to_dataset_card_data(card_data)
+    return DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{text}")

@@ -1,0 +1,48 @@
+"""Shared fixtures. Tests are offline: the Hub, datasets and evaluate are told so before import."""
+
+import os
+
+for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ.setdefault(_var, "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# The real release files live beside the checkout (../shared/data) on development and CI
+# machines; MEDPROBE_SHARED_DATA points elsewhere. They are never copied into the repository.
+SHARED_DATA = Path(os.environ.get("MEDPROBE_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+def shared_path(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test with the reason when it is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent: the real release files are only on development and CI machines")
+    return path
+
+
+@pytest.fixture(scope="session")
+def medlama_release_dir() -> Path:
+    return shared_path("medlama")
+
+
+@pytest.fixture(scope="session")
+def built_medlama(medlama_release_dir, tmp_path_factory) -> Path:
+    """The real MedLAMA built once per session into a Hub folder."""
+    from probers.build import build
+
+    out = tmp_path_factory.mktemp("medlama_hub")
+    build("medlama", out, data_dir=str(medlama_release_dir))
+    return out
+
+
+@pytest.fixture(scope="session")
+def acc_at_k():
+    import evaluate
+
+    from probers.resources import metric_path
+
+    return evaluate.load(metric_path("acc_at_k"))

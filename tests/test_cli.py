@@ -1,0 +1,41 @@
+"""The `medprobe` command line: help, build, and errors printed without a traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from probers.cli import main
+from synthetic_medlama import write_release
+
+
+def test_help_lists_the_commands(capsys):
+    try:
+        main(["--help"])
+    except SystemExit as exit_:
+        assert exit_.code == 0
+    assert "build" in capsys.readouterr().out
+
+
+def test_console_script_is_installed():
+    script = Path(sys.executable).parent / "medprobe"
+    assert script.is_file(), "pip install should create the medprobe console command"
+    result = subprocess.run([str(script), "build", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "--data-dir" in result.stdout and "medlama" in result.stdout
+
+
+def test_build_prints_sizes(tmp_path, capsys):
+    release = write_release(tmp_path / "release")
+    assert main(["build", "medlama", "--data-dir", str(release), "--out", str(tmp_path / "hub")]) == 0
+    out = capsys.readouterr().out
+    assert "medlama/full: test 57 rows" in out and "medlama/hard: test 38 rows" in out
+
+
+def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
+    code = main(["build", "medlama", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "hub"), "--config", "full"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("medprobe: error:") and "Traceback" not in err and "prompts.csv" in err
+
+
+def test_unknown_config_exit_2(tmp_path, capsys):
+    code = main(["build", "medlama", "--out", str(tmp_path), "--config", "medium"])
+    assert code == 2 and "expected one of: full, hard" in capsys.readouterr().err
