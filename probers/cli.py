@@ -1,4 +1,4 @@
-"""The `medprobe` command line: `medprobe build`, and the subcommands that later parts add.
+"""The `medprobe` command line: `medprobe build`, `medprobe probe`, and the subcommands that later parts add.
 
 Every subcommand is a function `add_<name>_command(subparsers)` that registers its parser and
 sets `func`; errors a user can fix (missing files, bad arguments, malformed data) are printed
@@ -12,6 +12,7 @@ import os
 import sys
 
 from probers import __version__
+from probers.probe import add_probe_command
 from probers.resources import available
 
 
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"medprobe {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     add_build_command(subparsers)
+    add_probe_command(subparsers)
     return parser
 
 

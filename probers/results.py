@@ -1,0 +1,98 @@
+"""One results JSON per run, a printed table, and an optional bar chart.
+
+The record holds what is needed to compare or reproduce a run: benchmark, dataset, config,
+split, prober, model, seed, settings, metrics, per-group metrics, timings and library versions.
+`medprobe publish results` turns the same record into Hub eval results.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from probers.cards import package_version
+
+LIBRARIES = ("medprobe", "torch", "transformers", "datasets", "evaluate", "huggingface-hub", "accelerate")
+
+
+def library_versions() -> dict[str, str]:
+    return {"python": platform.python_version(), **{name: package_version(name) for name in LIBRARIES}}
+
+
+@dataclass
+class RunRecord:
+    benchmark: str
+    dataset: str
+    config: str | None
+    split: str
+    prober: str
+    model: str | None
+    seed: int | None
+    settings: dict = field(default_factory=dict)
+    metrics: dict = field(default_factory=dict)  # overall numbers, e.g. {"acc@1": ..., "macro_acc@1": ...}
+    per_group: dict = field(default_factory=dict)  # {group: {metric: value, ...}}
+    timings: dict = field(default_factory=dict)  # seconds per phase
+    counts: dict = field(default_factory=dict)  # e.g. queries and candidates scored
+    versions: dict = field(default_factory=library_versions)
+    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+
+def load_record(path: str | Path) -> RunRecord:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return RunRecord(**data)
+    except (json.JSONDecodeError, TypeError) as err:
+        raise ValueError(f"{path} is not a medprobe results file ({err})") from err
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:6.2f}"
+
+
+def format_table(record: RunRecord, columns: list[str], group_label: str = "group") -> str:
+    """Per-group rows, then the micro (all queries) and macro (mean over groups) lines, in %."""
+    width = max([len(group_label), len("micro (all)"), *(len(g) for g in record.per_group)])
+    header = f"{group_label:<{width}}  " + "  ".join(f"{c:>8}" for c in columns)
+    lines = [header, "-" * len(header)]
+    for group, values in record.per_group.items():
+        lines.append(f"{group:<{width}}  " + "  ".join(f"{percent(values[c]):>8}" for c in columns))
+    lines.append("-" * len(header))
+    lines.append(f"{'micro (all)':<{width}}  " + "  ".join(f"{percent(record.metrics[c]):>8}" for c in columns))
+    macro = [f"macro_{c}" for c in columns]
+    if all(m in record.metrics for m in macro):
+        lines.append(f"{'macro':<{width}}  " + "  ".join(f"{percent(record.metrics[m]):>8}" for m in macro))
+    return "\n".join(lines)
+
+
+def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
+    """A horizontal bar chart of `metric` per group (e.g. acc@10 per relation), best on top."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ValueError("--plot needs matplotlib: pip install 'medprobe[plot]'") from err
+    items = sorted(record.per_group.items(), key=lambda item: item[1][metric])
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(items) + 1.4))
+    ax.barh([g for g, _ in items], [100 * v[metric] for _, v in items], color="#3b75af")
+    ax.set_xlabel(f"{metric} (%)")
+    ax.set_title(f"{record.prober} · {Path(str(record.model)).name} · {record.benchmark}/{record.config}", fontsize=10)
+    if f"macro_{metric}" in record.metrics:
+        ax.axvline(100 * record.metrics[f"macro_{metric}"], color="#c44e52", linestyle="--", label="macro")
+        ax.legend(loc="lower right")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
