@@ -1,0 +1,56 @@
+"""The builder's default route: the official release at the pinned commit, through the download manager.
+
+The Hub and GitHub are unreachable in tests, so the download manager is patched to serve a
+synthetic release from disk under the official URLs; the offline failure is tested as it is.
+"""
+
+from pathlib import Path
+
+import datasets
+import pytest
+from datasets import load_dataset
+
+from probers.build import build
+from probers.resources import load_builder_module
+from synthetic_medlama import write_release
+
+medlama = load_builder_module("medlama")
+
+
+@pytest.fixture
+def release_under_official_names(tmp_path) -> Path:
+    root = write_release(tmp_path / "release")
+    for relation, size in medlama.HARD_SIZES.items():
+        (hard,) = (root / "2021AA").glob(f"{relation}_*_hard.csv")
+        hard.rename(root / "2021AA" / f"{relation}_{size}_hard.csv")
+    return root
+
+
+def test_without_data_dir_the_pinned_release_urls_are_downloaded(release_under_official_names, tmp_path, monkeypatch):
+    requested: list[str] = []
+
+    def serve_locally(self, url_or_urls):
+        def local(url: str) -> str:
+            assert url.startswith(medlama.RELEASE_URL + "/"), url
+            assert medlama.RELEASE_COMMIT in url
+            requested.append(url)
+            return str(release_under_official_names / url[len(medlama.RELEASE_URL) + 1 :])
+
+        return datasets.utils.py_utils.map_nested(local, url_or_urls)
+
+    monkeypatch.setattr(datasets.DownloadManager, "download", serve_locally)
+    report = build("medlama", tmp_path / "hub")
+    assert report.rows == {"full": {"test": 57}, "hard": {"test": 38}}
+    assert sum(u.endswith("_1000.csv") for u in requested) == 2 * 19  # once per config
+    assert sum(u.endswith("_hard.csv") for u in requested) == 19  # only the hard config needs them
+    assert load_dataset(str(tmp_path / "hub"), "hard", split="test").num_rows == 38
+
+
+def test_offline_without_data_dir_says_to_pass_a_data_dir(tmp_path, monkeypatch):
+    def unreachable(self, url_or_urls):
+        raise ConnectionError("Couldn't reach raw.githubusercontent.com")
+
+    monkeypatch.setattr(datasets.DownloadManager, "download", unreachable)
+    with pytest.raises(ConnectionError, match="--data-dir") as err:
+        build("medlama", tmp_path / "hub", configs=["full"])
+    assert medlama.RELEASE_COMMIT in str(err.value)
