@@ -12,6 +12,10 @@ Placeholders available to every template:
 - one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
 - whatever the builder module's `card_context(built)` returns.
 
+A dataset card has `pretty_name` and `license` in its YAML and, in its body, sections whose
+headings name its configs, fields, how it was built and its citation (`medprobe publish
+dataset` checks them).
+
 Licence marker. Every template's YAML carries `medprobe_licence:`, which says what the built
 data may be published as; `medprobe publish dataset` enforces it (probers/publish_checks.py):
 - `open`: made by medprobe or from openly licensed sources; may be published publicly.

@@ -42,6 +42,8 @@ RAW_FILE_PATTERNS = {
     "MedNLI / MEDIQA-NLI file": re.compile(r"^mli_(train|dev|test)_v\d\.jsonl$|^mednli_bionlp19", re.IGNORECASE),
     "UMLS Metathesaurus file": re.compile(r"^MR[A-Z]+\.RRF$"),
 }
+# Sections every dataset card has (hub_cards/<benchmark>.md): a heading containing each word.
+CARD_SECTIONS = ("config", "field", "built", "citation")
 # Card files that are always uploaded with the data.
 CARD_FILES = ("README.md",)
 SPACE_FILES = ("README.md", "requirements.txt", "app.py")
@@ -95,6 +97,20 @@ def read_card_yaml(path: Path) -> dict:
 
 
 # --- datasets ---------------------------------------------------------------------------------------
+
+
+def check_card_contents(card_path: Path, meta: dict) -> None:
+    """The card says what the data is, under which licence, how it was built and whom to cite."""
+    missing = [key for key in ("pretty_name", "license") if not meta.get(key)]
+    if missing:
+        raise PublishError(f"{card_path}: the card's YAML has no {' or '.join(missing)}")
+    headings = [line.lower() for line in DatasetCard.load(card_path).text.splitlines() if line.startswith("##")]
+    absent = [word for word in CARD_SECTIONS if not any(word in heading for heading in headings)]
+    if absent:
+        raise PublishError(
+            f"{card_path}: the card has no section on {', '.join(absent)}; a medprobe dataset card has "
+            "Configs, Fields, How it was built and Citation sections (see hub_cards/medlama.md)"
+        )
 
 
 def card_configs(card_path: Path, meta: dict) -> tuple[dict[str, dict], dict[str, datasets.DatasetInfo]]:
@@ -208,6 +224,7 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
             f"{card_path}: the card must say how its data may be published with `{LICENCE_KEY}:` "
             f"(one of {', '.join(LICENCES)}; see probers/cards.py), found {licence!r}"
         )
+    check_card_contents(card_path, meta)
     configs, infos = card_configs(card_path, meta)
 
     rows: dict[str, dict[str, int]] = {}

@@ -504,3 +504,10 @@ def test_publish_help_lists_the_three_kinds(capsys):
         main(["publish", "--help"])
     out = capsys.readouterr().out
     assert all(kind in out for kind in ("dataset", "metric", "results"))
+
+
+def test_card_without_a_citation_section(folder):
+    card = folder / "README.md"
+    card.write_text(card.read_text().replace("## Citation", "## References"), encoding="utf-8")
+    with pytest.raises(PublishError, match="no section on citation"):
+        check_dataset_folder(folder, [])
