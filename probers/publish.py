@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
-from huggingface_hub.errors import EntryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
 
 from probers.publish_checks import (
     FileEntry,
@@ -111,13 +111,13 @@ class Plan:
     def url(self) -> str:
         return f"{constants.ENDPOINT}/{HUB_URL_PREFIX[self.repo_type]}{self.repo_id}"
 
-    def describe(self, token: str) -> str:
+    def describe(self, token_note: str) -> str:
         width = max([len(f.path) for f in self.files] or [0])
         lines = [
             f"medprobe publish {self.command}",
             f"  repo:       {self.repo_id} ({self.repo_type}) -> {self.url}",
             f"  visibility: {self.visibility}",
-            f"  token:      {token}",
+            f"  token:      {token_note}",
             "  calls:",
             *(f"    {i}. {call.describe()}" for i, call in enumerate(self.calls, 1)),
             f"  files ({len(self.files)}, {sum(f.size for f in self.files):,} bytes):",
@@ -236,61 +236,67 @@ def finish(plan: Plan, args: argparse.Namespace) -> int:
     return 0
 
 
+def results_dataset_id(explicit: str | None, run_dataset: str) -> str:
+    """The Hub id of the benchmark: --dataset-id, else the run's --dataset when that was a Hub id."""
+    if explicit:
+        return check_repo_id(explicit, "--dataset-id")
+    if Path(run_dataset).exists() or not REPO_ID.match(run_dataset):
+        raise PublishError(
+            f"the run read the local dataset {run_dataset!r}: name its Hub id with --dataset-id <org>/<name>, "
+            "so that the model card links to the published dataset"
+        )
+    return run_dataset
+
+
 def run_publish_results(args: argparse.Namespace) -> int:
     from probers.eval_results import eval_results_for, merge_into_card, model_index_yaml
     from probers.results import load_record
 
     repo_id = check_repo_id(args.model_repo, "--model-repo")
     record = load_record(args.results)
-    dataset_id = args.dataset_id or record.dataset
-    if args.dataset_id:
-        check_repo_id(dataset_id, "--dataset-id")
-    elif Path(dataset_id).exists() or not REPO_ID.match(dataset_id):
-        raise PublishError(
-            f"the run read the local dataset {dataset_id!r}: name its Hub id with --dataset-id <org>/<name>, "
-            "so that the model card links to the published dataset"
-        )
+    dataset_id = results_dataset_id(args.dataset_id, record.dataset)
     results = eval_results_for(record, dataset_id, metrics=args.metric, task_type=args.task_type, source_url=args.source_url)
     model_name = repo_id.split("/")[1]
-    print(
-        "\n".join(
-            [
-                "medprobe publish results",
-                f"  repo:   {repo_id} (model) -> {constants.ENDPOINT}/{repo_id}",
-                f"  token:  {token_status(args.token)}",
-                "  calls:",
-                f"    1. hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the current card, kept and merged",
-                f"    2. create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): "
-                f"{len(results)} eval result(s) merged into its model-index",
-                f"  eval results ({dataset_id}, config {record.config}, split {record.split}, prober {record.prober}):",
-                *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
-            ]
-        )
-    )
+    lines = [
+        "medprobe publish results",
+        f"  repo:   {repo_id} (model) -> {constants.ENDPOINT}/{repo_id}",
+        f"  token:  {token_status(args.token)}",
+        "  calls:",
+        f"    1. model_info(repo_id={repo_id!r}): the current commit, which the new one must follow",
+        f"    2. hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the card at that commit, kept and merged",
+        f"    3. create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): "
+        f"{len(results)} eval result(s) merged into its model-index",
+        f"  eval results ({dataset_id}, config {record.config}, split {record.split}, prober {record.prober}):",
+        *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
+    ]
+    print("\n".join(lines))
     if args.dry_run:
         print("dry run: nothing was sent")
         return 0
     token = require_token(args.token)
     api = hub_api(token)
     with hub_errors(token):
-        if not api.repo_exists(repo_id, repo_type="model"):
-            raise PublishError(f"--model-repo {repo_id}: no such model repo (or the token cannot see it)")
-        card = merge_into_card(download_card(api, repo_id), results, model_name, dataset_id)
+        try:
+            head = api.model_info(repo_id).sha
+        except RepositoryNotFoundError:
+            raise PublishError(f"--model-repo {repo_id}: no such model repo (or the token cannot see it)") from None
+        card = merge_into_card(download_card(api, repo_id, head), results, model_name, dataset_id)
         commit = api.create_commit(
             repo_id,
             operations=[CommitOperationAdd("README.md", str(card).encode("utf-8"))],
             commit_message=f"Add {record.benchmark} eval results ({record.prober}) with medprobe",
+            parent_commit=head,  # the Hub refuses the commit if the card changed since we read it
             create_pr=args.create_pr,
         )
     print(f"published {len(results)} eval result(s) to {commit.pr_url or commit.commit_url}")
     return 0
 
 
-def download_card(api: HfApi, repo_id: str) -> str | None:
-    """The model repo's README.md, or None when it has none (read into a throwaway folder)."""
+def download_card(api: HfApi, repo_id: str, revision: str) -> str | None:
+    """The model repo's README.md at `revision`, or None when it has none (read into a throwaway folder)."""
     with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
         try:
-            path = api.hf_hub_download(repo_id, "README.md", repo_type="model", cache_dir=tmp)
+            path = api.hf_hub_download(repo_id, "README.md", repo_type="model", revision=revision, cache_dir=tmp)
         except EntryNotFoundError:
             return None
         return Path(path).read_text(encoding="utf-8")

@@ -82,29 +82,28 @@ def folder_files(folder: Path) -> list[FileEntry]:
     return entries
 
 
-def read_card_yaml(path: Path) -> dict:
-    """The card's YAML header as a dict; a missing or broken header is a clear error."""
+def read_card(path: Path) -> DatasetCard:
+    """The dataset card; a missing card or a missing or broken YAML header is a clear error."""
     if not path.is_file():
         raise PublishError(f"{path} is missing: a Hub folder needs its card (build it with `medprobe build`)")
     try:
         card = DatasetCard.load(path)
     except (yaml.YAMLError, ValueError) as err:
         raise PublishError(f"{path}: the card's YAML header does not parse: {err}") from err
-    meta = card.data.to_dict()
-    if not meta:
+    if not card.data.to_dict():
         raise PublishError(f"{path}: the card has no YAML header (--- ... ---) with the Hub metadata")
-    return meta
+    return card
 
 
 # --- datasets ---------------------------------------------------------------------------------------
 
 
-def check_card_contents(card_path: Path, meta: dict) -> None:
+def check_card_contents(card_path: Path, card: DatasetCard) -> None:
     """The card says what the data is, under which licence, how it was built and whom to cite."""
-    missing = [key for key in ("pretty_name", "license") if not meta.get(key)]
+    missing = [key for key in ("pretty_name", "license") if not card.data.get(key)]
     if missing:
         raise PublishError(f"{card_path}: the card's YAML has no {' or '.join(missing)}")
-    headings = [line.lower() for line in DatasetCard.load(card_path).text.splitlines() if line.startswith("##")]
+    headings = [line.lower() for line in card.text.splitlines() if line.startswith("##")]
     absent = [word for word in CARD_SECTIONS if not any(word in heading for heading in headings)]
     if absent:
         raise PublishError(
@@ -113,12 +112,11 @@ def check_card_contents(card_path: Path, meta: dict) -> None:
         )
 
 
-def card_configs(card_path: Path, meta: dict) -> tuple[dict[str, dict], dict[str, datasets.DatasetInfo]]:
+def card_configs(card_path: Path, card: DatasetCard) -> tuple[dict[str, dict], dict[str, datasets.DatasetInfo]]:
     """`configs:` and `dataset_info:` of the card, read with the datasets card classes."""
-    card_data = DatasetCard.load(card_path).data
     try:
-        configs = MetadataConfigs.from_dataset_card_data(card_data)
-        infos = DatasetInfosDict.from_dataset_card_data(card_data)
+        configs = MetadataConfigs.from_dataset_card_data(card.data)
+        infos = DatasetInfosDict.from_dataset_card_data(card.data)
     except (ValueError, TypeError, KeyError) as err:
         raise PublishError(f"{card_path}: `configs:` / `dataset_info:` are malformed: {err}") from err
     if not configs:
@@ -217,15 +215,15 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
     if not folder.is_dir():
         raise PublishError(f"{folder} is not a folder: expected a built Hub folder (medprobe build ... --out DIR)")
     card_path = folder / "README.md"
-    meta = read_card_yaml(card_path)
-    licence = meta.get(LICENCE_KEY)
+    card = read_card(card_path)
+    licence = card.data.get(LICENCE_KEY)
     if licence not in LICENCES:
         raise PublishError(
             f"{card_path}: the card must say how its data may be published with `{LICENCE_KEY}:` "
             f"(one of {', '.join(LICENCES)}; see probers/cards.py), found {licence!r}"
         )
-    check_card_contents(card_path, meta)
-    configs, infos = card_configs(card_path, meta)
+    check_card_contents(card_path, card)
+    configs, infos = card_configs(card_path, card)
 
     rows: dict[str, dict[str, int]] = {}
     data_files: set[Path] = set()
@@ -247,7 +245,7 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
     return DatasetCheck(
         folder=folder,
         licence=licence,
-        gated_prompt=meta.get("extra_gated_prompt"),
+        gated_prompt=card.data.get("extra_gated_prompt"),
         rows=rows,
         files=files,
         raw_findings=raw_file_findings(folder, files, raw_dirs),

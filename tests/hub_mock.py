@@ -20,6 +20,7 @@ from huggingface_hub.utils import _http
 
 REPO_PATH = r"(?P<ns>[\w.-]+)/(?P<name>[\w.-]+)"
 TYPES = {"models": "model", "datasets": "dataset", "spaces": "space"}
+HEAD = "c0ffee" * 6 + "c0ff"  # the commit every fake repo is at
 
 
 @dataclass
@@ -29,7 +30,7 @@ class FakeRepo:
     gated: object = False
     sdk: str | None = None
     files: dict[str, bytes] = field(default_factory=dict)
-    commits: list[dict] = field(default_factory=list)  # {"message", "files", "create_pr", "private", "gated"}
+    commits: list[dict] = field(default_factory=list)  # {"message", "files", "create_pr", "parent", "private", "gated"}
 
 
 @dataclass
@@ -122,7 +123,14 @@ class FakeHub:
             return httpx2.Response(400, json={"error": "fake hub: only inline file additions are supported"})
         create_pr = request.url.params.get("create_pr") == "1"
         repo.commits.append(
-            {"message": header["summary"], "files": files, "create_pr": create_pr, "private": repo.private, "gated": repo.gated}
+            {
+                "message": header["summary"],
+                "files": files,
+                "create_pr": create_pr,
+                "parent": header.get("parentCommit"),
+                "private": repo.private,
+                "gated": repo.gated,
+            }
         )
         if not create_pr:
             repo.files.update(files)
@@ -140,7 +148,7 @@ class FakeHub:
         repo = self.repo(type, ns, name)
         if repo is None:
             return self.not_found()
-        return httpx2.Response(200, json={"id": f"{ns}/{name}", "sha": "0" * 40, "private": repo.private})
+        return httpx2.Response(200, json={"id": f"{ns}/{name}", "sha": HEAD, "private": repo.private})
 
     def resolve(self, request, ns, name, rev, file) -> httpx2.Response:
         repo = self.repo("model", ns, name)
@@ -150,5 +158,5 @@ class FakeHub:
             return self.not_found("EntryNotFound")
         content = repo.files[file]
         etag = hashlib.sha1(content).hexdigest()
-        headers = {"ETag": f'"{etag}"', "X-Repo-Commit": "0" * 40, "Content-Length": str(len(content))}
+        headers = {"ETag": f'"{etag}"', "X-Repo-Commit": HEAD, "Content-Length": str(len(content))}
         return httpx2.Response(200, headers=headers, content=b"" if request.method == "HEAD" else content)

@@ -12,7 +12,7 @@ from huggingface_hub import ModelCard, constants, set_client_factory
 from huggingface_hub.utils import _http
 
 import probers.publish as publish
-from hub_mock import FakeHub
+from hub_mock import HEAD, FakeHub
 from probers.build import build
 from probers.cli import main
 from probers.publish_checks import (
@@ -201,6 +201,13 @@ def test_missing_folder_and_missing_card(tmp_path, token, capsys):
 def test_card_without_licence_marker(folder):
     edit_card(folder, lambda meta: meta.pop("medprobe_licence"))
     with pytest.raises(PublishError, match="medprobe_licence"):
+        check_dataset_folder(folder, [])
+
+
+def test_card_without_a_citation_section(folder):
+    card = folder / "README.md"
+    card.write_text(card.read_text().replace("## Citation", "## References"), encoding="utf-8")
+    with pytest.raises(PublishError, match="no section on citation"):
         check_dataset_folder(folder, [])
 
 
@@ -423,6 +430,8 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
     first = medlama["acc@1"]
     assert (first.dataset_config, first.dataset_split, first.task_type) == ("hard", "test", "fill-mask")
     assert "contrastive" in first.task_name
+    # the commit follows the revision whose card was merged, so a concurrent edit is not lost
+    assert hub.repos[("model", "my-lab/bert")].commits[0]["parent"] == HEAD
     assert_token_hidden(capsys, caplog)
 
 
@@ -504,10 +513,3 @@ def test_publish_help_lists_the_three_kinds(capsys):
         main(["publish", "--help"])
     out = capsys.readouterr().out
     assert all(kind in out for kind in ("dataset", "metric", "results"))
-
-
-def test_card_without_a_citation_section(folder):
-    card = folder / "README.md"
-    card.write_text(card.read_text().replace("## Citation", "## References"), encoding="utf-8")
-    with pytest.raises(PublishError, match="no section on citation"):
-        check_dataset_folder(folder, [])
