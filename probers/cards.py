@@ -11,6 +11,20 @@ Placeholders available to every template:
 - `$medprobe_version`, `$datasets_version`, `$build_command`;
 - one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
 - whatever the builder module's `card_context(built)` returns.
+
+A dataset card has `pretty_name` and `license` in its YAML and, in its body, sections whose
+headings name its configs, fields, how it was built and its citation (`medprobe publish
+dataset` checks them).
+
+Licence marker. Every template's YAML carries `medprobe_licence:`, which says what the built
+data may be published as; `medprobe publish dataset` enforces it (probers/publish_checks.py):
+- `open`: made by medprobe or from openly licensed sources; may be published publicly.
+- `umls`: derived from the UMLS Metathesaurus (MedLAMA; context variance built on UMLS
+  triples). Published only gated (manual approval): the template must also carry
+  `extra_gated_prompt` (the UMLS licence prompt) and `extra_gated_fields`, as
+  `hub_cards/medlama.md` does; `$umls_licence` and `$gating_note` are the shared card text.
+- `mednli`: contains MedNLI / MEDIQA-NLI text (credentialed PhysioNet data, e.g. DisKnE).
+  Never published publicly: only to a private repo (`--private`).
 """
 
 from __future__ import annotations
@@ -25,6 +39,10 @@ from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from probers.resources import card_template, resource_root
+
+
+LICENCE_KEY = "medprobe_licence"
+LICENCES = ("open", "umls", "mednli")
 
 
 def package_version(name: str) -> str:
@@ -46,6 +64,12 @@ def split_template(text: str, source: str) -> tuple[dict, str]:
     except yaml.YAMLError as err:
         raise ValueError(f"{source}: the YAML header does not parse: {err}") from err
     return meta, body
+
+
+def template_metadata(benchmark: str) -> dict:
+    """The static YAML header of `hub_cards/<benchmark>.md` (pretty name, licence, gating, tags)."""
+    path = card_template(f"{benchmark}.md")
+    return split_template(path.read_text(encoding="utf-8"), str(path))[0]
 
 
 def shared_snippets() -> dict[str, str]:

@@ -1,0 +1,362 @@
+"""`medprobe publish`: datasets to dataset repos, metrics to Spaces, run results to model cards.
+
+Every command checks its input locally first (probers/publish_checks.py), then builds a plan:
+the repo, its type, privacy and gating, the exact `HfApi` calls and every file with its size.
+`--dry-run` prints the plan and stops, touching no network and needing no token; otherwise the
+token is resolved (--token, then HF_TOKEN, then the huggingface_hub login) before the first
+request, and the plan's calls run in order. The token is passed to `HfApi` only: it is never
+printed, and it is scrubbed from any error message.
+
+Gated and private datasets never sit public and ungated, even briefly: a new repo is created
+private, gating is switched on before the data is uploaded, and only then is a gated repo
+made public.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
+from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+
+from probers.publish_checks import (
+    FileEntry,
+    PublishError,
+    access_for,
+    check_dataset_folder,
+    check_metric_folder,
+    folder_files,
+    metric_folder,
+    raw_data_dirs,
+)
+from probers.resources import card_template
+
+REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
+HUB_URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}
+
+
+def check_repo_id(repo_id: str, option: str) -> str:
+    if not REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id or repo_id.endswith((".", ".git")):
+        raise PublishError(
+            f"{option} {repo_id!r}: expected <org>/<name> (letters, digits, '-', '_', '.'; no '--' or '..'), "
+            "e.g. my-lab/medlama"
+        )
+    return repo_id
+
+
+def resolve_token(explicit: str | None) -> tuple[str | None, str]:
+    """The token and where it came from: --token, then HF_TOKEN, then the stored login."""
+    if explicit:
+        return explicit, "--token"
+    if os.environ.get("HF_TOKEN"):
+        return os.environ["HF_TOKEN"], "HF_TOKEN"
+    stored = get_token()
+    return (stored, "huggingface_hub login") if stored else (None, "none")
+
+
+def require_token(explicit: str | None) -> str:
+    token, _ = resolve_token(explicit)
+    if not token:
+        raise PublishError(
+            "no Hugging Face token: pass --token, set HF_TOKEN or log in with `hf auth login` "
+            "(a write token for the target org); --dry-run shows the plan without one"
+        )
+    return token
+
+
+def token_status(explicit: str | None) -> str:
+    """Where the token would come from, for the printed plan (never the token itself)."""
+    token, source = resolve_token(explicit)
+    return f"found ({source})" if token else "none: a real run stops here"
+
+
+def redact(text: str, token: str | None) -> str:
+    return text.replace(token, "<token>") if token else text
+
+
+@dataclass
+class HubCall:
+    """One `HfApi` method call of a plan (the token is given to `HfApi`, never kept here)."""
+
+    method: str
+    kwargs: dict
+
+    def describe(self) -> str:
+        shown = [
+            f"{key}=<the {len(value)} files below>" if key == "allow_patterns" else f"{key}={value!r}"
+            for key, value in self.kwargs.items()
+        ]
+        return f"{self.method}({', '.join(shown)})"
+
+
+@dataclass
+class Plan:
+    command: str
+    repo_id: str
+    repo_type: str
+    visibility: str
+    calls: list[HubCall]
+    files: list[FileEntry]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"{constants.ENDPOINT}/{HUB_URL_PREFIX[self.repo_type]}{self.repo_id}"
+
+    def describe(self, token_note: str) -> str:
+        width = max([len(f.path) for f in self.files] or [0])
+        lines = [
+            f"medprobe publish {self.command}",
+            f"  repo:       {self.repo_id} ({self.repo_type}) -> {self.url}",
+            f"  visibility: {self.visibility}",
+            f"  token:      {token_note}",
+            "  calls:",
+            *(f"    {i}. {call.describe()}" for i, call in enumerate(self.calls, 1)),
+            f"  files ({len(self.files)}, {sum(f.size for f in self.files):,} bytes):",
+            *(f"    {f.path:<{width}}  {f.size:>12,} B" for f in self.files),
+            *(f"  note: {note}" for note in self.notes),
+        ]
+        return "\n".join(lines)
+
+
+def hub_api(token: str) -> HfApi:
+    if constants.is_offline_mode():
+        raise PublishError("HF_HUB_OFFLINE is set: publishing needs the Hub; unset it, or use --dry-run")
+    return HfApi(token=token)
+
+
+@contextmanager
+def hub_errors(token: str) -> Iterator[None]:
+    """Hub failures as one-line user errors, with the token scrubbed from the message."""
+    try:
+        yield
+    except (OSError, ValueError) as err:  # HfHubHTTPError and OfflineModeIsEnabled are OSErrors
+        message = str(err) if isinstance(err, PublishError) else f"the Hub request failed: {err}"
+        raise PublishError(redact(message, token)) from None
+
+
+def run_plan(plan: Plan, token: str) -> None:
+    api = hub_api(token)
+    with hub_errors(token):
+        for call in plan.calls:
+            getattr(api, call.method)(**call.kwargs)
+
+
+# --- plans ------------------------------------------------------------------------------------------
+
+
+def access_calls(repo_id: str, repo_type: str, private: bool, gated: bool, **create: object) -> tuple[list, list]:
+    """Calls before and after the upload that leave the repo as asked without ever exposing it:
+    created private when it ends private or gated, gated before data lands, opened last."""
+    starts_private = private or gated
+    before = [HubCall("create_repo", dict(repo_id=repo_id, repo_type=repo_type, private=starts_private, exist_ok=True, **create))]
+    if starts_private:  # an existing repo too
+        settings = {"private": True, **({"gated": "manual"} if gated else {})}
+        before.append(HubCall("update_repo_settings", dict(repo_id=repo_id, repo_type=repo_type, **settings)))
+    after = []
+    if gated and not private:
+        after.append(HubCall("update_repo_settings", dict(repo_id=repo_id, repo_type=repo_type, private=False)))
+    return before, after
+
+
+def upload_call(repo_id: str, repo_type: str, folder: Path, files: list[FileEntry], message: str) -> HubCall:
+    return HubCall(
+        "upload_folder",
+        dict(
+            repo_id=repo_id,
+            repo_type=repo_type,
+            folder_path=str(folder),
+            allow_patterns=[f.path for f in files],
+            commit_message=message,
+        ),
+    )
+
+
+def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] | None) -> Plan:
+    check_repo_id(repo_id, "--repo")
+    check = check_dataset_folder(folder, raw_data_dirs(raw_dirs))
+    access = access_for(check, private)
+    before, after = access_calls(repo_id, "dataset", access.private, access.gated)
+    rows = ", ".join(f"{c}/{s} {n:,}" for c, splits in check.rows.items() for s, n in splits.items())
+    upload = upload_call(repo_id, "dataset", check.folder, check.files, f"Upload {len(check.rows)} config(s): {rows}")
+    visibility = ("private" if access.private else "public") + (", gated (manual approval)" if access.gated else "")
+    notes = [f"licence: {check.licence}: {access.reason}", f"loaded with load_dataset: {rows} rows"]
+    notes += [f"raw licensed file allowed only because the repo is gated/private: {f}" for f in check.raw_findings]
+    return Plan("dataset", repo_id, "dataset", visibility, [*before, upload, *after], check.files, notes)
+
+
+def metric_plan(name: str, repo_id: str, private: bool, staging: Path) -> Plan:
+    """Stage the Space folder (module, card, requirements.txt, app.py) in `staging` and plan its upload."""
+    check_repo_id(repo_id, "--repo")
+    check = check_metric_folder(metric_folder(name))
+    for entry in check.files:
+        shutil.copyfile(check.folder / entry.path, staging / entry.path)
+    own_app = (check.folder / "app.py").is_file()
+    if not own_app:
+        shutil.copyfile(card_template("metric_app.py"), staging / "app.py")
+    files = folder_files(staging)
+    before, after = access_calls(repo_id, "space", private, False, space_sdk="gradio")
+    upload = upload_call(repo_id, "space", staging, files, f"Upload the {check.name} evaluate module and its gradio app")
+    notes = [
+        f"evaluate.load({str(check.folder)!r}) loads the module offline; the card's Space YAML names sdk: gradio",
+        "app.py is the metric's own" if own_app else "app.py is medprobe's shared metric app (hub_cards/metric_app.py)",
+    ]
+    return Plan("metric", repo_id, "space", "private" if private else "public", [*before, upload, *after], files, notes)
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+
+def run_publish_dataset(args: argparse.Namespace) -> int:
+    plan = dataset_plan(args.folder, args.repo, args.private, args.raw_data)
+    return finish(plan, args)
+
+
+def run_publish_metric(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="medprobe-space-") as staging:
+        plan = metric_plan(args.metric, args.repo, args.private, Path(staging))
+        return finish(plan, args)
+
+
+def finish(plan: Plan, args: argparse.Namespace) -> int:
+    print(plan.describe(token_status(args.token)))
+    if args.dry_run:
+        print("dry run: nothing was sent")
+        return 0
+    run_plan(plan, require_token(args.token))
+    print(f"published {plan.url} ({plan.visibility})")
+    return 0
+
+
+def results_dataset_id(explicit: str | None, run_dataset: str) -> str:
+    """The Hub id of the benchmark: --dataset-id, else the run's --dataset when that was a Hub id."""
+    if explicit:
+        return check_repo_id(explicit, "--dataset-id")
+    if Path(run_dataset).exists() or not REPO_ID.match(run_dataset):
+        raise PublishError(
+            f"the run read the local dataset {run_dataset!r}: name its Hub id with --dataset-id <org>/<name>, "
+            "so that the model card links to the published dataset"
+        )
+    return run_dataset
+
+
+def run_publish_results(args: argparse.Namespace) -> int:
+    from probers.eval_results import eval_results_for, merge_into_card, model_index_yaml
+    from probers.results import load_record
+
+    repo_id = check_repo_id(args.model_repo, "--model-repo")
+    record = load_record(args.results)
+    dataset_id = results_dataset_id(args.dataset_id, record.dataset)
+    results = eval_results_for(record, dataset_id, metrics=args.metric, task_type=args.task_type, source_url=args.source_url)
+    model_name = repo_id.split("/")[1]
+    lines = [
+        "medprobe publish results",
+        f"  repo:   {repo_id} (model) -> {constants.ENDPOINT}/{repo_id}",
+        f"  token:  {token_status(args.token)}",
+        "  calls:",
+        f"    1. model_info(repo_id={repo_id!r}): the current commit, which the new one must follow",
+        f"    2. hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the card at that commit, kept and merged",
+        f"    3. create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): "
+        f"{len(results)} eval result(s) merged into its model-index",
+        f"  eval results ({dataset_id}, config {record.config}, split {record.split}, prober {record.prober}):",
+        *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
+    ]
+    print("\n".join(lines))
+    if args.dry_run:
+        print("dry run: nothing was sent")
+        return 0
+    token = require_token(args.token)
+    api = hub_api(token)
+    with hub_errors(token):
+        try:
+            head = api.model_info(repo_id).sha
+        except RepositoryNotFoundError:
+            raise PublishError(f"--model-repo {repo_id}: no such model repo (or the token cannot see it)") from None
+        card = merge_into_card(download_card(api, repo_id, head), results, model_name, dataset_id)
+        commit = api.create_commit(
+            repo_id,
+            operations=[CommitOperationAdd("README.md", str(card).encode("utf-8"))],
+            commit_message=f"Add {record.benchmark} eval results ({record.prober}) with medprobe",
+            parent_commit=head,  # the Hub refuses the commit if the card changed since we read it
+            create_pr=args.create_pr,
+        )
+    print(f"published {len(results)} eval result(s) to {commit.pr_url or commit.commit_url}")
+    return 0
+
+
+def download_card(api: HfApi, repo_id: str, revision: str) -> str | None:
+    """The model repo's README.md at `revision`, or None when it has none (read into a throwaway folder)."""
+    with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
+        try:
+            path = api.hf_hub_download(repo_id, "README.md", repo_type="model", revision=revision, cache_dir=tmp)
+        except EntryNotFoundError:
+            return None
+        return Path(path).read_text(encoding="utf-8")
+
+
+def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--dry-run", action="store_true", help="print the repo, calls and files, send nothing (no token needed)")
+    common.add_argument(
+        "--token", help="Hub write token (default: HF_TOKEN, then the `hf auth login` token; prefer those: argv is visible to ps)"
+    )
+    parser = subparsers.add_parser(
+        "publish",
+        help="publish a built dataset, a metric Space or run results to the Hugging Face Hub",
+        description=(
+            "Publish to the Hugging Face Hub after local checks. UMLS-derived datasets (medprobe_licence: umls) "
+            "are published gated with the card's UMLS licence prompt; data holding MedNLI text (medprobe_licence: "
+            "mednli) only to a private repo. --dry-run prints exactly what would be sent."
+        ),
+    )
+    commands = parser.add_subparsers(title="what to publish", metavar="KIND", required=True)
+
+    dataset = commands.add_parser(
+        "dataset",
+        parents=[common],
+        help="a built Hub folder (medprobe build ... --out DIR) to a dataset repo",
+        description="Check a built folder (card YAML, every config loads, no raw licensed files), then upload it.",
+    )
+    dataset.add_argument("folder", help="the built folder: README.md + <config>/<split>-*.parquet")
+    dataset.add_argument("--repo", required=True, help="dataset repo id, <org>/<name>")
+    dataset.add_argument("--private", action="store_true", help="publish to a private repo (required for MedNLI text)")
+    dataset.add_argument(
+        "--raw-data", action="append", metavar="DIR",
+        help="folder of raw licensed files (e.g. your MedNLI or UMLS download) whose files must not be uploaded "
+        "(repeatable; ../shared/data and $MEDPROBE_SHARED_DATA are always compared when present)",
+    )  # fmt: skip
+    dataset.set_defaults(func=run_publish_dataset)
+
+    metric = commands.add_parser(
+        "metric",
+        parents=[common],
+        help="an evaluate module to a gradio Space",
+        description="Check a metric (evaluate.load, Space YAML), then upload it as a gradio Space with medprobe's app.",
+    )
+    metric.add_argument("metric", help="a shipped metric name (e.g. acc_at_k) or a metric folder")
+    metric.add_argument("--repo", required=True, help="Space repo id, <org>/<name>")
+    metric.add_argument("--private", action="store_true", help="create a private Space")
+    metric.set_defaults(func=run_publish_metric)
+
+    results = commands.add_parser(
+        "results",
+        parents=[common],
+        help="a run's results JSON into a model card's eval results (model-index)",
+        description="Merge a run's overall metrics into the model card's model-index; the rest of the card is kept.",
+    )
+    results.add_argument("results", help="results JSON written by medprobe probe --out")
+    results.add_argument("--model-repo", required=True, help="model repo id, <org>/<model>")
+    results.add_argument("--dataset-id", help="Hub id of the benchmark dataset (default: the run's --dataset, if a Hub id)")
+    results.add_argument("--metric", action="append", help="publish only this metric (repeatable; default: all overall metrics)")
+    results.add_argument("--task-type", help="model-index task type (default: the benchmark card's first task category)")
+    results.add_argument("--source-url", help="link shown as the results' source (e.g. the run's logs)")
+    results.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing (others' models)")
+    results.set_defaults(func=run_publish_results)

@@ -1,0 +1,515 @@
+"""`medprobe publish`: pre-publish checks, the exact repos and files sent to a fake Hub, dry runs,
+bad input stopped before any request, and a token that never shows in output or logs."""
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from huggingface_hub import ModelCard, constants, set_client_factory
+from huggingface_hub.utils import _http
+
+import probers.publish as publish
+from hub_mock import HEAD, FakeHub
+from probers.build import build
+from probers.cli import main
+from probers.publish_checks import (
+    DatasetCheck,
+    PublishError,
+    access_for,
+    check_dataset_folder,
+    check_metric_folder,
+    raw_data_dirs,
+    raw_file_findings,
+    folder_files,
+)
+from probers.resources import card_template, metric_path
+from probers.results import RunRecord
+from synthetic_medlama import write_release
+
+TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
+MEDLAMA_FILES = {"README.md", "full/test-00000-of-00001.parquet", "hard/test-00000-of-00001.parquet"}
+
+
+@pytest.fixture(scope="module")
+def synthetic_hub(tmp_path_factory) -> Path:
+    """The synthetic MedLAMA release built into a Hub folder (made-up rows, real builder and card)."""
+    root = tmp_path_factory.mktemp("synthetic_medlama")
+    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
+    return root / "hub"
+
+
+@pytest.fixture
+def folder(synthetic_hub, tmp_path) -> Path:
+    """A copy of the synthetic Hub folder that a test may change."""
+    return Path(shutil.copytree(synthetic_hub, tmp_path / "hub"))
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """A fake Hub that every huggingface_hub request goes to; the tests are otherwise offline."""
+    fake = FakeHub()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    set_client_factory(fake.client)
+    yield fake
+    set_client_factory(_http.default_client_factory)
+
+
+@pytest.fixture
+def token(monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    return TOKEN
+
+
+@pytest.fixture
+def no_token(monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(publish, "get_token", lambda: None)
+
+
+def edit_card(folder: Path, change) -> None:
+    """Apply `change(meta: dict)` to the YAML header of folder/README.md."""
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    _, header, body = text.split("---\n", 2)
+    meta = yaml.safe_load(header)
+    change(meta)
+    (folder / "README.md").write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n{body}", encoding="utf-8")
+
+
+def make_open(meta: dict) -> None:
+    meta["medprobe_licence"] = "open"
+    for key in ("extra_gated_prompt", "extra_gated_fields", "extra_gated_heading"):
+        meta.pop(key)
+
+
+def assert_token_hidden(capsys, caplog) -> None:
+    out, err = capsys.readouterr()
+    assert TOKEN not in out and TOKEN not in err and TOKEN not in caplog.text
+
+
+# --- datasets ---------------------------------------------------------------------------------------
+
+
+def test_umls_dataset_is_uploaded_gated_and_only_then_opened(hub, token, folder, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+
+    assert list(hub.repos) == [("dataset", "my-lab/medlama")]
+    repo = hub.repos[("dataset", "my-lab/medlama")]
+    assert (repo.private, repo.gated) == (False, "manual")
+    [commit] = repo.commits
+    assert set(commit["files"]) == MEDLAMA_FILES
+    assert all(commit["files"][p] == (folder / p).read_bytes() for p in MEDLAMA_FILES)
+    # the data landed while the repo was private and gated; it was opened afterwards
+    assert (commit["private"], commit["gated"]) == (True, "manual")
+    assert hub.settings_calls == [
+        ("my-lab/medlama", {"gated": "manual", "visibility": "private"}),
+        ("my-lab/medlama", {"visibility": "public"}),
+    ]
+    assert hub.authorizations == {f"Bearer {TOKEN}"}
+    assert "Request" in caplog.text  # the Hub client did log its requests, without the token
+    assert_token_hidden(capsys, caplog)
+
+
+def test_private_flag_keeps_a_gated_repo_private(hub, token, folder):
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--private"]) == 0
+    repo = hub.repos[("dataset", "my-lab/medlama")]
+    assert (repo.private, repo.gated) == (True, "manual")
+    assert set(repo.files) == MEDLAMA_FILES
+
+
+def test_open_dataset_is_public_and_not_gated(hub, token, folder):
+    edit_card(folder, make_open)
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/synthetic"]) == 0
+    repo = hub.repos[("dataset", "my-lab/synthetic")]
+    assert (repo.private, repo.gated) == (False, False) and hub.settings_calls == []
+    assert set(repo.files) == MEDLAMA_FILES
+
+
+def test_existing_public_repo_is_gated_before_the_upload(hub, token, folder):
+    hub.add_repo("dataset", "my-lab/medlama", private=False)
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    [commit] = hub.repos[("dataset", "my-lab/medlama")].commits
+    assert commit["gated"] == "manual" and commit["private"]
+
+
+def test_mednli_data_is_refused_unless_private(hub, token, folder, capsys):
+    edit_card(folder, lambda meta: meta.update(medprobe_licence="mednli"))
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/disknE"]) == 2
+    assert "MedNLI" in capsys.readouterr().err and hub.log == []
+
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/disknE", "--private"]) == 0
+    repo = hub.repos[("dataset", "my-lab/disknE")]
+    assert repo.private and repo.commits[0]["private"] and set(repo.files) == MEDLAMA_FILES
+
+
+def test_dry_run_prints_every_file_and_sends_nothing(hub, token, folder, capsys):
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert hub.log == []
+    assert "my-lab/medlama (dataset)" in out and "public, gated (manual approval)" in out
+    assert "gated='manual'" in out and "found (HF_TOKEN)" in out and TOKEN not in out
+    for path in MEDLAMA_FILES:
+        assert f"{path}  " in out and f"{(folder / path).stat().st_size:,} B" in out
+
+
+def test_dry_run_needs_no_token(hub, no_token, folder, capsys):
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
+    assert "none: a real run stops here" in capsys.readouterr().out and hub.log == []
+
+
+@pytest.mark.parametrize("repo_id", ["medlama", "a/b/c", "my lab/medlama", "my-lab/med--lama", "-lab/medlama", "lab/"])
+def test_repo_id_of_the_wrong_form(hub, token, folder, capsys, repo_id):
+    assert main(["publish", "dataset", str(folder), f"--repo={repo_id}"]) == 2
+    assert "expected <org>/<name>" in capsys.readouterr().err and hub.log == []
+
+
+def test_no_token_stops_before_any_request(hub, no_token, folder, capsys):
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 2
+    assert "no Hugging Face token" in capsys.readouterr().err and hub.log == []
+
+
+def test_offline_mode_stops_before_any_request(hub, token, folder, capsys, monkeypatch):
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 2
+    assert "HF_HUB_OFFLINE" in capsys.readouterr().err and hub.log == []
+
+
+def test_folder_that_does_not_load(hub, token, folder, capsys):
+    (folder / "hard" / "test-00000-of-00001.parquet").write_bytes(b"not parquet")
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 2
+    err = capsys.readouterr().err
+    assert "load_dataset(folder, 'hard') fails" in err and hub.log == []
+
+
+def test_card_with_broken_yaml(hub, token, folder, capsys):
+    card = folder / "README.md"
+    card.write_text(card.read_text().replace("pretty_name: MedLAMA", "pretty_name: [MedLAMA"), encoding="utf-8")
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 2
+    assert "YAML header does not parse" in capsys.readouterr().err and hub.log == []
+
+
+def test_missing_folder_and_missing_card(tmp_path, token, capsys):
+    assert main(["publish", "dataset", str(tmp_path / "nowhere"), "--repo", "my-lab/x"]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["publish", "dataset", str(tmp_path), "--repo", "my-lab/x"]) == 2
+    assert "README.md is missing" in capsys.readouterr().err
+
+
+def test_card_without_licence_marker(folder):
+    edit_card(folder, lambda meta: meta.pop("medprobe_licence"))
+    with pytest.raises(PublishError, match="medprobe_licence"):
+        check_dataset_folder(folder, [])
+
+
+def test_card_without_a_citation_section(folder):
+    card = folder / "README.md"
+    card.write_text(card.read_text().replace("## Citation", "## References"), encoding="utf-8")
+    with pytest.raises(PublishError, match="no section on citation"):
+        check_dataset_folder(folder, [])
+
+
+def test_umls_card_without_gating_prompt_is_refused(folder):
+    edit_card(folder, lambda meta: meta.pop("extra_gated_prompt"))
+    with pytest.raises(PublishError, match="extra_gated_prompt"):
+        access_for(check_dataset_folder(folder, []), private=False)
+
+
+def test_several_configs_need_a_default(folder):
+    text = (folder / "README.md").read_text()
+    (folder / "README.md").write_text(text.replace("  default: true\n", ""), encoding="utf-8")
+    with pytest.raises(PublishError, match="none has `default: true`"):
+        check_dataset_folder(folder, [])
+
+
+def test_files_no_config_names_are_refused(folder, tmp_path):
+    release = write_release(tmp_path / "release")
+    shutil.copy(release / "2021AA" / "may_treat_1000.csv", folder / "full" / "may_treat_1000.csv")
+    with pytest.raises(PublishError, match=r"1 file\(s\) that no config of its card names: full/may_treat_1000.csv"):
+        check_dataset_folder(folder, [])
+
+
+def test_raw_files_are_found_by_name_and_by_bytes(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "notes.txt").write_text("licensed sentence\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "renamed.bin").write_text("licensed sentence\n")
+    (data / "DisknE_medical_similar_annotation.csv").write_text("pair_id\n")
+    (data / "MRCONSO.RRF").write_text("x\n")
+    (data / "fine.parquet").write_text("something else\n")
+    findings = raw_file_findings(data, folder_files(data), raw_data_dirs([raw]))
+    assert len(findings) == 3
+    assert any("renamed.bin: same bytes as the raw file" in f for f in findings)
+    assert any("DisKnE annotation file" in f for f in findings) and any("UMLS" in f for f in findings)
+
+
+def test_open_data_with_raw_files_needs_a_private_repo(tmp_path):
+    check = DatasetCheck(tmp_path, "open", None, {}, [], raw_findings=["x.csv: named like a MedLAMA release file"])
+    with pytest.raises(PublishError, match="holds raw licensed files: x.csv"):
+        access_for(check, private=False)
+    assert access_for(check, private=True).private
+
+
+def test_real_medlama_release_files_are_recognised_by_bytes(tmp_path):
+    from conftest import shared_path
+
+    release_file = shared_path("medlama", "2021AA", "may_treat_1000.csv")
+    (tmp_path / "data.bin").write_bytes(release_file.read_bytes())
+    findings = raw_file_findings(tmp_path, folder_files(tmp_path), raw_data_dirs([shared_path()]))
+    assert findings and "same bytes as the raw file" in findings[0]
+
+
+def test_built_real_medlama_passes_the_checks(built_medlama):
+    from conftest import shared_path
+
+    plan = publish.dataset_plan(str(built_medlama), "my-lab/medlama", False, [str(shared_path())])
+    assert plan.visibility == "public, gated (manual approval)"
+    assert {f.path for f in plan.files} == MEDLAMA_FILES
+    assert "full/test 19,000, hard/test 15,329" in plan.calls[2].kwargs["commit_message"]
+    assert not any("raw licensed" in note for note in plan.notes)
+
+
+# --- metrics ----------------------------------------------------------------------------------------
+
+
+def test_metric_space_holds_module_card_requirements_and_app(hub, token, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert main(["publish", "metric", "acc_at_k", "--repo", "my-lab/acc_at_k"]) == 0
+    repo = hub.repos[("space", "my-lab/acc_at_k")]
+    assert repo.sdk == "gradio" and not repo.private
+    assert set(repo.files) == {"acc_at_k.py", "README.md", "requirements.txt", "app.py"}
+    assert repo.files["app.py"] == card_template("metric_app.py").read_bytes()
+    assert repo.files["acc_at_k.py"] == (Path(metric_path("acc_at_k")) / "acc_at_k.py").read_bytes()
+    assert_token_hidden(capsys, caplog)
+
+
+def test_metric_dry_run(hub, token, capsys):
+    assert main(["publish", "metric", "acc_at_k", "--repo", "my-lab/acc_at_k", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert hub.log == [] and "space_sdk='gradio'" in out
+    assert all(name in out for name in ("acc_at_k.py", "README.md", "requirements.txt", "app.py"))
+
+
+@pytest.fixture
+def metric_copy(tmp_path) -> Path:
+    return Path(shutil.copytree(metric_path("acc_at_k"), tmp_path / "acc_at_k"))
+
+
+def test_shipped_metric_passes_the_checks(metric_copy):
+    check = check_metric_folder(metric_copy)
+    assert check.name == "acc_at_k" and {f.path for f in check.files} == {"acc_at_k.py", "README.md", "requirements.txt"}
+
+
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        (lambda f: (f / "README.md").write_text("---\ntitle: [acc\n---\n"), "YAML header does not parse"),
+        (lambda f: (f / "README.md").write_text("---\ntitle: acc\nsdk: streamlit\n---\n"), "sdk: gradio"),
+        (lambda f: (f / "acc_at_k.py").write_text("import evaluate\nclass Broken(evaluate.Metric:\n"), "evaluate.load"),
+        (lambda f: (f / "requirements.txt").unlink(), "requirements.txt"),
+        (lambda f: (f / "notes.txt").write_text("x"), "not part of a metric Space: notes.txt"),
+    ],
+)
+def test_broken_metric_folders(metric_copy, breakage, message):
+    breakage(metric_copy)
+    with pytest.raises(PublishError, match=message):
+        check_metric_folder(metric_copy)
+
+
+def test_unknown_metric_name(capsys, token):
+    assert main(["publish", "metric", "no_such_metric", "--repo", "my-lab/x", "--dry-run"]) == 2
+    assert "shipped: acc_at_k" in capsys.readouterr().err
+
+
+def space_app(metric_copy: Path):
+    """The shared app, loaded from a folder laid out like the Space."""
+    import importlib.util
+
+    shutil.copy(card_template("metric_app.py"), metric_copy / "app.py")
+    spec = importlib.util.spec_from_file_location("space_app", metric_copy / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    return app
+
+
+def test_space_app_computes_the_card_example(metric_copy, acc_at_k):
+    app = space_app(metric_copy)
+    assert app.module_file() == metric_copy / "acc_at_k.py"
+    metric = acc_at_k
+    arguments = app.default_arguments(metric, app.card_text())
+    assert arguments == {
+        "predictions": [["aspirin", "ibuprofen"], ["fever"]],
+        "references": [["ibuprofen"], ["cough", "dyspnea"]],
+        "k": [1, 2],
+    }
+    assert app.compute(metric, json.dumps(arguments)) == {"acc@1": 0.0, "acc@2": 0.5}
+    with pytest.raises(ValueError, match="not valid JSON"):
+        app.compute(metric, "{predictions: [")
+    assert not app.card_text().startswith("---")
+
+
+def test_space_app_falls_back_to_a_skeleton_from_the_features(metric_copy, acc_at_k):
+    app = space_app(metric_copy)
+    assert app.default_arguments(acc_at_k, "no examples here") == {
+        "predictions": [["text", "text"]],
+        "references": [["text", "text"]],
+    }
+
+
+def test_space_app_builds_with_current_gradio(metric_copy):
+    pytest.importorskip("gradio", reason="gradio is not a test dependency; the Space installs it")
+    app = space_app(metric_copy)
+    assert app.build_demo() is not None
+
+
+# --- results ----------------------------------------------------------------------------------------
+
+EXISTING_CARD = """---
+license: apache-2.0
+tags:
+- biomedical
+model-index:
+- name: bert
+  results:
+  - task:
+      type: text-classification
+    dataset:
+      type: glue
+      name: GLUE
+    metrics:
+    - type: accuracy
+      value: 0.9
+---
+
+# bert
+
+Text the owner wrote.
+"""
+
+
+@pytest.fixture
+def results_file(tmp_path) -> Path:
+    record = RunRecord(
+        benchmark="medlama",
+        dataset="my-lab/medlama",
+        config="hard",
+        split="test",
+        prober="contrastive",
+        model="bert",
+        seed=1,
+        metrics={"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18},
+        per_group={"may_treat": {"acc@1": 0.1}},
+    )
+    return record.save(tmp_path / "results.json")
+
+
+def published_card(hub, repo_id="my-lab/bert") -> ModelCard:
+    return ModelCard(hub.repos[("model", repo_id)].files["README.md"].decode())
+
+
+def test_results_merge_into_the_existing_model_card(hub, token, results_file, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
+    card = published_card(hub)
+    assert "Text the owner wrote." in card.text and card.data.license == "apache-2.0"
+    assert card.data.datasets == ["my-lab/medlama"]
+    results = card.data.eval_results
+    assert [r.dataset_type for r in results] == ["glue"] + ["my-lab/medlama"] * 4
+    medlama = {r.metric_type: r for r in results[1:]}
+    assert {name: r.metric_value for name, r in medlama.items()} == {
+        "acc@1": 0.05,
+        "acc@10": 0.2,
+        "macro_acc@1": 0.04,
+        "macro_acc@10": 0.18,
+    }
+    first = medlama["acc@1"]
+    assert (first.dataset_config, first.dataset_split, first.task_type) == ("hard", "test", "fill-mask")
+    assert "contrastive" in first.task_name
+    # the commit follows the revision whose card was merged, so a concurrent edit is not lost
+    assert hub.repos[("model", "my-lab/bert")].commits[0]["parent"] == HEAD
+    assert_token_hidden(capsys, caplog)
+
+
+def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path):
+    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
+    data = json.loads(results_file.read_text())
+    data["metrics"]["acc@1"] = 0.07
+    results_file.write_text(json.dumps(data))
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "acc@1"]) == 0
+    results = published_card(hub).data.eval_results
+    assert len(results) == 5
+    assert [r.metric_value for r in results if r.metric_type == "acc@1"] == [0.07]
+
+
+def test_results_to_a_repo_without_a_card_and_as_a_pull_request(hub, token, results_file, capsys):
+    repo = hub.add_repo("model", "my-lab/bert")
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--create-pr"]) == 0
+    [commit] = repo.commits
+    assert commit["create_pr"] and repo.files == {}  # a PR leaves main as it was
+    card = ModelCard(commit["files"]["README.md"].decode())
+    assert card.data.model_name == "bert" and len(card.data.eval_results) == 4
+    assert "discussions/1" in capsys.readouterr().out
+
+
+def test_results_to_a_missing_model_repo(hub, token, results_file, capsys):
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/nothing"]) == 2
+    assert "no such model repo" in capsys.readouterr().err
+
+
+def test_results_of_a_local_dataset_need_its_hub_id(hub, token, tmp_path, results_file, capsys):
+    data = json.loads(results_file.read_text())
+    data["dataset"] = str(tmp_path)
+    results_file.write_text(json.dumps(data))
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
+    assert "--dataset-id" in capsys.readouterr().err and hub.log == []
+
+
+def test_results_dry_run_shows_the_model_index(hub, token, results_file, capsys):
+    args = ["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--dataset-id", "org/medlama"]
+    assert main([*args, "--dry-run", "--metric", "acc@10"]) == 0
+    out = capsys.readouterr().out
+    assert hub.log == [] and "type: org/medlama" in out and "type: acc@10" in out and "acc@1\n" not in out
+
+
+def test_unknown_metric_in_results(hub, token, results_file, capsys):
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "f1"]) == 2
+    assert "available: acc@1, acc@10" in capsys.readouterr().err and hub.log == []
+
+
+def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, capsys, caplog):
+    caplog.set_level(logging.DEBUG)
+    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    hub.fail_commits_with = 403
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("medprobe: error: the Hub request failed") and "403" in err
+    assert TOKEN not in err and TOKEN not in caplog.text
+
+
+def test_token_is_scrubbed_from_hub_errors():
+    with pytest.raises(PublishError) as raised:
+        with publish.hub_errors(TOKEN):
+            raise OSError(f"401 for https://huggingface.co with Authorization: Bearer {TOKEN}")
+    assert TOKEN not in str(raised.value) and "Bearer <token>" in str(raised.value)
+
+
+def test_token_sources_in_order(monkeypatch):
+    monkeypatch.setattr(publish, "get_token", lambda: "hf_stored")
+    monkeypatch.setenv("HF_TOKEN", "hf_env")
+    assert publish.resolve_token("hf_flag") == ("hf_flag", "--token")
+    assert publish.resolve_token(None) == ("hf_env", "HF_TOKEN")
+    monkeypatch.delenv("HF_TOKEN")
+    assert publish.resolve_token(None) == ("hf_stored", "huggingface_hub login")
+
+
+def test_publish_help_lists_the_three_kinds(capsys):
+    with pytest.raises(SystemExit):
+        main(["publish", "--help"])
+    out = capsys.readouterr().out
+    assert all(kind in out for kind in ("dataset", "metric", "results"))
