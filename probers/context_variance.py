@@ -87,6 +87,7 @@ def run_rank_change(args: argparse.Namespace, scorer=None, timings: dict | None 
     start = time.perf_counter()
     row_ranks = probe.rank(ds)
     timings["probe"] = time.perf_counter() - start
+    timings.update(getattr(scorer, "timings", {}))
 
     start = time.perf_counter()
     inputs = ucm_inputs(ds, row_ranks)

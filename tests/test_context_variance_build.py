@@ -267,3 +267,11 @@ def test_config_and_split_names_follow_the_hub_rules():
     names = [c.name for c in cv.ContextVariance.BUILDER_CONFIGS]
     assert len(names) == 8 and "data" not in names and "real-target" in names and "knowledge_random-negative" in names
     assert re.fullmatch(r"^\w+(\.\w+)*$", "test")
+
+
+def test_empty_corpus_and_duplicate_document_ids_are_errors(tmp_path):
+    with pytest.raises(ValueError, match="no documents"):
+        cv.read_corpus(Path(tmp_path))
+    (tmp_path / "docs.jsonl").write_text('{"id": "d1", "text": "a"}\n{"id": "d1", "text": "b"}\n')
+    with pytest.raises(ValueError, match=r"docs.jsonl, line 2: document id 'd1' occurs twice"):
+        cv.read_corpus(Path(tmp_path))
