@@ -491,6 +491,7 @@ def instance_rows(
     segments = segment_document(document, mentions, centre)[: max_steps or None]
     rng = instance_rng(seed, instance_id)
     priority = [rng.random() for _ in segments]
+    candidates = sorted((e.label for e in pool.values()), key=lambda name: (name.casefold(), name))
     rows = []
     for step in range(len(segments) + 1):
         shown = segments[:step]
@@ -517,7 +518,7 @@ def instance_rows(
                 "correct_objects": [e for e in in_context if surface_key(e) in correct],
                 "incorrect_objects": [e for e in in_context if surface_key(e) not in correct],
                 "gold_objects": list(triple.objects),
-                "candidates": sorted((e.label for e in pool.values()), key=lambda name: (name.casefold(), name)),
+                "candidates": candidates,
             }
         )
     return rows
@@ -547,9 +548,9 @@ def generate_rows(
         raise ContextVarianceInputError("the entity pool is empty: the triples have no objects and no entity file was given")
 
     matchers = {kind: EntityMatcher({e.label: [e.label, *e.aliases] for e in pool.values()}) for kind, pool in pools.items()}
-    subjects: dict[str, list[str]] = {}
+    subjects: dict[str, list[str]] = {}  # subject key -> its names
     for triple in triples:
-        subjects.setdefault(triple.subject, [triple.subject]).extend(triple.subject_aliases)
+        subjects.setdefault(surface_key(triple.subject), [triple.subject]).extend(triple.subject_aliases)
     subject_matcher = EntityMatcher(subjects)
     stats.unmatchable_names = sorted({n for m in [subject_matcher, *matchers.values()] for n in m.unmatchable})
 
@@ -570,7 +571,7 @@ def generate_rows(
                 if centre is None:
                     continue
                 object_found = True
-                if triple.subject not in doc_subjects[doc_id]:
+                if surface_key(triple.subject) not in doc_subjects[doc_id]:
                     stats.pairs_without_subject += 1
                     continue
                 subject_found = True
