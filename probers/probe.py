@@ -28,6 +28,8 @@ from probers.results import RunRecord, format_table, plot_per_group
 
 # prober name -> what it needs from the dataset; the probers of the other benchmarks add theirs.
 RANKING_PROBERS: dict[str, str] = {}
+# context-variance datasets: ranks per context step, scored with a ranking prober's score_candidates
+RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct and incorrect objects per context step (UCM)"}
 
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
@@ -65,7 +67,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", required=True, help="a built folder or a Hub dataset id")
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
-    parser.add_argument("--prober", required=True, choices=sorted(RANKING_PROBERS), help="which prober")
+    parser.add_argument("--prober", required=True, choices=sorted({**RANKING_PROBERS, **RANK_CHANGE_PROBERS}), help="which prober")
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores")
@@ -81,12 +83,25 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     ranking.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
     ranking.add_argument("--predictions", metavar="JSONL", help="also write the top-k names of every query")
+
+    rank_change = parser.add_argument_group(
+        "rank-change prober (context-variance datasets; --k gives the top-k accuracies without and with context, "
+        "--per-relation N keeps the first N instances of each relation, --predictions writes the ranks of every row)"
+    )
+    rank_change.add_argument(
+        "--scorer", choices=["auto", "mask-average", "causal-lm"], default="auto",
+        help="how candidates are scored at the answer slot (default: auto = causal-lm for causal LMs, else mask-average)",
+    )  # fmt: skip
     parser.set_defaults(func=run_probe)
 
 
 def run_probe(args: argparse.Namespace) -> int:
     if args.prober in RANKING_PROBERS:
         return run_ranking(args, make_ranking_prober(args))
+    if args.prober in RANK_CHANGE_PROBERS:
+        from probers.context_variance import run_rank_change
+
+        return run_rank_change(args)
     raise ValueError(f"unknown prober {args.prober!r}")
 
 
