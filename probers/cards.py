@@ -23,8 +23,11 @@ data may be published as; `medprobe publish dataset` enforces it (probers/publis
   triples). Published only gated (manual approval): the template must also carry
   `extra_gated_prompt` (the UMLS licence prompt) and `extra_gated_fields`, as
   `hub_cards/medlama.md` does; `$umls_licence` and `$gating_note` are the shared card text.
-- `mednli`: contains MedNLI / MEDIQA-NLI text (credentialed PhysioNet data, e.g. DisKnE).
+- `credentialed`: contains credentialed text that its data-use agreement forbids sharing:
+  MedNLI / MEDIQA-NLI (DisKnE), MIMIC clinical notes (a context-variance build from them).
   Never published publicly: only to a private repo (`--private`).
+A template may take the marker from its builder (`medprobe_licence: $licence`, filled by
+`card_context`) when it depends on the inputs, as for context variance.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from probers.resources import card_template, resource_root
 
 
 LICENCE_KEY = "medprobe_licence"
-LICENCES = ("open", "umls", "mednli")
+LICENCES = ("open", "umls", "credentialed")
 
 
 def package_version(name: str) -> str:
@@ -52,13 +55,23 @@ def package_version(name: str) -> str:
         return "unknown"
 
 
-def split_template(text: str, source: str) -> tuple[dict, str]:
-    """Split a template into its YAML header (a dict) and its Markdown body."""
+def split_template(text: str, source: str, variables: dict[str, str] | None = None) -> tuple[dict, str]:
+    """Split a template into its YAML header (a dict) and its Markdown body.
+
+    With `variables`, `$placeholders` are filled in both parts first (a header may hold one,
+    e.g. a licence marker that depends on the build's inputs).
+    """
     if not text.startswith("---\n"):
         raise ValueError(f"{source}: a card template must start with a '---' YAML header")
     header, sep, body = text[4:].partition("\n---\n")
     if not sep:
         raise ValueError(f"{source}: the YAML header is not closed by a '---' line")
+    if variables is not None:
+        try:
+            header = string.Template(header).substitute(variables)
+            body = string.Template(body).substitute(variables)
+        except KeyError as err:
+            raise ValueError(f"{source}: placeholder ${err.args[0]} has no value; known: {', '.join(sorted(variables))}") from err
     try:
         meta = yaml.safe_load(header) or {}
     except yaml.YAMLError as err:
@@ -122,7 +135,6 @@ def render_dataset_card(
     `"hard/test-*"`.
     """
     path = card_template(f"{benchmark}.md")
-    meta, body = split_template(path.read_text(encoding="utf-8"), str(path))
     first = next(iter(built.values()))
     features = next(iter(first.values())).features
     total_rows = sum(ds.num_rows for dd in built.values() for ds in dd.values())
@@ -136,11 +148,7 @@ def render_dataset_card(
         "build_command": build_command,
         **context,
     }
-    try:
-        text = string.Template(body).substitute(variables)
-    except KeyError as err:
-        raise ValueError(f"{path}: placeholder ${err.args[0]} has no value; known: {', '.join(sorted(variables))}") from err
-
+    meta, text = split_template(path.read_text(encoding="utf-8"), str(path), variables)
     card_data = DatasetCardData(**meta)
     card_data.size_categories = [size_category(total_rows)]
     infos = {}

@@ -313,8 +313,8 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         help="publish a built dataset, a metric Space or run results to the Hugging Face Hub",
         description=(
             "Publish to the Hugging Face Hub after local checks. UMLS-derived datasets (medprobe_licence: umls) "
-            "are published gated with the card's UMLS licence prompt; data holding MedNLI text (medprobe_licence: "
-            "mednli) only to a private repo. --dry-run prints exactly what would be sent."
+            "are published gated with the card's UMLS licence prompt; data holding credentialed text such as MedNLI "
+            "or MIMIC notes (medprobe_licence: credentialed) only to a private repo. --dry-run prints exactly what would be sent."
         ),
     )
     commands = parser.add_subparsers(title="what to publish", metavar="KIND", required=True)

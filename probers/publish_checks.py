@@ -255,13 +255,14 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
 def access_for(check: DatasetCheck, private: bool) -> Access:
     """How the repo must be published, from the card's licence marker; refuse what may not be."""
     card = check.folder / "README.md"
-    if check.licence == "mednli":
+    if check.licence == "credentialed":
         if not private:
             raise PublishError(
-                f"{card}: `{LICENCE_KEY}: mednli`: the data holds MedNLI text (credentialed PhysioNet data), which "
-                "may not be redistributed: it is published only to a private repo (--private)"
+                f"{card}: `{LICENCE_KEY}: credentialed`: the data holds credentialed text (MedNLI, MEDIQA-NLI or "
+                "MIMIC notes: PhysioNet data-use agreements), which may not be redistributed: it is published only "
+                "to a private repo (--private)"
             )
-        return Access(private=True, gated=False, reason="MedNLI text: private repo only")
+        return Access(private=True, gated=False, reason="credentialed text: private repo only")
     if check.licence == "umls":
         if not check.gated_prompt:
             raise PublishError(

@@ -275,3 +275,24 @@ def test_empty_corpus_and_duplicate_document_ids_are_errors(tmp_path):
     (tmp_path / "docs.jsonl").write_text('{"id": "d1", "text": "a"}\n{"id": "d1", "text": "b"}\n')
     with pytest.raises(ValueError, match=r"docs.jsonl, line 2: document id 'd1' occurs twice"):
         cv.read_corpus(Path(tmp_path))
+
+
+def test_licence_marker_follows_the_inputs(tmp_path):
+    """The shipped sample is open; a user's corpus is credentialed unless the user declares otherwise."""
+    import yaml
+
+    from probers.build import build
+    from probers.resources import dataset_folder
+
+    def marker(out):
+        return yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])["medprobe_licence"]
+
+    build("context_variance", tmp_path / "sample", configs=["real-target"])
+    assert marker(tmp_path / "sample") == "open"
+    user_data = str(dataset_folder("context_variance") / "sample")  # any folder passed as data_dir is "the user's"
+    build("context_variance", tmp_path / "user", data_dir=user_data, configs=["real-target"])
+    assert marker(tmp_path / "user") == "credentialed"
+    build("context_variance", tmp_path / "umls", data_dir=user_data, configs=["real-target"], params={"licence": "umls"})
+    assert marker(tmp_path / "umls") == "umls"
+    with pytest.raises(ValueError, match="licence must be one of"):
+        build("context_variance", tmp_path / "bad", data_dir=user_data, configs=["real-target"], params={"licence": "cc0"})

@@ -135,8 +135,8 @@ def test_existing_public_repo_is_gated_before_the_upload(hub, token, folder):
     assert commit["gated"] == "manual" and commit["private"]
 
 
-def test_mednli_data_is_refused_unless_private(hub, token, folder, capsys):
-    edit_card(folder, lambda meta: meta.update(medprobe_licence="mednli"))
+def test_credentialed_data_is_refused_unless_private(hub, token, folder, capsys):
+    edit_card(folder, lambda meta: meta.update(medprobe_licence="credentialed"))
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/disknE"]) == 2
     assert "MedNLI" in capsys.readouterr().err and hub.log == []
 

@@ -47,6 +47,7 @@ logger = datasets.logging.get_logger(__name__)
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 CONTEXT_KINDS = ("real", "knowledge_only", "knowledge_sorted", "knowledge_random")
 TARGET_KINDS = ("target", "negative")
+LICENCES = ("credentialed", "umls", "open")  # see probers/cards.py: how a build may be published
 SUBJECT_SLOT, OBJECT_SLOT, MASK = "[X]", "[Y]", "[MASK]"
 # Objects of a triple without `obj_types` form one pool per relation (BioLAMA leaves types empty
 # for some sources); this is the type name they get.
@@ -437,6 +438,7 @@ class BuildStats:
     """What was read, built and skipped; logged after a build and shown in the card."""
 
     source: str = ""
+    licence: str = "credentialed"  # the card's medprobe_licence marker
     triples: int = 0
     documents: int = 0
     pool_sizes: dict[str, int] = field(default_factory=dict)
@@ -612,6 +614,10 @@ class ContextVarianceConfig(datasets.BuilderConfig):
     prompts: str = "prompts.jsonl"
     entities: str | None = None  # default: entities.jsonl when it exists
     corpus: str = "corpus"  # a folder of *.txt / *.jsonl, or one *.jsonl file
+    # How a build from a user's data may be published (the card's medprobe_licence marker):
+    # "credentialed" (default: e.g. MIMIC notes, private only), "umls" (UMLS-derived triples, gated)
+    # or "open" (openly licensed corpus and triples). The shipped sample is always "open".
+    licence: str = "credentialed"
 
 
 def _config(context_kind: str, target_kind: str) -> ContextVarianceConfig:
@@ -658,12 +664,15 @@ class ContextVariance(datasets.GeneratorBasedBuilder):
         entities = config.entities or "entities.jsonl"
         files["entities"] = resolve_inputs(root, entities, "entities")[0] if config.entities or (root / entities).exists() else None
         files["source"] = "the sample corpus shipped with medprobe" if not config.data_dir else "a user data folder"
+        if config.licence not in LICENCES:
+            raise ValueError(f"licence must be one of {', '.join(LICENCES)} (--set licence=...), got {config.licence!r}")
+        files["licence"] = config.licence if config.data_dir else "open"
         return [datasets.SplitGenerator(name=datasets.Split.TEST, gen_kwargs={"files": files})]
 
     def _generate_examples(self, files: dict):
         triples = read_triples(files["triples"])
         pools = build_pools(triples, read_entities(files["entities"]) if files["entities"] else [])
-        stats = BuildStats(source=files["source"])
+        stats = BuildStats(source=files["source"], licence=files["licence"])
         rows = generate_rows(
             triples, read_prompts(files["prompts"]), pools, read_corpus(files["corpus"]),
             self.config.context_kind, self.config.target_kind, self.config.seed, self.config.max_steps, stats,
@@ -716,4 +725,5 @@ def card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
             + f" that mentions an object also mentions the subject{_examples(stats.triples_without_subject_document)};"
             + f" {stats.pairs_without_subject} (object, document) pairs were skipped because the document lacks the subject."
         )
-    return {"instances_table": "\n".join(lines), "coverage": coverage, "citation": _CITATION.strip()}
+    licence = stats.licence if stats is not None else "credentialed"  # unknown inputs: the strictest
+    return {"instances_table": "\n".join(lines), "coverage": coverage, "citation": _CITATION.strip(), "licence": licence}
