@@ -14,6 +14,7 @@ import sys
 from probers import __version__
 from probers.probe import add_probe_command
 from probers.resources import available
+from probers.umls_names import add_umls_names_command
 
 
 class UserError(Exception):
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     add_build_command(subparsers)
     add_probe_command(subparsers)
+    add_umls_names_command(subparsers)
     return parser
 
 

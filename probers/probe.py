@@ -14,6 +14,7 @@ from pathlib import Path
 
 import datasets
 
+from probers.disknE_probe import PAIR_CLASSIFIER, add_pair_classifier_arguments, run_pair_classifier
 from probers.ranking import (
     MEDLAMA_FIELDS,
     RankingProber,
@@ -65,7 +66,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", required=True, help="a built folder or a Hub dataset id")
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
-    parser.add_argument("--prober", required=True, choices=sorted(RANKING_PROBERS), help="which prober")
+    parser.add_argument("--prober", required=True, choices=sorted([*RANKING_PROBERS, PAIR_CLASSIFIER]), help="which prober")
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores")
@@ -81,12 +82,15 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     ranking.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
     ranking.add_argument("--predictions", metavar="JSONL", help="also write the top-k names of every query")
+    add_pair_classifier_arguments(parser)
     parser.set_defaults(func=run_probe)
 
 
 def run_probe(args: argparse.Namespace) -> int:
     if args.prober in RANKING_PROBERS:
         return run_ranking(args, make_ranking_prober(args))
+    if args.prober == PAIR_CLASSIFIER:
+        return run_pair_classifier(args)
     raise ValueError(f"unknown prober {args.prober!r}")
 
 
