@@ -74,20 +74,20 @@ def add_pair_classifier_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def choose_diseases(
-    ds: datasets.Dataset, category: str | None, wanted: int | list[str] | None
-) -> tuple[list[str], dict[str, str]]:
-    eligible, skipped = eligible_diseases(ds, category)
+    eligible: list[str], skipped: dict[str, str], category: str | None, wanted: int | list[str] | None
+) -> list[str]:
+    """The diseases to probe: all eligible ones, the first N, or the CUIs asked for (each must be eligible)."""
     if not eligible:
         raise ValueError(f"no target disease has 2 positive test rows{f' in {category}' if category else ''}; nothing to probe")
     if wanted is None:
-        return eligible, skipped
+        return eligible
     if isinstance(wanted, int):
-        return eligible[:wanted], skipped
+        return eligible[:wanted]
     unknown = [cui for cui in wanted if cui not in eligible]
     if unknown:
         reasons = "; ".join(f"{cui}: {skipped.get(cui, 'not a target disease of this config')}" for cui in unknown)
         raise ValueError(f"--diseases: {reasons}. Eligible: {', '.join(eligible)}")
-    return list(wanted), skipped
+    return list(wanted)
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
@@ -164,10 +164,15 @@ def run_pair_classifier(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     ds = load_probe_dataset(args.dataset, args.config, args.split)
     check_disknE_fields(ds, f"dataset {args.dataset!r} (config {args.config!r})")
-    diseases, skipped = choose_diseases(ds, args.category, args.diseases)
+    eligible, skipped = eligible_diseases(ds, args.category)
+    diseases = choose_diseases(eligible, skipped, args.category, args.diseases)
     splits = {cui: disease_splits(ds, cui, args.category, exclude_test_hypotheses=args.hypothesis_only) for cui in diseases}
     timings["load_and_split"] = time.perf_counter() - start
-    print(f"{len(diseases)} target disease(s) with at least 2 positive test rows; {len(skipped)} skipped (fewer)")
+    where = f" in {args.category}" if args.category else ""
+    print(
+        f"probing {len(diseases)} of the {len(eligible)} target diseases with at least 2 positive test rows{where} "
+        f"({len(skipped)} targets have fewer)"
+    )
 
     start = time.perf_counter()
     prober = PairClassifierProbe(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import datasets
@@ -34,6 +35,21 @@ from probers.disknE_splits import DiseaseSplits
 from probers.models import load_tokenizer, resolve_device, resolve_model
 
 HYPOTHESES = ("canonical", "full")
+
+
+@contextmanager
+def quiet_transformers():
+    """Silence what transformers repeats for every disease (the new-head notice, checkpoint
+    loading and saving bars): one progress bar over the diseases says more."""
+    verbosity, bars = transformers_logging.get_verbosity(), transformers_logging.is_progress_bar_enabled()
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(verbosity)
+        if bars:
+            transformers_logging.enable_progress_bar()
 
 
 @dataclass
@@ -128,29 +144,26 @@ class PairClassifierProbe:
     def new_model(self, seed: int):
         """The pretrained encoder with a freshly initialised 2-label head (seeded)."""
         set_seed(seed)
-        verbosity = transformers_logging.get_verbosity()
-        transformers_logging.set_verbosity_error()  # the "newly initialized head" notice, once per disease
-        try:
-            return AutoModelForSequenceClassification.from_pretrained(self.model_path, num_labels=2, **self.model_kwargs)
-        finally:
-            transformers_logging.set_verbosity(verbosity)
+        return AutoModelForSequenceClassification.from_pretrained(self.model_path, num_labels=2, **self.model_kwargs)
 
     def fit(self, train: datasets.Dataset, validation: datasets.Dataset, seed: int, output_dir: str) -> Trainer:
-        trainer = Trainer(
-            model=self.new_model(seed),
-            args=self.training_arguments(output_dir, seed),
-            train_dataset=train,
-            eval_dataset=validation,
-            processing_class=self.tokenizer,
-            callbacks=[EarlyStoppingCallback(early_stopping_patience=self.patience)],
-        )
-        trainer.remove_callback(PrinterCallback)
-        trainer.train()
+        with quiet_transformers():
+            trainer = Trainer(
+                model=self.new_model(seed),
+                args=self.training_arguments(output_dir, seed),
+                train_dataset=train,
+                eval_dataset=validation,
+                processing_class=self.tokenizer,
+                callbacks=[EarlyStoppingCallback(early_stopping_patience=self.patience)],
+            )
+            trainer.remove_callback(PrinterCallback)
+            trainer.train()
         return trainer
 
     @staticmethod
     def predict(trainer: Trainer, test: datasets.Dataset) -> list[int]:
-        logits = trainer.predict(test).predictions
+        with quiet_transformers():
+            logits = trainer.predict(test).predictions
         return np.asarray(logits).argmax(-1).tolist()
 
     def run_disease(self, encoded: datasets.Dataset, splits: DiseaseSplits, seed: int) -> DiseaseRun:

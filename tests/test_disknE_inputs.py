@@ -155,3 +155,25 @@ def test_two_copies_of_a_file_are_an_error(tmp_path):
     shutil.copy(root / "mednli" / "mli_test_v1.jsonl", root / "copy" / "mli_test_v1.jsonl")
     with pytest.raises(ValueError, match="several files with the same name"):
         build_medical_similar(tmp_path, root)
+
+
+def test_annotation_files_are_downloaded_at_the_pinned_commit_when_absent(tmp_path, capsys):
+    # offline here: the download is attempted at the pinned URL and fails with what to do instead
+    root = tmp_path / "data"
+    annotation = write_annotation(tmp_path / "elsewhere" / ANNOTATION)
+    write_data_dir(root, [annotation], link_annotations=False)
+    with pytest.raises(ConnectionError, match=r"raw.githubusercontent.com/israa-alghanmi/DisKnE/11bbdb97b0c4.*put it in the data_dir"):
+        build_medical_similar(tmp_path, root)
+    code = main(["umls-names", str(root / "META" / "MRCONSO.RRF"), "--out", str(tmp_path / "names.tsv")])
+    assert code == 2 and "--cuis-from" in capsys.readouterr().err
+
+
+def test_umls_names_errors(tmp_path, capsys):
+    assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(tmp_path)]) == 2
+    assert "META/MRCONSO.RRF" in capsys.readouterr().err
+    (tmp_path / "MRCONSO.RRF").write_text("C0000001|ENG|P\n")
+    assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(tmp_path / "none.csv")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+    annotation = write_annotation(tmp_path / "ann" / ANNOTATION)
+    assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--no-progress"]) == 2
+    assert "MRCONSO.RRF, line 1: expected 18 '|'-separated MRCONSO fields" in capsys.readouterr().err

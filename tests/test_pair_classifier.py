@@ -111,3 +111,9 @@ def test_probe_command_errors(built_disknE, tmp_path, capsys):
     assert "has no categories" in capsys.readouterr().err
     assert main([*args, "--model", "minilm", "--diseases", "C0000000"]) == 2
     assert "C0000000: not a target disease of this config" in capsys.readouterr().err
+
+
+def test_the_prober_is_exported_by_the_package():
+    import probers
+
+    assert probers.PairClassifierProbe is PairClassifierProbe
