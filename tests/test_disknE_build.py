@@ -9,23 +9,13 @@ from datasets import load_dataset
 
 from probers.build import build
 from probers.cli import main
+from probers.disknE_splits import DISKNE_FIELDS
 from probers.resources import load_builder_module
 from synthetic_disknE import spelling
 
 disknE = load_builder_module("disknE")
 VARIANTS = ("medical_similar", "medical_random", "terminological_similar", "terminological_random")
-ARCHITECTURE_FIELDS = {
-    "pair_id",
-    "premise",
-    "hypothesis",
-    "full_hypothesis",
-    "label",
-    "category",
-    "target_cui",
-    "target_name",
-    "disease_cui",
-    "mentioned_cuis",
-}
+ARCHITECTURE_FIELDS = {"pair_id", *DISKNE_FIELDS}  # the contract, as the splits read it
 DEFAULT_SOURCES = {"SNOMEDCT_US", "ICD10"}
 
 

@@ -211,7 +211,7 @@ ANNOTATION_COLUMNS = ("pair_id", "CUI", "label", "original_cui", "start_index", 
 
 @dataclass(frozen=True)
 class AnnotationRow:
-    row: int  # data row number, 1-based (line row + 1 of the file)
+    row: int  # data row number from 1 (the header is line 1 of the file, so row N is line N + 1)
     pair_id: str  # the MedNLI pairID, without the ",ng" of negatives
     label: int
     cui: str  # the disease in this row's hypothesis
@@ -227,7 +227,7 @@ def _offset(path: str, row: int, column: str, value: str, positive: bool) -> int
             raise DisknEInputError(f"{path}, row {row}: a negative row has no offsets, got {column}={value!r}")
         return None
     try:
-        return int(float(value))  # pandas wrote some offsets as floats ("12.0")
+        return int(float(value))  # a file saved again by pandas writes offsets as floats ("12.0")
     except ValueError:
         raise DisknEInputError(f"{path}, row {row}, column {column}: expected a character offset, got {value!r}") from None
 
