@@ -178,7 +178,8 @@ def eligible_diseases(
     _check_category(ds, category)
     columns = ds.select_columns(["premise", "hypothesis", "label", "category", "target_cui", "in_target_list"]).to_dict()
     positives: dict[str, set[tuple[str, str]]] = {}
-    for premise, hypothesis, label, row_category, cui, listed in zip(*columns.values()):
+    names = ("premise", "hypothesis", "label", "category", "target_cui", "in_target_list")
+    for premise, hypothesis, label, row_category, cui, listed in zip(*(columns[n] for n in names)):
         if only_target_list and not listed:
             continue
         found = positives.setdefault(cui, set())
