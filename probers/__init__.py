@@ -10,13 +10,18 @@ try:
 except PackageNotFoundError:  # running from a source checkout that is not installed
     __version__ = "0.0.0+source"
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "PairClassifierProbe", "RankChangeProbe"]
+
+# Probers are imported on first use, so that `import probers` (and `medprobe --help`) stays light.
+_LAZY = {
+    "PairClassifierProbe": "probers.pair_classifier",
+    "RankChangeProbe": "probers.rank_change",
+}
 
 
 def __getattr__(name: str):
-    # `probers.RankChangeProbe` without importing numpy, datasets and tqdm with the package
-    if name == "RankChangeProbe":
-        from probers.rank_change import RankChangeProbe
+    if name in _LAZY:
+        from importlib import import_module
 
-        return RankChangeProbe
+        return getattr(import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'probers' has no attribute {name!r}")

@@ -15,6 +15,7 @@ from probers import __version__
 from probers.probe import add_probe_command
 from probers.publish import add_publish_command
 from probers.resources import available
+from probers.umls_names import add_umls_names_command
 
 
 class UserError(Exception):
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_build_command(subparsers)
     add_probe_command(subparsers)
     add_publish_command(subparsers)
+    add_umls_names_command(subparsers)
     return parser
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import datasets
 
+from probers.disknE_probe import PAIR_CLASSIFIER, add_pair_classifier_arguments, run_pair_classifier
 from probers.ranking import (
     MEDLAMA_FIELDS,
     RankingProber,
@@ -67,7 +68,9 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", required=True, help="a built folder or a Hub dataset id")
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
-    parser.add_argument("--prober", required=True, choices=sorted({**RANKING_PROBERS, **RANK_CHANGE_PROBERS}), help="which prober")
+    parser.add_argument(
+        "--prober", required=True, choices=sorted({*RANKING_PROBERS, *RANK_CHANGE_PROBERS, PAIR_CLASSIFIER}), help="which prober"
+    )
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores")
@@ -92,6 +95,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
         "--scorer", choices=["auto", "mask-average", "causal-lm"], default="auto",
         help="how candidates are scored at the answer slot (default: auto = causal-lm for causal LMs, else mask-average)",
     )  # fmt: skip
+    add_pair_classifier_arguments(parser)
     parser.set_defaults(func=run_probe)
 
 
@@ -102,6 +106,8 @@ def run_probe(args: argparse.Namespace) -> int:
         from probers.context_variance import run_rank_change
 
         return run_rank_change(args)
+    if args.prober == PAIR_CLASSIFIER:
+        return run_pair_classifier(args)
     raise ValueError(f"unknown prober {args.prober!r}")
 
 

@@ -46,3 +46,27 @@ def acc_at_k():
     from probers.resources import metric_path
 
     return evaluate.load(metric_path("acc_at_k"))
+
+
+@pytest.fixture(scope="session")
+def disknE_annotation_dir() -> Path:
+    return shared_path("disknE", "annotation_files")
+
+
+@pytest.fixture(scope="session")
+def synthetic_disknE(disknE_annotation_dir, tmp_path_factory):
+    """A DisKnE data_dir with made-up MedNLI, MEDIQA-NLI and MRCONSO for the real annotation files."""
+    from synthetic_disknE import write_data_dir
+
+    paths = sorted(disknE_annotation_dir.glob("DisknE_*_annotation.csv"))
+    return write_data_dir(tmp_path_factory.mktemp("disknE_data"), paths)
+
+
+@pytest.fixture(scope="session")
+def built_disknE(synthetic_disknE, tmp_path_factory) -> Path:
+    """The four DisKnE variants built once per session from the synthetic data_dir."""
+    from probers.build import build
+
+    out = tmp_path_factory.mktemp("disknE_hub")
+    build("disknE", out, data_dir=str(synthetic_disknE.data_dir))
+    return out

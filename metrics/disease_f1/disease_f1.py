@@ -1,0 +1,191 @@
+# Copyright 2026 The medprobe developers.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+"""Per-disease F1 of the positive class, with macro and weighted averages (DisKnE)."""
+
+import datasets
+import evaluate
+
+_DESCRIPTION = """\
+DisKnE tests a model separately on each target disease: every row is a (premise, disease) pair
+labelled 1 (entailed) or 0, and belongs to one disease. This metric computes, per disease, the
+F1 of the positive class, F1 = 2 TP / (2 TP + FP + FN), and averages it over diseases in two
+ways: the macro average (every disease counts the same) and the weighted average, where each
+disease weighs as many as its positive rows (TP + FN), so that diseases with more evidence count
+more.
+
+The released DisKnE evaluation code computed something else: it kept only the gold-positive rows
+and took sklearn's macro F1 over the labels seen there. That number is 1 when every positive is
+predicted positive and recall / (1 + recall) otherwise, and it ignores false positives. It is
+available, clearly named, as `average="released_code"`, for comparing with numbers produced by
+that code; it is not DisKnE's metric as the paper defines it.
+"""
+
+_KWARGS_DESCRIPTION = """
+Args:
+    predictions (`list` of `int`): predicted labels, 0 or 1, one per row.
+    references (`list` of `int`): gold labels, 0 or 1, one per row.
+    diseases (`list` of `str`): the disease (e.g. target CUI) each row belongs to.
+    average (`str`, optional):
+        - `"standard"` (default): F1 of the positive class per disease, `macro_f1` and
+          `weighted_f1` (weights = positive rows per disease).
+        - `"released_code"`: the released DisKnE code's per-disease score (see the description)
+          and its mean over diseases, under keys that say so.
+    zero_division (`float`, optional): the value of precision, recall or F1 when its
+        denominator is 0 (e.g. a disease with no positive row and no positive prediction).
+        Defaults to 0.0, as scikit-learn does.
+
+Returns:
+    With `average="standard"`:
+    `macro_f1` (`float`): mean of the per-disease F1, in [0, 1].
+    `weighted_f1` (`float`): per-disease F1 weighted by each disease's positive rows.
+    `per_disease` (`dict`): `{disease: {"f1", "precision", "recall", "positives", "rows"}}`.
+    With `average="released_code"`:
+    `released_code_f1` (`float`): the mean over diseases of the released code's score.
+    `per_disease` (`dict`): `{disease: {"released_code_f1", "positives", "rows"}}`.
+
+Examples:
+
+    Disease A: 2 positives, one found, one false alarm (F1 = 2 / (2 + 1 + 1) = 0.5); disease B:
+    all right (F1 = 1). Macro = 0.75; weighted = (0.5 * 2 + 1.0 * 1) / 3:
+
+    >>> disease_f1 = evaluate.load("metrics/disease_f1")
+    >>> result = disease_f1.compute(
+    ...     predictions=[1, 0, 1, 0, 1, 0],
+    ...     references=[1, 1, 0, 0, 1, 0],
+    ...     diseases=["A", "A", "A", "A", "B", "B"],
+    ... )
+    >>> result["macro_f1"], round(result["weighted_f1"], 4)
+    (0.75, 0.6667)
+    >>> result["per_disease"]["A"]
+    {'f1': 0.5, 'precision': 0.5, 'recall': 0.5, 'positives': 2, 'rows': 4}
+
+    The released code's score on the same predictions: A finds half its positives, so
+    0.5 / 1.5 = 1/3; B finds all of them, so 1; the mean is 2/3:
+
+    >>> released = disease_f1.compute(
+    ...     predictions=[1, 0, 1, 0, 1, 0],
+    ...     references=[1, 1, 0, 0, 1, 0],
+    ...     diseases=["A", "A", "A", "A", "B", "B"],
+    ...     average="released_code",
+    ... )
+    >>> round(released["released_code_f1"], 4)
+    0.6667
+"""
+
+_CITATION = """\
+@inproceedings{alghanmi-etal-2021-probing,
+    title = "Probing Pre-Trained Language Models for Disease Knowledge",
+    author = "Alghanmi, Israa and Espinosa Anke, Luis and Schockaert, Steven",
+    booktitle = "Findings of the Association for Computational Linguistics: ACL-IJCNLP 2021",
+    year = "2021",
+    pages = "3023--3033",
+}
+"""
+
+_AVERAGES = ("standard", "released_code")
+
+
+def _ratio(numerator, denominator, zero_division):
+    return numerator / denominator if denominator else zero_division
+
+
+def _counts(predictions, references):
+    """(TP, FP, FN) of the positive class."""
+    tp = sum(1 for p, r in zip(predictions, references) if p == 1 and r == 1)
+    fp = sum(1 for p, r in zip(predictions, references) if p == 1 and r == 0)
+    fn = sum(1 for p, r in zip(predictions, references) if p == 0 and r == 1)
+    return tp, fp, fn
+
+
+def _standard_scores(predictions, references, zero_division):
+    tp, fp, fn = _counts(predictions, references)
+    return {
+        "f1": _ratio(2 * tp, 2 * tp + fp + fn, zero_division),
+        "precision": _ratio(tp, tp + fp, zero_division),
+        "recall": _ratio(tp, tp + fn, zero_division),
+    }
+
+
+def _released_code_score(predictions, references, zero_division):
+    """sklearn's macro F1 over the gold-positive rows only (what the released code computed).
+
+    On those rows every gold label is 1, so: all predicted 1 -> the only label seen is 1 and F1 = 1;
+    otherwise label 0 scores F1 = 0 and label 1 scores 2r / (1 + r) with r the recall, and the
+    macro average of the two is r / (1 + r).
+    """
+    found = [p for p, r in zip(predictions, references) if r == 1]
+    if not found:
+        return zero_division
+    if all(p == 1 for p in found):
+        return 1.0
+    recall = sum(found) / len(found)
+    return recall / (1 + recall)
+
+
+def _check_labels(values, name):
+    for index, value in enumerate(values):
+        if value not in (0, 1):
+            raise ValueError(f"{name}[{index}] is {value!r}; expected 0 (non-entailment) or 1 (entailment)")
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class DiseaseF1(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
+            reference_urls=["https://aclanthology.org/2021.findings-acl.266", "https://github.com/israa-alghanmi/DisKnE"],
+        )
+
+    def _compute(self, predictions, references, diseases=None, average="standard", zero_division=0.0):
+        if average not in _AVERAGES:
+            raise ValueError(f"average must be one of {', '.join(_AVERAGES)}, got {average!r}")
+        if diseases is None:
+            raise ValueError("diseases is required: give the disease (e.g. the target CUI) of every row")
+        if len(diseases) != len(predictions):
+            raise ValueError(
+                f"diseases has {len(diseases)} entries but there are {len(predictions)} predictions; give one disease per row"
+            )
+        if not predictions:
+            raise ValueError("no predictions to score")
+        _check_labels(predictions, "predictions")
+        _check_labels(references, "references")
+        rows = {}
+        for disease, prediction, reference in zip(diseases, predictions, references):
+            found = rows.setdefault(str(disease), ([], []))
+            found[0].append(prediction)
+            found[1].append(reference)
+
+        per_disease = {}
+        for disease, (preds, refs) in sorted(rows.items()):
+            scores = (
+                _standard_scores(preds, refs, zero_division)
+                if average == "standard"
+                else {"released_code_f1": _released_code_score(preds, refs, zero_division)}
+            )
+            per_disease[disease] = {**scores, "positives": sum(refs), "rows": len(refs)}
+
+        key = "f1" if average == "standard" else "released_code_f1"
+        values = [scores[key] for scores in per_disease.values()]
+        if average == "released_code":
+            return {"released_code_f1": sum(values) / len(values), "per_disease": per_disease}
+        positives = sum(scores["positives"] for scores in per_disease.values())
+        weighted = sum(scores["f1"] * scores["positives"] for scores in per_disease.values())
+        return {
+            "macro_f1": sum(values) / len(values),
+            "weighted_f1": weighted / positives if positives else zero_division,
+            "per_disease": per_disease,
+        }
