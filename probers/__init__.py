@@ -10,4 +10,15 @@ try:
 except PackageNotFoundError:  # running from a source checkout that is not installed
     __version__ = "0.0.0+source"
 
-__all__ = ["__version__"]
+__all__ = ["ContrastiveProbe", "__version__"]
+
+# Probers are imported on first use, so that `import probers` and `medprobe --help` stay fast.
+_LAZY = {"ContrastiveProbe": "probers.contrastive"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'probers' has no attribute {name!r}")

@@ -12,6 +12,7 @@ import os
 import sys
 
 from probers import __version__
+from probers.demo import add_demo_command
 from probers.probe import add_probe_command
 from probers.resources import available
 
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     add_build_command(subparsers)
     add_probe_command(subparsers)
+    add_demo_command(subparsers)
     return parser
 
 
