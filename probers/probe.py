@@ -111,6 +111,9 @@ def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_probe(args: argparse.Namespace) -> int:
     if args.prober in RANKING_PROBERS:
+        # a dataset that cannot be probed should fail before a model is loaded (or rewired for minutes)
+        ds = load_probe_dataset(args.dataset, args.config, args.split)
+        check_fields(ds, MEDLAMA_FIELDS, f"dataset {args.dataset!r} (config {args.config!r})")
         return run_ranking(args, make_ranking_prober(args))
     raise ValueError(f"unknown prober {args.prober!r}")
 
