@@ -10,7 +10,15 @@ import torch
 import torch.nn.functional as F
 
 from probers.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, mask_tail_span, rewiring_arguments, search
-from probers.contrastive.encoding import first_layers, mask_window, tokenize_keeping_mask
+from probers.contrastive.encoding import (
+    bert_style,
+    cls_embeddings,
+    encode_cls,
+    first_layers,
+    mask_window,
+    pad_batch,
+    tokenize_keeping_mask,
+)
 from probers.contrastive.search import top_k_with_ties_by_index
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus
 
@@ -195,7 +203,7 @@ def test_layers_l_runs_only_the_first_l_layers_plumbing_tiny_random_bert():
     probe = ContrastiveProbe(model, tokenizer, layers=2, device="cpu", show_progress=False)
     queries = ["aspirin might treat [Y] .", "the gene alpha may cause [Y] ."]
     truncated = probe.encode_queries(queries)
-    assert set(calls) == {0, 1}
+    assert set(calls) == {0}  # layer 1 runs at [CLS] only (its parts, not its forward); 2 and 3 never
     calls.clear()
     batch = tokenizer([q.replace("[Y]", "[MASK]") for q in queries], padding=True, return_tensors="pt")
     with torch.inference_mode():
@@ -208,6 +216,22 @@ def test_layers_l_runs_only_the_first_l_layers_plumbing_tiny_random_bert():
     with first_layers(model, 1):
         assert len(model.encoder.layer) == 1
     assert len(model.encoder.layer) == 4
+
+
+def test_last_layer_at_cls_only_equals_the_whole_forward_pass_plumbing_tiny_random_bert():
+    model, tokenizer = tiny_bert(layers=3), tiny_tokenizer()
+    texts = ["aspirin might treat [MASK] .", "the gene alpha beta gamma may cause [MASK] .", "[MASK] ."]
+    sequences = tokenize_keeping_mask(tokenizer, texts, 48)
+    input_ids, attention_mask = pad_batch(sequences, tokenizer.pad_token_id)  # padded: the mask matters
+    with torch.inference_mode():
+        whole = cls_embeddings(model.eval(), input_ids, attention_mask)
+    assert bert_style(model.encoder.layer[-1])
+    fast = encode_cls(model, sequences, pad_id=tokenizer.pad_token_id, batch_size=3, device=torch.device("cpu"))
+    assert torch.allclose(fast, whole, atol=1e-5)
+    calls = []
+    model.encoder.layer[-1].register_forward_hook(lambda *_: calls.append(1))
+    encode_cls(model, sequences, pad_id=tokenizer.pad_token_id, batch_size=3, device=torch.device("cpu"))
+    assert not calls  # the last layer's own forward (every position) never ran
 
 
 def test_bad_probe_inputs_give_clear_errors_plumbing_tiny_random_bert():

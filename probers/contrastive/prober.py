@@ -195,11 +195,10 @@ class ContrastiveProbe:
         return torch.stack([cache[ids] for ids in distinct]), [row_of[ids] for ids in sequences]
 
     def _encode(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
-        with first_layers(self.model, self.layers) as model:
-            return encode_cls(
-                model, sequences, pad_id=self.tokenizer.pad_token_id, batch_size=self.batch_size,
-                device=self.device, desc=desc, show_progress=self.show_progress,
-            )  # fmt: skip
+        return encode_cls(
+            self.model, sequences, pad_id=self.tokenizer.pad_token_id, batch_size=self.batch_size,
+            device=self.device, layers=self.layers, desc=desc, show_progress=self.show_progress,
+        )  # fmt: skip
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         """The `k` candidates closest to each query, best first; ties go to the earlier candidate."""

@@ -147,6 +147,7 @@ def train_pairs(
     temperature: float = TEMPERATURE,
     max_length: int = MAX_LENGTH,
     forward_batch_size: int = 128,
+    callbacks: list | None = None,
 ) -> tuple[RewiringTrainer, float]:
     """Train `model` in place on the pairs; returns the trainer and the training time in seconds."""
     trainer = RewiringTrainer(
@@ -157,6 +158,7 @@ def train_pairs(
         processing_class=tokenizer,
         loss=InfoNCELoss(temperature),
         forward_batch_size=forward_batch_size,
+        callbacks=callbacks,
     )
     start = time.perf_counter()
     trainer.train()
