@@ -118,7 +118,7 @@ def probe_rewired(ctx: DemoContext) -> None:
         return
     run_probe_step(ctx, "rewired", [
         "--rewire-corpus", args.rewire_corpus, "--rewire-steps", str(args.rewire_steps),
-        "--rewire-batch-size", str(args.rewire_batch_size), "--learning-rate", str(args.learning_rate),
+        "--rewire-batch-size", str(args.rewire_batch_size), "--rewire-learning-rate", str(args.rewire_learning_rate),
         "--seed", str(args.seed),
     ])  # fmt: skip
 
@@ -168,7 +168,7 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
                         help="sentences to rewire on (default: the shipped demo sentences)")  # fmt: skip
     parser.add_argument("--rewire-steps", type=int, default=30, help="rewiring steps; 0 skips the step (default: 30)")
     parser.add_argument("--rewire-batch-size", type=int, default=32, help="sentence pairs per step (default: 32)")
-    parser.add_argument("--learning-rate", type=float, default=2e-5, help="rewiring learning rate (default: 2e-5)")
+    parser.add_argument("--rewire-learning-rate", type=float, default=2e-5, help="rewiring learning rate (default: 2e-5)")
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
     parser.set_defaults(func=run_demo)
 

@@ -99,11 +99,12 @@ def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--rewire-steps", type=int, default=150, metavar="N", help="rewiring steps (default: 150)")
     group.add_argument("--rewire-batch-size", type=int, default=192, metavar="N", help="sentence pairs per step (default: 192)")
     group.add_argument("--temperature", type=float, default=0.04, help="InfoNCE temperature (default: 0.04)")
-    group.add_argument("--learning-rate", type=float, default=2e-5, help="AdamW learning rate (default: 2e-5)")
-    group.add_argument("--max-length", type=int, default=48, metavar="N",
+    group.add_argument("--rewire-learning-rate", type=float, default=2e-5, metavar="LR",
+                       help="AdamW learning rate (default: 2e-5)")
+    group.add_argument("--rewire-max-length", type=int, default=48, metavar="N",
                        help="word pieces per rewiring text; the mask is always kept (default: 48)")
-    group.add_argument("--mask-ratio", type=float, default=0.5,
-                       help="longest masked tail, as a share of the words (default: 0.5)")
+    group.add_argument("--rewire-mask-ratio", type=float, default=0.5, metavar="R",
+                       help="longest masked tail, as a share of the sentence's words (default: 0.5)")
     group.add_argument("--checkpoint-every", type=int, metavar="N",
                        help="save a probe-able checkpoint every N steps under --save-rewired")
     group.add_argument("--save-rewired", metavar="DIR", help="save the rewired model and tokenizer to DIR")

@@ -57,7 +57,7 @@ def test_untuned_probe_writes_results_and_identical_predictions_twice_plumbing_t
 def test_rewired_checkpoints_and_saved_model_can_be_probed_plumbing_tiny_random_bert(hub, tiny_model, corpus, tmp_path, capsys):
     saved = tmp_path / "rewired"
     assert probe(hub, tiny_model, tmp_path / "rewired.json", "--predictions", tmp_path / "rewired.jsonl",
-                 "--rewire-corpus", corpus, "--rewire-steps", 4, "--rewire-batch-size", 8, "--learning-rate", 1e-3,
+                 "--rewire-corpus", corpus, "--rewire-steps", 4, "--rewire-batch-size", 8, "--rewire-learning-rate", 1e-3,
                  "--checkpoint-every", 2, "--save-rewired", saved, "--similarity", "l2") == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "42 lines -> 40 pairs (skipped 1 blank; 1 with fewer than 2 words (e.g. line 41))" in out

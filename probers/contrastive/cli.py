@@ -18,7 +18,7 @@ def check_rewiring_arguments(args: argparse.Namespace) -> None:
             raise ValueError(f"{' and '.join(given)} need(s) --rewire-corpus FILE: there is nothing to rewire without a corpus")
         return
     for flag, value in (("--rewire-steps", args.rewire_steps), ("--rewire-batch-size", args.rewire_batch_size),
-                        ("--max-length", args.max_length)):  # fmt: skip
+                        ("--rewire-max-length", args.rewire_max_length)):  # fmt: skip
         if value < 1:
             raise ValueError(f"{flag} must be a positive integer, got {value}")
 
@@ -41,13 +41,13 @@ def prober_from_args(args: argparse.Namespace):
                 checkpoint_every=args.checkpoint_every,
                 max_steps=args.rewire_steps,
                 per_device_train_batch_size=args.rewire_batch_size,
-                learning_rate=args.learning_rate,
+                learning_rate=args.rewire_learning_rate,
                 seed=args.seed,
                 use_cpu=probe.device.type == "cpu",
             )
             report = probe.rewire(
-                args.rewire_corpus, training_args, temperature=args.temperature, max_length=args.max_length,
-                mask_ratio=args.mask_ratio, save_to=args.save_rewired,
+                args.rewire_corpus, training_args, temperature=args.temperature, max_length=args.rewire_max_length,
+                mask_ratio=args.rewire_mask_ratio, save_to=args.save_rewired,
             )  # fmt: skip
         print(f"rewired for {report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.3f} steps/s)")
         if args.save_rewired:
