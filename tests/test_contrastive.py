@@ -14,7 +14,6 @@ from probers.contrastive.encoding import (
     bert_style,
     cls_embeddings,
     encode_cls,
-    first_layers,
     mask_window,
     pad_batch,
     tokenize_keeping_mask,
@@ -213,9 +212,6 @@ def test_layers_l_runs_only_the_first_l_layers_plumbing_tiny_random_bert():
     assert not torch.allclose(truncated, hidden[4][:, 0], atol=1e-3)
     with pytest.raises(ValueError, match="between 1 and 4"):
         ContrastiveProbe(model, tokenizer, layers=5, device="cpu")
-    with first_layers(model, 1):
-        assert len(model.encoder.layer) == 1
-    assert len(model.encoder.layer) == 4
 
 
 def test_last_layer_at_cls_only_equals_the_whole_forward_pass_plumbing_tiny_random_bert():

@@ -1,12 +1,15 @@
 """Turning texts into [CLS] embeddings: tokenization that keeps the mask, length-sorted batches.
 
-Two rules make encoding fast and faithful:
-- dynamic padding with length-sorted batches: every batch is padded only to its own longest
-  text, so the encoder sees (almost) only real tokens. The released code padded queries to 50
-  and names to 25 tokens, 2.6x the real tokens of MedLAMA.
+What makes encoding faithful and fast:
 - a text with a mask token never loses it to truncation: the window that is kept always
   contains the mask (the released code cut long rewiring sentences after 48 word pieces, and
-  with them their [MASK]).
+  with them their [MASK]);
+- dynamic padding with length-sorted batches: every batch is padded only to its own longest
+  text, so the encoder sees (almost) only real tokens. The released code padded queries to 50
+  and names to 25 tokens, 2.6x the real tokens of MedLAMA;
+- only what is read is computed: layer-wise probing drops the later layers, and the last
+  layer used runs at [CLS] alone;
+- on a CPU, one batch per thread.
 """
 
 from __future__ import annotations
@@ -212,24 +215,21 @@ def layer_list(model: PreTrainedModel) -> torch.nn.ModuleList:
     )
 
 
-@contextmanager
-def first_layers(model: PreTrainedModel, layers: int | None) -> Iterator[PreTrainedModel]:
-    """Run `model` with only its first `layers` transformer layers; the others are not computed.
-
-    The layer list is swapped for a shorter one and restored on exit, so the same model can be
-    rewired with all its layers and probed layer-wise.
-    """
+def check_layers(model: PreTrainedModel, layers: int | None) -> None:
+    """A clear error unless the model has a layer list with at least `layers` layers."""
     if layers is not None:
         count = len(layer_list(model))
         if not 1 <= layers <= count:
             raise ValueError(f"layers must be between 1 and {count} for this model, got {layers}")
-    with _using_layers(model, layers):
-        yield model
 
 
 @contextmanager
 def _using_layers(model: PreTrainedModel, layers: int | None) -> Iterator[None]:
-    """Swap in the first `layers` layers (0 = embeddings only; None = leave the model alone)."""
+    """Run the model with only its first `layers` layers (0: embeddings only; None: all).
+
+    The layer list is swapped for a shorter one and restored on exit: the layers after it are
+    not computed at all, and the same model can be rewired whole and probed layer-wise.
+    """
     if layers is None:
         yield
         return

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
-from probers.contrastive.encoding import encode_cls, first_layers, tokenize_keeping_mask, tokenize_truncated
+from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from probers.contrastive.pairs import build_pairs, read_sentences
 from probers.contrastive.rewiring import (
     MASK_RATIO,
@@ -76,8 +76,7 @@ class ContrastiveProbe:
         self.tokenizer = tokenizer
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.model = model.to(self.device).eval()
-        with first_layers(self.model, layers):  # checks the layer count now, not after a long rewiring
-            pass
+        check_layers(self.model, layers)  # now, not after a long rewiring
         self.similarity = similarity
         self.layers = layers
         self.batch_size = batch_size
