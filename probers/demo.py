@@ -158,17 +158,17 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="steps: " + "; ".join(f"{s.name}: {s.title}" for s in DEMO_STEPS),
     )
-    parser.add_argument("--data-dir", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA")
+    parser.add_argument("--data-dir", metavar="DIR", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA")
     parser.add_argument("--sample", action="store_true", help="use the shipped sample even when MedLAMA could be downloaded")
-    parser.add_argument("--out", default="medprobe-demo", help="folder for the results (default: medprobe-demo)")
+    parser.add_argument("--out", default="medprobe-demo", metavar="DIR", help="folder for the results (default: medprobe-demo)")
     parser.add_argument("--model", default="minilm", help="encoder to probe (default: the packaged MiniLM)")
     parser.add_argument("--config", default="full", choices=["full", "hard"], help="dataset config (default: full)")
     parser.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
-    parser.add_argument("--rewire-corpus", default=str(SAMPLE_CORPUS),
-                        help="sentences to rewire on (default: the shipped demo sentences)")  # fmt: skip
-    parser.add_argument("--rewire-steps", type=int, default=30, help="rewiring steps; 0 skips the step (default: 30)")
-    parser.add_argument("--rewire-batch-size", type=int, default=32, help="sentence pairs per step (default: 32)")
-    parser.add_argument("--rewire-learning-rate", type=float, default=2e-5, help="rewiring learning rate (default: 2e-5)")
+    parser.add_argument("--rewire-corpus", default=str(SAMPLE_CORPUS), metavar="FILE",
+                        help="sentences to rewire on, one a line (default: the shipped demo sentences)")  # fmt: skip
+    parser.add_argument("--rewire-steps", type=int, default=30, metavar="N", help="rewiring steps; 0 skips the step (default: 30)")
+    parser.add_argument("--rewire-batch-size", type=int, default=32, metavar="N", help="sentence pairs per step (default: 32)")
+    parser.add_argument("--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)")
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
     parser.set_defaults(func=run_demo)
 
