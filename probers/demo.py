@@ -160,7 +160,7 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--data-dir", metavar="DIR", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA")
     parser.add_argument("--sample", action="store_true", help="use the shipped sample even when MedLAMA could be downloaded")
-    parser.add_argument("--out", default="medprobe-demo", metavar="DIR", help="folder for the results (default: medprobe-demo)")
+    parser.add_argument("--out", default="out/demo", metavar="DIR", help="folder for the results (default: out/demo)")
     parser.add_argument("--model", default="minilm", help="encoder to probe (default: the packaged MiniLM)")
     parser.add_argument("--config", default="full", choices=["full", "hard"], help="dataset config (default: full)")
     parser.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
