@@ -10,10 +10,11 @@ try:
 except PackageNotFoundError:  # running from a source checkout that is not installed
     __version__ = "0.0.0+source"
 
-__all__ = ["__version__", "PairClassifierProbe", "RankChangeProbe"]
+__all__ = ["__version__", "ContrastiveProbe", "PairClassifierProbe", "RankChangeProbe"]
 
 # Probers are imported on first use, so that `import probers` (and `medprobe --help`) stays light.
 _LAZY = {
+    "ContrastiveProbe": "probers.contrastive",
     "PairClassifierProbe": "probers.pair_classifier",
     "RankChangeProbe": "probers.rank_change",
 }

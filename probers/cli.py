@@ -12,6 +12,7 @@ import os
 import sys
 
 from probers import __version__
+from probers.demo import add_demo_command
 from probers.probe import add_probe_command
 from probers.publish import add_publish_command
 from probers.resources import available
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_probe_command(subparsers)
     add_publish_command(subparsers)
     add_umls_names_command(subparsers)
+    add_demo_command(subparsers)
     return parser
 
 

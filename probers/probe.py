@@ -28,7 +28,9 @@ from probers.ranking import (
 from probers.results import RunRecord, format_table, plot_per_group
 
 # prober name -> what it needs from the dataset; the probers of the other benchmarks add theirs.
-RANKING_PROBERS: dict[str, str] = {}
+RANKING_PROBERS: dict[str, str] = {
+    "contrastive": "Contrastive-Probe: [CLS] retrieval over the answer space, optionally after rewiring (encoder, no MLM head)",
+}
 # context-variance datasets: ranks per context step, scored with a ranking prober's score_candidates
 RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct and incorrect objects per context step (UCM)"}
 
@@ -96,11 +98,38 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
         help="how candidates are scored at the answer slot (default: auto = causal-lm for causal LMs, else mask-average)",
     )  # fmt: skip
     add_pair_classifier_arguments(parser)
+    add_contrastive_arguments(parser)
     parser.set_defaults(func=run_probe)
+
+
+def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "contrastive (--prober contrastive)",
+        "Probe by retrieval; with --rewire-corpus, first rewire the encoder on raw sentences (paper settings by default).",
+    )
+    group.add_argument("--similarity", choices=["cos", "l2"], default="cos",
+                       help="cos (default) or l2: L2 distance on raw [CLS], as the released code searched")
+    group.add_argument("--layers", type=int, metavar="L", help="probe with only the first L transformer layers")
+    group.add_argument("--rewire-corpus", metavar="FILE", help="rewire first on this text file (one sentence a line)")
+    group.add_argument("--rewire-steps", type=int, default=150, metavar="N", help="rewiring steps (default: 150)")
+    group.add_argument("--rewire-batch-size", type=int, default=192, metavar="N", help="sentence pairs per step (default: 192)")
+    group.add_argument("--temperature", type=float, default=0.04, help="InfoNCE temperature (default: 0.04)")
+    group.add_argument("--rewire-learning-rate", type=float, default=2e-5, metavar="LR",
+                       help="AdamW learning rate (default: 2e-5)")
+    group.add_argument("--rewire-max-length", type=int, default=48, metavar="N",
+                       help="word pieces per rewiring text; the mask is always kept (default: 48)")
+    group.add_argument("--rewire-mask-ratio", type=float, default=0.5, metavar="R",
+                       help="longest masked tail, as a share of the sentence's words (default: 0.5)")
+    group.add_argument("--checkpoint-every", type=int, metavar="N",
+                       help="save a probe-able checkpoint every N steps under --save-rewired")
+    group.add_argument("--save-rewired", metavar="DIR", help="save the rewired model and tokenizer to DIR")
 
 
 def run_probe(args: argparse.Namespace) -> int:
     if args.prober in RANKING_PROBERS:
+        # a dataset that cannot be probed should fail before a model is loaded (or rewired for minutes)
+        ds = load_probe_dataset(args.dataset, args.config, args.split)
+        check_fields(ds, MEDLAMA_FIELDS, f"dataset {args.dataset!r} (config {args.config!r})")
         return run_ranking(args, make_ranking_prober(args))
     if args.prober in RANK_CHANGE_PROBERS:
         from probers.context_variance import run_rank_change
@@ -113,6 +142,10 @@ def run_probe(args: argparse.Namespace) -> int:
 
 def make_ranking_prober(args: argparse.Namespace) -> RankingProber:
     """Build the prober named by --prober from the command-line arguments."""
+    if args.prober == "contrastive":
+        from probers.contrastive.cli import prober_from_args
+
+        return prober_from_args(args)
     raise ValueError(f"no ranking prober named {args.prober!r}")
 
 

@@ -1,0 +1,250 @@
+"""`ContrastiveProbe`: the two stages of Contrastive-Probe behind the ranking-prober contract.
+
+    probe = ContrastiveProbe.from_pretrained("minilm")          # any BERT-style encoder
+    probe.rewire("sentences.txt")                               # optional: stage 1, paper settings
+    probe.rank(["Aspirin might treat [Y] ."], names, k=10)      # stage 2: retrieval
+
+Retrieval: each query's [Y] becomes the tokenizer's mask token and the query (at most 50
+tokens, mask kept) is encoded to its last-layer [CLS] vector; every candidate name (at most 25
+tokens) is encoded once, and the names closest to a query are its predictions.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import torch
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
+
+from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
+from probers.contrastive.pairs import build_pairs, read_sentences
+from probers.contrastive.rewiring import (
+    MASK_RATIO,
+    MAX_LENGTH,
+    TEMPERATURE,
+    RewiringReport,
+    logged_losses,
+    rewiring_arguments,
+    train_pairs,
+)
+from probers.contrastive.search import SIMILARITIES, search
+from probers.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
+from probers.ranking import fill_mask_slot
+
+QUERY_MAX_LENGTH = 50
+NAME_MAX_LENGTH = 25
+
+
+class ContrastiveProbe:
+    """Rank candidate names for cloze queries by [CLS] similarity (Meng, Liu et al., ACL 2022).
+
+    Args:
+        model: an encoder (`AutoModel`, no MLM head needed).
+        tokenizer: its tokenizer; it must have a mask token.
+        similarity: "cos" (default; what rewiring trains for) or "l2" (L2 distance on the raw
+            [CLS] vectors, as the released code searched).
+        layers: probe with only the first `layers` transformer layers (None: all).
+        batch_size: texts per forward pass.
+        device: "auto", "cpu", "cuda", ...
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        similarity: str = "cos",
+        layers: int | None = None,
+        batch_size: int = 128,
+        query_max_length: int = QUERY_MAX_LENGTH,
+        name_max_length: int = NAME_MAX_LENGTH,
+        device: str | torch.device = "auto",
+        show_progress: bool = True,
+        model_name: str | None = None,
+    ):
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
+        if batch_size < 1:
+            raise ValueError(f"batch size must be positive, got {batch_size}")
+        self.model_name = model_name or getattr(model, "name_or_path", type(model).__name__)
+        self.mask_token = require_mask_token(tokenizer, self.model_name)
+        if tokenizer.pad_token_id is None:
+            raise ValueError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
+        self.tokenizer = tokenizer
+        self.device = device if isinstance(device, torch.device) else resolve_device(device)
+        self.model = model.to(self.device).eval()
+        check_layers(self.model, layers)  # now, not after a long rewiring
+        self.similarity = similarity
+        self.layers = layers
+        self.batch_size = batch_size
+        self.query_max_length = query_max_length
+        self.name_max_length = name_max_length
+        self.show_progress = show_progress
+        self.rewiring: RewiringReport | None = None
+        self.timings: dict[str, float] = {}
+        # name embeddings by probed layer count, then by token ids
+        self._name_embeddings: dict[int | None, dict[tuple[int, ...], torch.Tensor]] = {}
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, **kwargs) -> ContrastiveProbe:
+        """Load an encoder by folder, Hub id or packaged name (`minilm`)."""
+        start = time.perf_counter()
+        path, extra = resolve_model(name_or_path)
+        tokenizer = load_tokenizer(name_or_path)
+        require_mask_token(tokenizer, name_or_path)
+        try:
+            model = AutoModel.from_pretrained(path, **extra)
+        except OSError as err:
+            raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
+        probe = cls(model, tokenizer, model_name=name_or_path, **kwargs)
+        probe.timings["load_model"] = time.perf_counter() - start
+        return probe
+
+    # --- stage 1: rewiring ---------------------------------------------------------------------
+
+    def rewire(
+        self,
+        corpus: str | Path | Iterable[str],
+        args: TrainingArguments | None = None,
+        *,
+        temperature: float = TEMPERATURE,
+        max_length: int = MAX_LENGTH,
+        mask_ratio: float = MASK_RATIO,
+        save_to: str | Path | None = None,
+    ) -> RewiringReport:
+        """Rewire the encoder in place on raw sentences (a text file, one a line, or strings).
+
+        `args` are the `TrainingArguments` (default: `rewiring_arguments()`, the paper's
+        settings); their `seed` also draws the masked spans. With `save_to`, the rewired model
+        and tokenizer are saved there, ready for `from_pretrained`.
+        """
+        start = time.perf_counter()
+        sentences = read_sentences(corpus) if isinstance(corpus, (str, Path)) else list(corpus)
+        source = str(corpus) if isinstance(corpus, (str, Path)) else "rewiring corpus"
+        with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
+            if args is None:
+                args = rewiring_arguments(str(save_to or scratch), use_cpu=self.device.type == "cpu")
+            pairs, stats = build_pairs(sentences, self.mask_token, seed=args.seed, mask_ratio=mask_ratio)
+            print(stats.summary(source))
+            if not pairs:
+                raise ValueError(
+                    f"{source} has no sentence of at least two words to rewire on "
+                    f"({stats.lines:,} lines: {stats.blank:,} blank, {stats.too_short:,} too short)"
+                )
+            trainer, seconds = train_pairs(
+                self.model, self.tokenizer, pairs, args,
+                temperature=temperature, max_length=max_length, forward_batch_size=self.batch_size,
+            )  # fmt: skip
+            if save_to:
+                trainer.save_model(str(save_to))
+        self.model = trainer.model.to(self.device).eval()
+        self._name_embeddings.clear()  # the encoder changed: cached names are stale
+        self.rewiring = RewiringReport(
+            corpus=stats,
+            steps=trainer.state.global_step,
+            seconds=seconds,
+            losses=logged_losses(trainer),
+            settings={
+                "corpus": source,
+                "steps": args.max_steps,
+                "batch_size": args.per_device_train_batch_size,
+                "learning_rate": args.learning_rate,
+                "weight_decay": args.weight_decay,
+                "lr_scheduler": str(args.lr_scheduler_type.value if hasattr(args.lr_scheduler_type, "value") else args.lr_scheduler_type),
+                "seed": args.seed,
+                "temperature": temperature,
+                "max_length": max_length,
+                "mask_ratio": mask_ratio,
+                "saved_to": str(save_to) if save_to else None,
+            },
+        )
+        self.timings["rewire"] = time.perf_counter() - start
+        return self.rewiring
+
+    # --- stage 2: retrieval --------------------------------------------------------------------
+
+    def encode_queries(self, queries: Sequence[str]) -> torch.Tensor:
+        """[CLS] embeddings of cloze queries whose [Y] slot becomes the mask token."""
+        texts = [fill_mask_slot(query, self.mask_token) for query in queries]
+        sequences = tokenize_keeping_mask(self.tokenizer, texts, self.query_max_length)
+        return self._encode(sequences, "encoding queries")
+
+    def encode_names(self, names: Sequence[str]) -> torch.Tensor:
+        """[CLS] embeddings of candidate names (one row per name)."""
+        distinct, rows = self._encode_distinct_names(names)
+        return distinct[torch.tensor(rows, dtype=torch.long)]
+
+    def _encode_distinct_names(self, names: Sequence[str]) -> tuple[torch.Tensor, list[int]]:
+        """Embeddings of the distinct tokenizations of `names` (first-seen order), and each name's row.
+
+        Names that tokenize identically (e.g. differing only in case under an uncased
+        vocabulary) share one embedding, so their scores tie exactly and the tie goes to the
+        earlier name. Embeddings are cached by token ids until the encoder changes.
+        """
+        sequences = [tuple(ids) for ids in tokenize_truncated(self.tokenizer, names, self.name_max_length)]
+        distinct = list(dict.fromkeys(sequences))
+        cache = self._name_embeddings.setdefault(self.layers, {})
+        missing = [ids for ids in distinct if ids not in cache]
+        if missing:
+            cache.update(zip(missing, self._encode(missing, "encoding names")))
+        row_of = {ids: row for row, ids in enumerate(distinct)}
+        return torch.stack([cache[ids] for ids in distinct]), [row_of[ids] for ids in sequences]
+
+    def _encode(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
+        return encode_cls(
+            self.model, sequences, pad_id=self.tokenizer.pad_token_id, batch_size=self.batch_size,
+            device=self.device, layers=self.layers, desc=desc, show_progress=self.show_progress,
+        )  # fmt: skip
+
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+        """The `k` candidates closest to each query, best first; ties go to the earlier candidate."""
+        if not candidates:
+            raise ValueError("the answer space is empty: there are no candidate names to rank")
+        start = time.perf_counter()
+        distinct, rows = self._encode_distinct_names(candidates)
+        members: list[list[int]] = [[] for _ in range(len(distinct))]
+        for index, row in enumerate(rows):
+            members[row].append(index)
+        self._add_time("encode_candidates", start)
+        start = time.perf_counter()
+        query_embeddings = self.encode_queries(queries)
+        self._add_time("encode_queries", start)
+        start = time.perf_counter()
+        top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
+        ranked = []
+        for best in top:
+            names: list[str] = []
+            for row in best:
+                names.extend(candidates[i] for i in members[row])
+                if len(names) >= k:
+                    break
+            ranked.append(names[:k])
+        self._add_time("search", start)
+        return ranked
+
+    def _add_time(self, phase: str, start: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - start
+
+    @property
+    def settings(self) -> dict:
+        """What the results file records about this prober."""
+        settings = {
+            "similarity": self.similarity,
+            "layers": self.layers,
+            "embedding": "[CLS] of the last (probed) layer",
+            "query_max_length": self.query_max_length,
+            "name_max_length": self.name_max_length,
+            "rewired": self.rewiring is not None,
+        }
+        if self.rewiring is not None:
+            settings["rewiring"] = {
+                **self.rewiring.settings,
+                "steps_done": self.rewiring.steps,
+                "corpus_counts": self.rewiring.corpus.as_dict(),
+                "losses": self.rewiring.losses,
+                "steps_per_second": round(self.rewiring.steps_per_second, 4),
+            }
+        return settings

