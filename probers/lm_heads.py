@@ -101,3 +101,43 @@ def position_limit(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -
 
 def model_device(model: PreTrainedModel) -> torch.device:
     return next(model.parameters()).device
+
+
+class SelectedLogits:
+    """A masked LM's logits at selected positions only, e.g. the masks of a cloze query.
+
+    The vocabulary projection is the most expensive layer of a small MLM (a 30k-way output at
+    every position); when the model is a base encoder plus one head module (BertForMaskedLM,
+    RobertaForMaskedLM, ...), the head runs on the selected hidden states alone. The shortcut is
+    checked once against the full forward pass and dropped when they disagree.
+    """
+
+    def __init__(self, model: PreTrainedModel):
+        self.model = model
+        heads = [module for name, module in model.named_children() if name != model.base_model_prefix]
+        self.head = heads[0] if len(heads) == 1 and hasattr(model, "base_model") else None
+        if self.head is not None and not self._shortcut_matches():
+            self.head = None
+
+    @torch.inference_mode()
+    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, select: torch.Tensor) -> torch.Tensor:
+        """[number of selected positions, vocab] for a boolean `select` of the shape of `input_ids`."""
+        if self.head is None:
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).logits[select]
+        hidden = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask)[0]
+        return self.head(hidden[select])
+
+    @torch.inference_mode()
+    def _shortcut_matches(self) -> bool:
+        device = model_device(self.model)
+        ids = (torch.arange(8, device=device)[None] * 7 + 5) % self.model.config.vocab_size
+        attention = torch.ones_like(ids)
+        select = torch.zeros_like(ids, dtype=torch.bool)
+        select[0, 2] = select[0, 5] = True
+        try:
+            hidden = self.model.base_model(input_ids=ids, attention_mask=attention)[0]
+            shortcut = self.head(hidden[select])
+        except (TypeError, RuntimeError, IndexError):
+            return False
+        full = self.model(input_ids=ids, attention_mask=attention).logits[select]
+        return isinstance(shortcut, torch.Tensor) and shortcut.shape == full.shape and torch.allclose(shortcut, full, atol=1e-4)

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.candidate_scoring import check_candidate_lists, rank_by_scores
-from probers.lm_heads import check_model, load_model, model_device, position_limit
+from probers.lm_heads import SelectedLogits, check_model, load_model, model_device, position_limit
 from probers.models import require_mask_token
 from probers.ranking import fill_mask_slot
 
@@ -43,9 +43,11 @@ class MaskAverageProbe:
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.batch_size, self.progress = batch_size, progress
         self.limit = position_limit(model, tokenizer)
+        self.logits_at = SelectedLogits(model)
         self.settings = {"scoring": "mean log-probability of the candidate's tokens at L masks"}
         self.timings: dict[str, float] = {}
         self.forward_passes = 0  # input rows run through the model (benchmark figure)
+        self._token_ids: dict[str, list[int]] = {}
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str = "auto", **options) -> MaskAverageProbe:
@@ -59,13 +61,16 @@ class MaskAverageProbe:
         return rank_by_scores(self, queries, candidates, k)
 
     def candidate_token_ids(self, names: Sequence[str]) -> dict[str, list[int]]:
-        """Token ids of each distinct name (without special tokens), tokenized in one batch."""
-        distinct = list(dict.fromkeys(names))
-        encoded = self.tokenizer(distinct, add_special_tokens=False)["input_ids"]
-        empty = [name for name, ids in zip(distinct, encoded) if not ids]
-        if empty:
-            raise ValueError(f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.name!r}, e.g. {empty[0]!r}")
-        return dict(zip(distinct, encoded))
+        """Token ids of each name (without special tokens); new names are tokenized in one batch
+        and kept, so an answer space is tokenized once however many calls score it."""
+        new = [name for name in dict.fromkeys(names) if name not in self._token_ids]
+        if new:
+            encoded = self.tokenizer(new, add_special_tokens=False)["input_ids"]
+            empty = [name for name, ids in zip(new, encoded) if not ids]
+            if empty:
+                raise ValueError(f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.name!r}, e.g. {empty[0]!r}")
+            self._token_ids.update(zip(new, encoded))
+        return self._token_ids
 
     def query_ids(self, query: str) -> tuple[list[int], int]:
         """(token ids of the query with one mask in the slot, position of that mask)."""
@@ -124,8 +129,8 @@ class MaskAverageProbe:
         input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
         attention = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
         device = model_device(self.model)
-        logits = self.model(input_ids=input_ids.to(device), attention_mask=attention.to(device)).logits
-        self.forward_passes += len(rows)
         is_mask = (input_ids == self.tokenizer.mask_token_id) & attention.bool()
-        logp = torch.log_softmax(logits[is_mask.to(device)].float(), dim=-1).cpu()
+        logits = self.logits_at(input_ids.to(device), attention.to(device), is_mask.to(device))
+        self.forward_passes += len(rows)
+        logp = torch.log_softmax(logits.float(), dim=-1).cpu()
         return list(logp.split(is_mask.sum(dim=1).tolist()))

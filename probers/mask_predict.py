@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.generated_answers import pool_predictions
-from probers.lm_heads import check_model, load_model, model_device, position_limit
+from probers.lm_heads import SelectedLogits, check_model, load_model, model_device, position_limit
 from probers.models import require_mask_token
 from probers.ranking import fill_mask_slot
 
@@ -70,6 +70,7 @@ class MaskPredictProbe:
         self.beam_size, self.only_candidates = beam_size, only_candidates
         self.batch_size, self.progress = batch_size, progress
         self.limit = position_limit(model, tokenizer)
+        self.logits_at = SelectedLogits(model)
         self.banned = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
         self.settings = {
             "num_masks": num_masks, "init_method": init_method, "iter_method": iter_method,
@@ -179,13 +180,13 @@ class MaskPredictProbe:
         ids = slots.input_ids[:, None, :].expand(q, h, -1).clone()
         ids.scatter_(2, slots.positions[:, None, :].expand(q, h, n), torch.where(filled, tokens, self.tokenizer.mask_token_id))
         attention = slots.attention_mask[:, None, :].expand(q, h, -1).reshape(q * h, -1)
-        positions = slots.positions.repeat_interleave(h, dim=0)  # [q*h, n]
+        ids = ids.reshape(q * h, -1)
+        select = torch.zeros_like(ids, dtype=torch.bool).scatter_(1, slots.positions.repeat_interleave(h, dim=0), True)
         logp = []
         for start in range(0, q * h, self.batch_size):
             chunk = slice(start, start + self.batch_size)
-            logits = self.model(input_ids=ids.reshape(q * h, -1)[chunk].to(device), attention_mask=attention[chunk].to(device)).logits
-            rows = torch.arange(logits.shape[0], device=device)[:, None]
-            logp.append(torch.log_softmax(logits[rows, positions[chunk].to(device)].float(), dim=-1).cpu())
+            logits = self.logits_at(ids[chunk].to(device), attention[chunk].to(device), select[chunk].to(device))
+            logp.append(torch.log_softmax(logits.float(), dim=-1).cpu())  # slot positions in order, row by row
         self.forward_passes += q * h
         logp = torch.cat(logp).view(q, h, n, -1)
         logp[..., self.banned] = float("-inf")

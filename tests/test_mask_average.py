@@ -32,6 +32,12 @@ def test_batched_scores_equal_direct_per_candidate_computation_tiny_random_bert(
         assert row.shape == (len(names),)
         expected = [direct_mean_log_prob(model, tokenizer, query, name) for name in names]
         np.testing.assert_allclose(row, expected, rtol=1e-5, atol=1e-5)
+    # the MLM head ran on the mask positions only; the full forward pass gives the same scores
+    assert probe.logits_at.head is model.cls
+    probe.logits_at.head = None
+    for full, row in zip(probe.score_candidates(QUERIES, lists), scores):
+        np.testing.assert_allclose(full, row, rtol=1e-5, atol=1e-5)
+    probe.forward_passes //= 2
     # one forward pass per (query, distinct candidate length), never one per candidate
     lengths = [{len(tokenizer(n, add_special_tokens=False)["input_ids"]) for n in names} for names in lists]
     assert probe.forward_passes == sum(map(len, lengths)) < sum(map(len, lists))
