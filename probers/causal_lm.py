@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import copy
 import re
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,15 +33,17 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.candidate_scoring import check_candidate_lists, rank_by_scores
-from probers.lm_heads import check_model, load_model, model_device, position_limit
+from probers.lm_heads import FromPretrained, check_model, model_device, position_limit
 from probers.ranking import MASK_SLOT, fill_mask_slot
 
 NORMALIZATIONS = ("mean", "none")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")
 
 
-class CausalLMProbe:
+class CausalLMProbe(FromPretrained):
     """Rank candidates by the (mean) log-likelihood of their tokens in the filled prompt."""
+
+    model_kind = "causal-lm"
 
     def __init__(
         self,
@@ -74,14 +75,6 @@ class CausalLMProbe:
             f"{' and suffix' if score_suffix else ''} tokens given the prompt before the slot",
         }
         self.timings: dict[str, float] = {}
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str = "auto", **options) -> CausalLMProbe:
-        start = time.perf_counter()
-        model, tokenizer = load_model(name_or_path, "causal-lm", device)
-        probe = cls(model, tokenizer, name=name_or_path, **options)
-        probe.timings["load_model"] = time.perf_counter() - start
-        return probe
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)

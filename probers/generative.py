@@ -17,7 +17,6 @@ merged (`probers.generated_answers`), keeping the first.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Sequence
 
 import torch
@@ -25,14 +24,16 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.generated_answers import pool_predictions
-from probers.lm_heads import check_model, load_model, model_device
+from probers.lm_heads import FromPretrained, check_model, model_device
 from probers.ranking import MASK_SLOT, fill_mask_slot
 
 SENTINEL = re.compile(r"^<extra_id_\d+>$")
 
 
-class GenerativeProbe:
+class GenerativeProbe(FromPretrained):
     """Beam-search answers from an encoder-decoder; `candidates` only name answers (see generated_answers)."""
+
+    model_kind = "seq2seq"
 
     def __init__(
         self,
@@ -71,14 +72,6 @@ class GenerativeProbe:
             "scoring": "beam score: sum of token log-probabilities / length ** length_penalty",
         }  # fmt: skip
         self.timings: dict[str, float] = {}
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str = "auto", **options) -> GenerativeProbe:
-        start = time.perf_counter()
-        model, tokenizer = load_model(name_or_path, "seq2seq", device)
-        probe = cls(model, tokenizer, name=name_or_path, **options)
-        probe.timings["load_model"] = time.perf_counter() - start
-        return probe
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return [[name for name, _ in answers[:k]] for answers in self.predict(queries, candidates)]

@@ -9,6 +9,8 @@ so here a head missing from the checkpoint is an error that names the model.
 
 from __future__ import annotations
 
+import time
+
 import torch
 from transformers import (
     AutoModelForCausalLM,
@@ -27,9 +29,18 @@ from probers.models import load_config, load_tokenizer, resolve_device, resolve_
 
 # kind -> (Auto class, model types -> class names, what a user should give instead)
 KINDS = {
-    "masked-lm": (AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING_NAMES, "a model with a masked-LM head (e.g. bert-base-uncased, PubMedBERT)"),
-    "causal-lm": (AutoModelForCausalLM, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, "a decoder-only causal LM (e.g. GPT-2, Llama, smollm2)"),
-    "seq2seq": (AutoModelForSeq2SeqLM, MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, "an encoder-decoder LM (e.g. t5-base, facebook/bart-base, SciFive)"),
+    "masked-lm": (
+        AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        "a model with a masked-LM head (e.g. bert-base-uncased, PubMedBERT)",
+    ),
+    "causal-lm": (
+        AutoModelForCausalLM, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        "a decoder-only causal LM (e.g. GPT-2, Llama, smollm2)",
+    ),
+    "seq2seq": (
+        AutoModelForSeq2SeqLM, MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+        "an encoder-decoder LM (e.g. t5-base, facebook/bart-base, SciFive)",
+    ),
 }  # fmt: skip
 
 
@@ -141,3 +152,18 @@ class SelectedLogits:
             return False
         full = self.model(input_ids=ids, attention_mask=attention).logits[select]
         return isinstance(shortcut, torch.Tensor) and shortcut.shape == full.shape and torch.allclose(shortcut, full, atol=1e-4)
+
+
+class FromPretrained:
+    """`Prober.from_pretrained(name_or_path, device="auto", **options)` for a prober class that
+    takes `(model, tokenizer, name=..., **options)` and names its `model_kind`."""
+
+    model_kind: str
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, device: str = "auto", **options):
+        start = time.perf_counter()
+        model, tokenizer = load_model(name_or_path, cls.model_kind, device)
+        probe = cls(model, tokenizer, name=name_or_path, **options)
+        probe.timings["load_model"] = time.perf_counter() - start
+        return probe

@@ -12,7 +12,6 @@ MedLAMA that is a few dozen passes per query instead of 22,923.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,13 +20,15 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.candidate_scoring import check_candidate_lists, rank_by_scores
-from probers.lm_heads import SelectedLogits, check_model, load_model, model_device, position_limit
+from probers.lm_heads import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
 from probers.ranking import fill_mask_slot
 
 
-class MaskAverageProbe:
+class MaskAverageProbe(FromPretrained):
     """Rank candidates by the mean log-probability of their tokens at L masks (one pass per length)."""
+
+    model_kind = "masked-lm"
 
     def __init__(
         self,
@@ -49,14 +50,6 @@ class MaskAverageProbe:
         self.forward_passes = 0  # input rows run through the model (benchmark figure)
         self._token_ids: dict[str, list[int]] = {}
 
-    @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str = "auto", **options) -> MaskAverageProbe:
-        start = time.perf_counter()
-        model, tokenizer = load_model(name_or_path, "masked-lm", device)
-        probe = cls(model, tokenizer, name=name_or_path, **options)
-        probe.timings["load_model"] = time.perf_counter() - start
-        return probe
-
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)
 
@@ -68,7 +61,9 @@ class MaskAverageProbe:
             encoded = self.tokenizer(new, add_special_tokens=False)["input_ids"]
             empty = [name for name, ids in zip(new, encoded) if not ids]
             if empty:
-                raise ValueError(f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.name!r}, e.g. {empty[0]!r}")
+                raise ValueError(
+                    f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.name!r}, e.g. {empty[0]!r}"
+                )
             self._token_ids.update(zip(new, encoded))
         return self._token_ids
 

@@ -19,7 +19,6 @@ All queries of a batch and their beams run through the model together.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -28,7 +27,7 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.generated_answers import pool_predictions
-from probers.lm_heads import SelectedLogits, check_model, load_model, model_device, position_limit
+from probers.lm_heads import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
 from probers.ranking import fill_mask_slot
 
@@ -36,13 +35,15 @@ INIT_METHODS = ("independent", "order", "confidence")
 ITER_METHODS = ("none", "order")
 
 
-class MaskPredictProbe:
+class MaskPredictProbe(FromPretrained):
     """Fill 1..M masks by beam search and rank the pooled answers by the product of token probabilities.
 
     `rank(queries, candidates, k)` generates answers; `candidates` only names them (an answer
     equal to a candidate after normalisation is reported as that candidate's string) and,
     with `only_candidates=True`, drops answers outside the list.
     """
+
+    model_kind = "masked-lm"
 
     def __init__(
         self,
@@ -79,14 +80,6 @@ class MaskPredictProbe:
         }  # fmt: skip
         self.timings: dict[str, float] = {}
         self.forward_passes = 0
-
-    @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str = "auto", **options) -> MaskPredictProbe:
-        start = time.perf_counter()
-        model, tokenizer = load_model(name_or_path, "masked-lm", device)
-        probe = cls(model, tokenizer, name=name_or_path, **options)
-        probe.timings["load_model"] = time.perf_counter() - start
-        return probe
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return [[name for name, _ in answers[:k]] for answers in self.predict(queries, candidates)]
@@ -133,7 +126,12 @@ class MaskPredictProbe:
             torch.tensor([slot for _, slot in encoded])[:, None] + torch.arange(n),
         )
         q = len(rows)
-        beams = Beams(torch.zeros(q, 1, n, dtype=torch.long), torch.zeros(q, 1, n, dtype=torch.bool), torch.zeros(q, 1, n), torch.zeros(q, 1))
+        beams = Beams(
+            torch.zeros(q, 1, n, dtype=torch.long),
+            torch.zeros(q, 1, n, dtype=torch.bool),
+            torch.zeros(q, 1, n),
+            torch.zeros(q, 1),
+        )
 
         if self.init_method == "independent":
             logp = self.mask_log_probs(slots, beams.tokens, beams.filled)[:, 0]  # [q, n, V], all masks at once

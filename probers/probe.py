@@ -90,20 +90,32 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
 
     generating = parser.add_argument_group("mask-predict and generative probers (they generate answer strings)")
     generating.add_argument("--num-masks", type=int, default=5, help="mask-predict: fill 1..N masks (default: 5)")
-    generating.add_argument("--init-method", choices=["independent", "order", "confidence"], default="order", help="mask-predict: initial fill (default: order)")
-    generating.add_argument("--iter-method", choices=["none", "order"], default="none", help="mask-predict: refinement, order = Order+Order (default: none)")
-    generating.add_argument("--max-iter", type=int, default=10, help="mask-predict: at most this many refinement rounds (default: 10)")
+    generating.add_argument(
+        "--init-method", choices=["independent", "order", "confidence"], default="order",
+        help="mask-predict: initial fill (default: order)",
+    )  # fmt: skip
+    generating.add_argument(
+        "--iter-method", choices=["none", "order"], default="none",
+        help="mask-predict: refinement after the initial fill, order = Order+Order (default: none)",
+    )  # fmt: skip
+    generating.add_argument("--max-iter", type=int, default=10, help="mask-predict: at most N refinement rounds (default: 10)")
     generating.add_argument("--beam-size", type=int, help="beam width (default: 5 for mask-predict, 10 for generative)")
     generating.add_argument("--num-return", type=int, default=10, help="generative: sequences returned per query (default: 10)")
     generating.add_argument("--max-new-tokens", type=int, default=24, help="generative: longest answer in tokens (default: 24)")
     generating.add_argument("--only-candidates", action="store_true", help="drop generated answers that are not in the candidate set")
 
     scoring = parser.add_argument_group("mask-average and causal-lm probers (they score the candidate set)")
-    scoring.add_argument("--length-normalization", choices=["mean", "none"], default="mean", help="causal-lm: mean or total token log-probability (default: mean)")
-    scoring.add_argument("--no-suffix", action="store_true", help="causal-lm: score only the answer tokens, not the prompt text after the slot")
-    scoring.add_argument("--literal-template", action="store_true", help="causal-lm: keep the template's space before a final period ('[Y] .'); by default it is removed")
-    scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions for each query")
-    scoring.add_argument("--rerank-top", type=int, default=100, metavar="N", help="with --rerank: keep the first N names of each query (default: 100)")
+    scoring.add_argument(
+        "--length-normalization", choices=["mean", "none"], default="mean",
+        help="causal-lm: mean (default) or total log-probability of the scored tokens",
+    )  # fmt: skip
+    scoring.add_argument("--no-suffix", action="store_true", help="causal-lm: score only the answer tokens, not the prompt after the slot")
+    scoring.add_argument(
+        "--literal-template", action="store_true",
+        help="causal-lm: keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
+    )  # fmt: skip
+    scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions, per query")
+    scoring.add_argument("--rerank-top", type=int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
     parser.set_defaults(func=run_probe)
 
 

@@ -37,7 +37,6 @@ def real_queries_and_space(n_queries: int) -> tuple[list[str], list[str], str] |
     if not release.exists():
         return None
     from datasets import load_dataset
-
     from probers.build import build
     from probers.ranking import answer_space, first_per_group
 
@@ -65,7 +64,9 @@ def tokenizer_for_bench() -> tuple[BertTokenizer, str]:
         return load_tokenizer("minilm"), "bert-base-uncased vocabulary (packaged MiniLM)"
     except FileNotFoundError:
         words = [f"{a}{b}" for a in "bcdfglmnprstv" for b in ("ab", "ex", "ion", "ase", "oma", "itis", "in", "ol")]
-        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "is", "associated", "with"] + words + [f"##{w}" for w in words]
+        vocab = (
+            ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "is", "associated", "with"] + words + [f"##{w}" for w in words]
+        )
         return BertTokenizer(vocab={token: i for i, token in enumerate(vocab)}), "written vocabulary (MiniLM not installed)"
 
 
@@ -85,14 +86,18 @@ def main() -> None:
     config = BertConfig(
         vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
     )
-    probe = MaskAverageProbe(BertForMaskedLM(config).eval(), tokenizer, name="tiny-random-bert", batch_size=args.batch_size, progress=False)
+    probe = MaskAverageProbe(
+        BertForMaskedLM(config).eval(), tokenizer, name="tiny-random-bert", batch_size=args.batch_size, progress=False
+    )
     start = time.perf_counter()
     lengths = {len(ids) for ids in probe.candidate_token_ids(space).values()}  # once per space, then cached
     tokenize_seconds = time.perf_counter() - start
     print(f"answer space: {len(space):,} names, {source}")
     print(f"tokenizer: {vocabulary}; distinct candidate lengths: {len(lengths)} (1..{max(lengths)} tokens)")
     print(f"tokenizing the space (once, cached by the probe): {tokenize_seconds:.2f} s")
-    print(f"model: tiny random BertForMaskedLM (2 layers, 64 wide), {torch.get_num_threads()} CPU threads, batch {args.batch_size}")
+    print(
+        f"model: tiny random BertForMaskedLM (2 layers, 64 wide), {torch.get_num_threads()} CPU threads, batch {args.batch_size}"
+    )
 
     start = time.perf_counter()
     probe.score_candidates(queries, [space] * len(queries))
@@ -115,6 +120,7 @@ def main() -> None:
     print(f"\nper-candidate baseline: {len(sample)} candidates timed (one input each, batch {args.batch_size}),")
     print(f"  extrapolated: {naive_seconds:.1f} s per query = {1 / naive_seconds:.4f} queries/s")
     print(f"  mask average is {naive_seconds / (seconds / len(queries)):,.0f}x faster")
+
 
 if __name__ == "__main__":
     main()

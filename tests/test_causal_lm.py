@@ -31,7 +31,13 @@ def test_cached_batched_scores_equal_direct_log_likelihood(make_model, bos, norm
     tokenizer = byte_bpe_tokenizer(bos=bos)
     model = make_model(tokenizer)
     probe = CausalLMProbe(
-        model, tokenizer, length_normalization=normalization, score_suffix=suffix, literal_template=True, batch_size=4, progress=False
+        model,
+        tokenizer,
+        length_normalization=normalization,
+        score_suffix=suffix,
+        literal_template=True,
+        batch_size=4,
+        progress=False,
     )
     lists = [CANDIDATES, CANDIDATES[::-1][:4]]
     scores = probe.score_candidates(QUERIES, lists)

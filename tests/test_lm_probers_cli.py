@@ -28,7 +28,11 @@ def model_dirs(tmp_path_factory):
     bert, bert_tokenizer = tiny_random_bert_mlm()
     t5, t5_tokenizer = tiny_random_t5()
     bpe = byte_bpe_tokenizer()
-    for name, model, tokenizer in (("bert", bert, bert_tokenizer), ("t5", t5, t5_tokenizer), ("gpt2", tiny_random_gpt2(bpe, n_positions=256), bpe)):
+    for name, model, tokenizer in (
+        ("bert", bert, bert_tokenizer),
+        ("t5", t5, t5_tokenizer),
+        ("gpt2", tiny_random_gpt2(bpe, n_positions=256), bpe),
+    ):
         model.save_pretrained(root / name)
         tokenizer.save_pretrained(root / name)
     return root
@@ -44,11 +48,21 @@ def probe(hub, tmp_path, prober, model, *extra):
     ("prober", "model", "extra", "setting"),
     [
         ("mask-average", "bert", [], ("scoring", "mean log-probability of the candidate's tokens at L masks")),
-        ("mask-predict", "bert", ["--num-masks", "2", "--init-method", "confidence", "--iter-method", "order"], ("iter_method", "order")),
+        (
+            "mask-predict",
+            "bert",
+            ["--num-masks", "2", "--init-method", "confidence", "--iter-method", "order"],
+            ("iter_method", "order"),
+        ),
         ("generative", "t5", ["--beam-size", "3", "--num-return", "2", "--max-new-tokens", "4"], ("num_return", 2)),
         ("causal-lm", "gpt2", ["--length-normalization", "none", "--no-suffix"], ("score_suffix", False)),
     ],
-    ids=["mask_average_tiny_random_bert", "mask_predict_tiny_random_bert", "generative_tiny_random_t5", "causal_lm_tiny_random_gpt2"],
+    ids=[
+        "mask_average_tiny_random_bert",
+        "mask_predict_tiny_random_bert",
+        "generative_tiny_random_t5",
+        "causal_lm_tiny_random_gpt2",
+    ],
 )
 def test_each_prober_runs_through_the_cli_plumbing(hub, model_dirs, tmp_path, prober, model, extra, setting):
     predictions = tmp_path / "predictions.jsonl"
@@ -66,7 +80,9 @@ def test_causal_lm_reranks_the_shortlist_of_another_run_tiny_random_bert_and_gpt
     first = tmp_path / "mask_average.jsonl"
     assert probe(hub, tmp_path, "mask-average", model_dirs / "bert", "--k", "1,3", "--predictions", str(first))[0] == 0
     second = tmp_path / "rerank.jsonl"
-    code, out = probe(hub, tmp_path, "causal-lm", model_dirs / "gpt2", "--rerank", str(first), "--rerank-top", "2", "--predictions", str(second))
+    code, out = probe(
+        hub, tmp_path, "causal-lm", model_dirs / "gpt2", "--rerank", str(first), "--rerank-top", "2", "--predictions", str(second)
+    )
     assert code == 0 and json.loads(out.read_text())["settings"]["shortlist_size"] == 2
     shortlisted = {json.loads(line)["id"]: set(json.loads(line)["predictions"][:2]) for line in first.read_text().splitlines()}
     for line in second.read_text().splitlines():  # the re-ranked names are the other run's top 2, reordered

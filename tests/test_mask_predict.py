@@ -73,7 +73,10 @@ def test_order_beam_scores_equal_direct_left_to_right_computation_tiny_random_be
         for beam in range(5):
             first, second = tokens[q, beam].tolist()
             expected = 0.0
-            for filled, position_token in ((["[MASK]", "[MASK]"], first), ([tokenizer.convert_ids_to_tokens(first), "[MASK]"], second)):
+            for filled, position_token in (
+                (["[MASK]", "[MASK]"], first),
+                ([tokenizer.convert_ids_to_tokens(first), "[MASK]"], second),
+            ):
                 inputs = tokenizer(query.replace("[Y]", " ".join(filled)), return_tensors="pt")
                 with torch.no_grad():
                     row = torch.log_softmax(model(**inputs).logits[0], dim=-1)

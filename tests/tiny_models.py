@@ -65,7 +65,9 @@ def byte_bpe_tokenizer(bos: bool = False) -> PreTrainedTokenizerFast:
 
 def tiny_random_gpt2(tokenizer: PreTrainedTokenizerFast, seed: int = 0, n_positions: int = 64) -> GPT2LMHeadModel:
     torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=n_positions, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0)
+    config = GPT2Config(
+        vocab_size=len(tokenizer), n_positions=n_positions, n_embd=32, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
+    )
     return GPT2LMHeadModel(config).eval()
 
 
