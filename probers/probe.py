@@ -30,6 +30,10 @@ from probers.results import RunRecord, format_table, plot_per_group
 # prober name -> what it needs from the dataset; the probers of the other benchmarks add theirs.
 RANKING_PROBERS: dict[str, str] = {
     "contrastive": "Contrastive-Probe: [CLS] retrieval over the answer space, optionally after rewiring (encoder, no MLM head)",
+    "mask-predict": "X-FACTR-style decoding of 1..M masks with a masked-LM head (generates answers)",
+    "mask-average": "ranks the answer space by the mean token log-probability at L masks (masked LM)",
+    "generative": "beam-search answers from a seq2seq model (T5 sentinel or BART mask)",
+    "causal-lm": "ranks candidates by the log-likelihood of the filled prompt under a decoder-only LM",
 }
 # context-variance datasets: ranks per context step, scored with a ranking prober's score_candidates
 RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct and incorrect objects per context step (UCM)"}
@@ -97,6 +101,35 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
         "--scorer", choices=["auto", "mask-average", "causal-lm"], default="auto",
         help="how candidates are scored at the answer slot (default: auto = causal-lm for causal LMs, else mask-average)",
     )  # fmt: skip
+
+    generating = parser.add_argument_group("mask-predict and generative probers (they generate answer strings)")
+    generating.add_argument("--num-masks", type=int, default=5, help="mask-predict: fill 1..N masks (default: 5)")
+    generating.add_argument(
+        "--init-method", choices=["independent", "order", "confidence"], default="order",
+        help="mask-predict: initial fill (default: order)",
+    )  # fmt: skip
+    generating.add_argument(
+        "--iter-method", choices=["none", "order"], default="none",
+        help="mask-predict: refinement after the initial fill, order = Order+Order (default: none)",
+    )  # fmt: skip
+    generating.add_argument("--max-iter", type=int, default=10, help="mask-predict: at most N refinement rounds (default: 10)")
+    generating.add_argument("--beam-size", type=int, help="beam width (default: 5 for mask-predict, 10 for generative)")
+    generating.add_argument("--num-return", type=int, default=10, help="generative: sequences returned per query (default: 10)")
+    generating.add_argument("--max-new-tokens", type=int, default=24, help="generative: longest answer in tokens (default: 24)")
+    generating.add_argument("--only-candidates", action="store_true", help="drop generated answers that are not in the candidate set")
+
+    scoring = parser.add_argument_group("mask-average and causal-lm probers (they score the candidate set)")
+    scoring.add_argument(
+        "--length-normalization", choices=["mean", "none"], default="mean",
+        help="causal-lm: mean (default) or total log-probability of the scored tokens",
+    )  # fmt: skip
+    scoring.add_argument("--no-suffix", action="store_true", help="causal-lm: score only the answer tokens, not the prompt after the slot")
+    scoring.add_argument(
+        "--literal-template", action="store_true",
+        help="causal-lm: keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
+    )  # fmt: skip
+    scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions, per query")
+    scoring.add_argument("--rerank-top", type=int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
     add_pair_classifier_arguments(parser)
     add_contrastive_arguments(parser)
     parser.set_defaults(func=run_probe)
@@ -146,7 +179,48 @@ def make_ranking_prober(args: argparse.Namespace) -> RankingProber:
         from probers.contrastive.cli import prober_from_args
 
         return prober_from_args(args)
+    if args.prober in ("mask-predict", "mask-average", "generative", "causal-lm"):
+        return make_language_model_prober(args)
     raise ValueError(f"no ranking prober named {args.prober!r}")
+
+
+def make_language_model_prober(args: argparse.Namespace) -> RankingProber:
+    """mask-predict, mask-average, generative or causal-lm, loaded from --model."""
+    if not args.model:
+        raise ValueError(f"--prober {args.prober} needs --model (a model folder, a Hub id, or smollm2 for causal-lm)")
+    common = {"device": args.device, "batch_size": args.batch_size}
+    if args.prober == "mask-predict":
+        from probers.mask_predict import MaskPredictProbe
+
+        return MaskPredictProbe.from_pretrained(
+            args.model, num_masks=args.num_masks, init_method=args.init_method, iter_method=args.iter_method,
+            max_iter=args.max_iter, beam_size=args.beam_size or 5, only_candidates=args.only_candidates, **common,
+        )  # fmt: skip
+    if args.prober == "generative":
+        from probers.generative import GenerativeProbe
+
+        return GenerativeProbe.from_pretrained(
+            args.model, beam_size=args.beam_size or 10, num_return=args.num_return,
+            max_new_tokens=args.max_new_tokens, only_candidates=args.only_candidates, **common,
+        )  # fmt: skip
+    if args.prober == "mask-average":
+        from probers.mask_average import MaskAverageProbe
+
+        scorer = MaskAverageProbe.from_pretrained(args.model, **common)
+    else:
+        from probers.causal_lm import CausalLMProbe
+
+        scorer = CausalLMProbe.from_pretrained(
+            args.model, length_normalization=args.length_normalization, score_suffix=not args.no_suffix,
+            literal_template=args.literal_template, **common,
+        )  # fmt: skip
+    if not args.rerank:
+        return scorer
+    from probers.candidate_scoring import ShortlistProber, read_shortlists
+
+    ds = load_probe_dataset(args.dataset, args.config, args.split)
+    shortlists = read_shortlists(args.rerank, dict(zip(ds["id"], ds["query"])), args.rerank_top)
+    return ShortlistProber(scorer, shortlists, source=f"top {args.rerank_top} of {args.rerank}")
 
 
 def run_ranking(args: argparse.Namespace, prober: RankingProber, timings: dict | None = None) -> int:

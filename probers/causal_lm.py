@@ -1,0 +1,179 @@
+"""Causal-LM probing: rank candidates by how likely a decoder-only model finds the filled prompt.
+
+For the query "Aspirin might treat [Y] ." and the candidate "fever", the filled prompt is
+"Aspirin might treat fever." (MedLAMA's templates are written pre-tokenised, with a space before
+the final period; a causal LM reads " ." as unusual text, so by default the white space between
+the slot and a punctuation mark right after it is removed; `literal_template=True` keeps it).
+It is split into
+- the context: the text before the slot ("Aspirin might treat"), with the tokenizer's own
+  special tokens (a BOS where it adds one; a BOS is added only when the slot opens the query);
+- the answer tokens: the tokens after the context up to the candidate's end (" fever", the
+  slot's white space included);
+- the suffix tokens: the rest of the prompt (".").
+The score is the log-likelihood of the answer tokens and, by default, of the suffix tokens
+given the context (the suffix tells a complete answer from a truncated one: "fever." is more
+likely than "chronic." after "Aspirin might treat"). `length_normalization="mean"` (default)
+divides by the number of scored tokens, so long names are not punished for their length;
+`"none"` keeps the total log-probability of the text.
+
+The context is the same for every candidate of a query: it runs through the model once, and
+its key/value cache is repeated across each batch of candidates (sorted by length, so that
+little padding is computed); candidates never recompute the prompt.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from probers.candidate_scoring import check_candidate_lists, rank_by_scores
+from probers.lm_heads import FromPretrained, check_model, model_device, position_limit
+from probers.ranking import MASK_SLOT, fill_mask_slot
+
+NORMALIZATIONS = ("mean", "none")
+SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")
+
+
+class CausalLMProbe(FromPretrained):
+    """Rank candidates by the (mean) log-likelihood of their tokens in the filled prompt."""
+
+    model_kind = "causal-lm"
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        name: str = "model",
+        length_normalization: str = "mean",
+        score_suffix: bool = True,
+        literal_template: bool = False,
+        batch_size: int = 64,
+        progress: bool = True,
+    ):
+        check_model(model, "causal-lm", name)
+        if length_normalization not in NORMALIZATIONS:
+            raise ValueError(f"length_normalization must be one of {NORMALIZATIONS}, got {length_normalization!r}")
+        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.length_normalization, self.score_suffix = length_normalization, score_suffix
+        self.literal_template = literal_template
+        self.batch_size, self.progress = batch_size, progress
+        self.limit = position_limit(model, tokenizer)
+        pad = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
+        self.pad_id = pad  # padded positions are masked out; any id will do
+        self.settings = {
+            "length_normalization": length_normalization,
+            "score_suffix": score_suffix,
+            "literal_template": literal_template,
+            "scoring": f"{'mean' if length_normalization == 'mean' else 'total'} log-probability of the answer"
+            f"{' and suffix' if score_suffix else ''} tokens given the prompt before the slot",
+        }
+        self.timings: dict[str, float] = {}
+
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+        return rank_by_scores(self, queries, candidates, k)
+
+    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One float array per query, aligned with its candidates: higher = more likely."""
+        check_candidate_lists(queries, candidates)
+        progress = tqdm(zip(queries, candidates), total=len(queries), desc="causal LM", unit="query", disable=not self.progress)
+        return [self.score_query(query, names) for query, names in progress]
+
+    def score_query(self, query: str, names: Sequence[str]) -> np.ndarray:
+        scores = np.zeros(len(names), dtype=np.float32)
+        if not names:
+            return scores
+        fill_mask_slot(query, "")  # checks the slot
+        prefix, suffix = query.split(MASK_SLOT, 1)
+        if not self.literal_template:
+            suffix = SPACE_BEFORE_PUNCTUATION.sub("", suffix)
+        encoded = self.tokenizer(
+            [prefix + name + suffix for name in names], return_offsets_mapping=True, return_special_tokens_mask=True
+        )
+        blank = [name for name in names if not name.strip()]
+        if blank:
+            raise ValueError(f"query {query!r} has {len(blank)} blank candidate(s); every candidate needs text to score")
+        by_context: dict[tuple[int, ...], list[int]] = {}
+        parts = []
+        for i, name in enumerate(names):
+            context, continuation, scored = self.split_filled(
+                encoded["input_ids"][i], encoded["offset_mapping"][i], encoded["special_tokens_mask"][i],
+                context_end=len(prefix.rstrip()), answer_end=len(prefix) + len(name),
+                where=f"candidate {name!r} of query {query!r}",
+            )  # fmt: skip
+            by_context.setdefault(tuple(context), []).append(i)
+            parts.append((continuation, scored))
+        for context, indices in by_context.items():  # one group unless a token straddles the slot's edge
+            scores[indices] = self.score_continuations(list(context), [parts[i] for i in indices])
+        return scores
+
+    def split_filled(
+        self,
+        ids: list[int],
+        offsets: list[tuple[int, int]],
+        special: list[int],
+        context_end: int,
+        answer_end: int,
+        where: str,
+    ) -> tuple[list[int], list[int], list[bool]]:
+        """(context ids, continuation ids, which continuation tokens are scored) of one filled prompt.
+
+        Context: the leading special tokens and the tokens that end before the slot's white space.
+        Answer tokens: continuation tokens that start before the candidate's last character ends
+        (`answer_end`); the rest are suffix tokens.
+        """
+        m = 0
+        while m < len(ids) and (special[m] or offsets[m][1] <= context_end):
+            m += 1
+        context = ids[:m]
+        rest = [(token, span) for token, span, is_special in zip(ids[m:], offsets[m:], special[m:]) if not is_special]
+        continuation = [token for token, _ in rest]
+        # the slot's white space belongs to the answer (" fever" is one token in byte-level BPE)
+        is_answer = [start < answer_end for _, (start, _) in rest]
+        if not any(is_answer):
+            raise ValueError(f"{where} gives no answer tokens under the tokenizer of {self.name!r}")
+        if not context:
+            if self.tokenizer.bos_token_id is None:
+                raise ValueError(
+                    f"{where}: the slot opens the query and the tokenizer of {self.name!r} has no BOS token, "
+                    "so nothing conditions the first answer token"
+                )
+            context = [self.tokenizer.bos_token_id]
+        if self.limit and len(context) + len(continuation) > self.limit:
+            raise ValueError(
+                f"{where} is {len(context) + len(continuation)} tokens, more than the {self.limit} positions of {self.name!r}"
+            )
+        return context, continuation, [answer or self.score_suffix for answer in is_answer]
+
+    @torch.inference_mode()
+    def score_continuations(self, context: list[int], parts: list[tuple[list[int], list[bool]]]) -> np.ndarray:
+        """Scores of continuations that share `context`: the context runs once, its cache is reused."""
+        device = model_device(self.model)
+        prompt = self.model(input_ids=torch.tensor([context], device=device), use_cache=True)
+        first_logits = prompt.logits[0, -1].float()  # predicts the first continuation token
+        scores = np.zeros(len(parts), dtype=np.float32)
+        order = sorted(range(len(parts)), key=lambda i: len(parts[i][0]))  # similar lengths share a batch
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            width = max(len(parts[i][0]) for i in batch)
+            ids = torch.tensor([parts[i][0] + [self.pad_id] * (width - len(parts[i][0])) for i in batch], device=device)
+            weight = torch.tensor([parts[i][1] + [False] * (width - len(parts[i][1])) for i in batch], device=device).float()
+            real = torch.tensor([[1] * len(parts[i][0]) + [0] * (width - len(parts[i][0])) for i in batch], device=device)
+            cache = copy.deepcopy(prompt.past_key_values)  # the forward pass appends to it
+            cache.batch_repeat_interleave(len(batch))
+            attention = torch.cat([torch.ones(len(batch), len(context), dtype=real.dtype, device=device), real], dim=1)
+            logits = self.model(input_ids=ids, attention_mask=attention, past_key_values=cache, use_cache=True).logits.float()
+            # token t is predicted at position t - 1; token 0 by the context's last position
+            predicting = torch.cat([first_logits.expand(len(batch), 1, -1), logits[:, :-1]], dim=1)
+            token_logp = predicting.gather(-1, ids[..., None]).squeeze(-1) - predicting.logsumexp(dim=-1)
+            total = (token_logp * weight).sum(dim=1)
+            if self.length_normalization == "mean":
+                total = total / weight.sum(dim=1)
+            scores[batch] = total.cpu().numpy()
+        return scores
