@@ -24,10 +24,13 @@ from probers.ranking import (
     relation_answer_spaces,
     score_ranking,
 )
+from probers.mst_probe import add_mlm_head_arguments, run_mlm_head
 from probers.results import RunRecord, format_table, plot_per_group
 
 # prober name -> what it needs from the dataset; the probers of the other benchmarks add theirs.
 RANKING_PROBERS: dict[str, str] = {}
+# probers that pick one of fixed choices per item, each with its own runner
+CHOICE_PROBERS: dict[str, str] = {"mlm-head": "frozen encoder, trained masked-LM head (MST)"}
 
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
@@ -65,7 +68,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", required=True, help="a built folder or a Hub dataset id")
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
-    parser.add_argument("--prober", required=True, choices=sorted(RANKING_PROBERS), help="which prober")
+    parser.add_argument("--prober", required=True, choices=sorted({**RANKING_PROBERS, **CHOICE_PROBERS}), help="which prober")
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores")
@@ -81,12 +84,15 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     ranking.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
     ranking.add_argument("--predictions", metavar="JSONL", help="also write the top-k names of every query")
+    add_mlm_head_arguments(parser)
     parser.set_defaults(func=run_probe)
 
 
 def run_probe(args: argparse.Namespace) -> int:
     if args.prober in RANKING_PROBERS:
         return run_ranking(args, make_ranking_prober(args))
+    if args.prober == "mlm-head":
+        return run_mlm_head(args)
     raise ValueError(f"unknown prober {args.prober!r}")
 
 
