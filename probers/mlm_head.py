@@ -15,7 +15,9 @@ probability at [MASK].
 - The head is the model's own when its checkpoint has one (`BertForMaskedLM` & co.); an encoder
   saved without one (the packaged all-MiniLM-L6-v2) gets a fresh head of its architecture, whose
   decoder starts from the input embeddings as the architecture ties them. Either way the head is
-  an untied copy, so training it can never touch the encoder.
+  a copy, so training it can never touch the encoder. A decoder matrix tied to the input
+  embeddings belongs to the frozen encoder and stays as it is (as when a tied model's encoder is
+  frozen in place); the transform and the output bias are trained, and an untied decoder too.
 - `scratch=True` gives the same architecture with random weights everywhere: the floor.
 - A choice of L word pieces is scored with L masks in the text: the mean log-probability of its
   pieces at those positions (one encoder pass per text and L serves every choice of that length).

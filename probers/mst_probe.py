@@ -28,6 +28,7 @@ import datasets
 from tqdm.auto import tqdm
 
 from probers.models import resolve_device
+from probers.ranking import check_fields
 from probers.results import RunRecord, plot_per_group
 
 MST_TASKS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
@@ -81,15 +82,6 @@ def training_arguments(epochs: float | None, learning_rate: float | None, use_cp
     if learning_rate is not None:
         args.learning_rate = learning_rate
     return args
-
-
-def check_items(ds: datasets.Dataset, what: str) -> None:
-    missing = [f for f in ITEM_FIELDS if f not in ds.column_names]
-    if missing:
-        raise ValueError(
-            f"{what} lacks the field(s) {', '.join(missing)} that the mlm-head prober needs "
-            f"(expected {', '.join(ITEM_FIELDS)}; found {', '.join(ds.column_names)})"
-        )
 
 
 def probe_tasks(
@@ -197,7 +189,7 @@ def run_mlm_head(args: argparse.Namespace) -> int:
         train = load_probe_dataset(args.dataset, task, args.train_split)
         test = load_probe_dataset(args.dataset, task, args.split)
         for split, ds in ((args.train_split, train), (args.split, test)):
-            check_items(ds, f"dataset {args.dataset!r} (config {task!r}, split {split!r})")
+            check_fields(ds, ITEM_FIELDS, f"dataset {args.dataset!r} (config {task!r}, split {split!r})")
         tasks[task] = (train, test)
     loaded = time.perf_counter() - started
 

@@ -44,8 +44,7 @@ _CITATION = """\
     author = "Park, Sungjin and Ryu, Seungwoo and Choi, Edward",
     booktitle = "Findings of the Association for Computational Linguistics: EMNLP 2022",
     year = "2022",
-    pages = "1782--1792",
-    url = "https://aclanthology.org/2022.findings-emnlp.128",
+    url = "https://arxiv.org/abs/2210.12694",
 }
 """
 
@@ -54,7 +53,7 @@ _CITATION = """\
 BASE_UNITS = {"g": "gram", "L": "litre", "m": "metre", "mol": "mole"}
 # symbol -> power of ten; "" is the bare unit
 PREFIXES = {"k": 3, "": 0, "d": -1, "c": -2, "m": -3, "µ": -6, "n": -9}
-PREFIX_NAMES = {"k": "kilo", "": "(none)", "d": "deci", "c": "centi", "m": "milli", "µ": "micro", "n": "nano"}
+PREFIX_NAMES = {"k": "kilo", "": "none", "d": "deci", "c": "centi", "m": "milli", "µ": "micro", "n": "nano"}
 # other spellings accepted in the `prefixes` parameter (µ is U+00B5, the micro sign)
 PREFIX_ALIASES = {"none": "", "-": "", "u": "µ", "\u03bc": "µ", **{name: s for s, name in PREFIX_NAMES.items() if s}}
 
@@ -498,7 +497,7 @@ def parse_prefixes(value) -> tuple[str, ...]:
     for name in _names(value, "prefixes"):
         symbol = PREFIX_ALIASES.get(name, name)
         if symbol not in PREFIXES:
-            known = ", ".join(f"{s or 'none'} ({PREFIX_NAMES[s]})" for s in PREFIXES)
+            known = ", ".join(f"{s} ({PREFIX_NAMES[s]})" if s else "none" for s in PREFIXES)
             raise ValueError(f"mst: unknown prefix {name!r} in prefixes={value!r}; known: {known} (write none for no prefix)")
         prefixes.append(symbol)
     return tuple(dict.fromkeys(prefixes))
@@ -599,7 +598,7 @@ class Mst(datasets.GeneratorBasedBuilder):
         return datasets.DatasetInfo(
             description=_DESCRIPTION,
             features=FEATURES,
-            homepage="https://aclanthology.org/2022.findings-emnlp.128",
+            homepage="https://arxiv.org/abs/2210.12694",
             license="cc-by-4.0",
             citation=_CITATION,
         )
