@@ -68,7 +68,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--dataset", required=True, help="a built folder or a Hub dataset id")
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
-    parser.add_argument("--prober", required=True, choices=sorted({**RANKING_PROBERS, **CHOICE_PROBERS}), help="which prober")
+    parser.add_argument("--prober", required=True, choices=sorted({*RANKING_PROBERS, *CHOICE_PROBERS}), help="which prober")
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores")
