@@ -11,7 +11,7 @@ ranked by the prober (for one gold choice per item, acc@1 is accuracy).
     medprobe probe --dataset out/mst --config comparison --prober mlm-head --model minilm --scratch
 
 `run_mst_demo()` builds small MST splits with the real builder, probes a model and its scratch
-twin on every task and prints one table (about half a minute on 2 CPU cores).
+twin on every task and prints one table (about 40 s on 2 CPU cores).
 """
 
 from __future__ import annotations
