@@ -41,16 +41,6 @@ def add_pair_classifier_arguments(parser: argparse.ArgumentParser) -> None:
         help="medical variants: test one category (symptoms_diseases, treatments_diseases, tests_diseases, procedure_diseases)",
     )
     group.add_argument(
-        "--seeds",
-        type=int,
-        default=1,
-        metavar="N",
-        help="fine-tune with N seeds (--seed, --seed+1, ...) and report mean and std (paper: 3; default: 1)",
-    )
-    group.add_argument(
-        "--epochs", type=int, default=8, help="at most this many epochs, with early stopping on the validation loss (default: 8)"
-    )
-    group.add_argument(
         "--patience", type=int, default=2, help="epochs without a better validation loss before stopping (default: 2)"
     )
     group.add_argument(
@@ -66,7 +56,6 @@ def add_pair_classifier_arguments(parser: argparse.ArgumentParser) -> None:
         help="the disease name (default) or the full MedNLI hypothesis",
     )
     group.add_argument("--hypothesis-only", action="store_true", help="baseline: classify the hypothesis without the premise")
-    group.add_argument("--learning-rate", type=float, default=2e-5, help="default: 2e-5")
     group.add_argument(
         "--train-batch-size", type=int, default=8, help="training batch size (default: 8); --batch-size is for evaluation"
     )
@@ -154,12 +143,11 @@ def format_disease_table(record: RunRecord) -> str:
 
 def run_pair_classifier(args: argparse.Namespace) -> int:
     from probers.pair_classifier import PairClassifierProbe
-    from probers.probe import load_probe_dataset
+    from probers.probe import apply_training_defaults, load_probe_dataset
 
     if not args.model:
         raise ValueError(f"--prober {PAIR_CLASSIFIER} needs --model (a folder, a Hub id, or minilm)")
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
+    apply_training_defaults(args, seeds=1, epochs=8, learning_rate=2e-5)
     timings: dict[str, float] = {}
     start = time.perf_counter()
     ds = load_probe_dataset(args.dataset, args.config, args.split)

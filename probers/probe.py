@@ -25,6 +25,7 @@ from probers.ranking import (
     relation_answer_spaces,
     score_ranking,
 )
+from probers.mst_probe import add_mlm_head_arguments, run_mlm_head
 from probers.results import RunRecord, format_table, plot_per_group
 
 # prober name -> what it needs from the dataset; the probers of the other benchmarks add theirs.
@@ -37,6 +38,8 @@ RANKING_PROBERS: dict[str, str] = {
 }
 # context-variance datasets: ranks per context step, scored with a ranking prober's score_candidates
 RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct and incorrect objects per context step (UCM)"}
+# probers that pick one of fixed choices per item (MST), with their own runner
+CHOICE_PROBERS: dict[str, str] = {"mlm-head": "frozen encoder, trained masked-LM head (MST)"}
 
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
@@ -75,7 +78,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
     parser.add_argument(
-        "--prober", required=True, choices=sorted({*RANKING_PROBERS, *RANK_CHANGE_PROBERS, PAIR_CLASSIFIER}), help="which prober"
+        "--prober", required=True, choices=sorted({*RANKING_PROBERS, *RANK_CHANGE_PROBERS, PAIR_CLASSIFIER, *CHOICE_PROBERS}), help="which prober"
     )
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
@@ -130,9 +133,33 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions, per query")
     scoring.add_argument("--rerank-top", type=int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
+    add_training_arguments(parser)
     add_pair_classifier_arguments(parser)
     add_contrastive_arguments(parser)
+    add_mlm_head_arguments(parser)
     parser.set_defaults(func=run_probe)
+
+
+def add_training_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options shared by the probers that train (pair-classifier, mlm-head); each has its own defaults."""
+    group = parser.add_argument_group("training (pair-classifier, mlm-head)")
+    group.add_argument("--seeds", type=int, metavar="N",
+                       help="train with N seeds (--seed, --seed+1, ...) and report mean and std "
+                            "(default: pair-classifier 1, the paper used 3; mlm-head 3)")  # fmt: skip
+    group.add_argument("--epochs", type=float,
+                       help="pair-classifier: at most this many, with early stopping (default: 8); mlm-head: default 20")
+    group.add_argument("--learning-rate", type=float, metavar="LR", help="default: pair-classifier 2e-5, mlm-head 1e-3")
+
+
+def apply_training_defaults(args: argparse.Namespace, **defaults: float) -> None:
+    """Fill the training options the user left out with the running prober's defaults, and check them."""
+    for name, value in defaults.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
+    if args.epochs is not None and args.epochs <= 0:
+        raise ValueError(f"--epochs must be positive, got {args.epochs}")
 
 
 def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,6 +197,8 @@ def run_probe(args: argparse.Namespace) -> int:
         return run_rank_change(args)
     if args.prober == PAIR_CLASSIFIER:
         return run_pair_classifier(args)
+    if args.prober in CHOICE_PROBERS:
+        return run_mlm_head(args)
     raise ValueError(f"unknown prober {args.prober!r}")
 
 
