@@ -35,13 +35,15 @@ from __future__ import annotations
 import string
 from importlib.metadata import PackageNotFoundError, version
 
-import datasets
+from typing import TYPE_CHECKING
+
 import yaml
-from datasets.info import DatasetInfo, DatasetInfosDict
-from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from probers.resources import card_template, resource_root
+
+if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and --help import this module
+    import datasets
 
 
 LICENCE_KEY = "medprobe_licence"
@@ -81,6 +83,10 @@ def split_template(text: str, source: str, variables: dict[str, str] | None = No
 
 def template_metadata(benchmark: str) -> dict:
     """The static YAML header of `hub_cards/<benchmark>.md` (pretty name, licence, gating, tags)."""
+    import datasets
+    from datasets.info import DatasetInfo, DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+
     path = card_template(f"{benchmark}.md")
     return split_template(path.read_text(encoding="utf-8"), str(path))[0]
 
@@ -96,6 +102,8 @@ def size_category(rows: int) -> str:
 
 
 def fields_table(features: datasets.Features, descriptions: dict[str, str]) -> str:
+    import datasets
+
     lines = ["| field | type | description |", "|---|---|---|"]
     for name, feature in features.items():
         if isinstance(feature, datasets.Value):

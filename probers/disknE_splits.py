@@ -20,8 +20,10 @@ import math
 import random
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import datasets
+if TYPE_CHECKING:  # datasets is imported where used (the CLI imports this module for --help)
+    import datasets
 
 DISKNE_FIELDS = (
     "premise",
@@ -58,6 +60,8 @@ class DiseaseSplits:
     removed: dict[str, int] = field(default_factory=dict)  # why rows left the training pool, by reason
 
     def as_dataset_dict(self, ds: datasets.Dataset) -> datasets.DatasetDict:
+        import datasets
+
         return datasets.DatasetDict(
             {
                 name: ds.select(rows)

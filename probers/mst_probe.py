@@ -23,13 +23,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import datasets
 from tqdm.auto import tqdm
 
-from probers.models import resolve_device
 from probers.ranking import check_fields
 from probers.results import RunRecord, plot_per_group
+
+if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
+    import datasets
 
 MST_TASKS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
 ITEM_FIELDS = ("text", "choices", "label")
@@ -169,6 +171,9 @@ def format_scores(columns: dict[str, dict[str, TaskScores]]) -> str:
 
 def run_mlm_head(args: argparse.Namespace) -> int:
     """`medprobe probe --prober mlm-head`: probe one or all tasks of an MST-format dataset."""
+    import datasets
+
+    from probers.models import resolve_device
     from probers.probe import apply_training_defaults, load_probe_dataset
 
     if not args.model:
@@ -245,6 +250,8 @@ def run_mst_demo(
     seconds}, "settings": {run: the probe's settings}}. About 40 s on 2 CPU cores with the
     defaults (most of it encoding 3,000 sentences twice).
     """
+    import datasets
+
     from probers.build import build
 
     bars_were_on = not datasets.are_progress_bars_disabled()

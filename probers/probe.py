@@ -11,8 +11,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from probers.disknE_probe import PAIR_CLASSIFIER, add_pair_classifier_arguments, run_pair_classifier
 from probers.ranking import (
@@ -27,6 +26,9 @@ from probers.ranking import (
 )
 from probers.mst_probe import add_mlm_head_arguments, run_mlm_head
 from probers.results import RunRecord, format_table, plot_per_group
+
+if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
+    import datasets
 
 # prober name -> what it needs from the dataset; the probers of the other benchmarks add theirs.
 RANKING_PROBERS: dict[str, str] = {
@@ -44,6 +46,8 @@ CHOICE_PROBERS: dict[str, str] = {"mlm-head": "frozen encoder, trained masked-LM
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
     """`load_dataset(dataset, config, split=split)` with an error that says what to do."""
+    import datasets
+
     try:
         return datasets.load_dataset(dataset, config, split=split)
     except (FileNotFoundError, ValueError, ConnectionError) as err:

@@ -21,14 +21,16 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import datasets
+from typing import TYPE_CHECKING
+
 import yaml
-from datasets.info import DatasetInfosDict
-from datasets.utils.metadata import MetadataConfigs
 from huggingface_hub import DatasetCard, SpaceCard
 
 from probers.cards import LICENCE_KEY, LICENCES
 from probers.resources import available, resource_root
+
+if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
+    import datasets
 
 
 class PublishError(ValueError):
@@ -114,6 +116,9 @@ def check_card_contents(card_path: Path, card: DatasetCard) -> None:
 
 def card_configs(card_path: Path, card: DatasetCard) -> tuple[dict[str, dict], dict[str, datasets.DatasetInfo]]:
     """`configs:` and `dataset_info:` of the card, read with the datasets card classes."""
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+
     try:
         configs = MetadataConfigs.from_dataset_card_data(card.data)
         infos = DatasetInfosDict.from_dataset_card_data(card.data)
@@ -134,6 +139,8 @@ def card_configs(card_path: Path, card: DatasetCard) -> tuple[dict[str, dict], d
 
 def load_config(folder: Path, config: str, cache_dir: str) -> tuple[dict[str, int], set[Path]]:
     """Load one config as a Hub user would; return its rows per split and the data files it read."""
+    import datasets
+
     try:
         loaded = datasets.load_dataset(str(folder), config, cache_dir=cache_dir)
         data_files = datasets.load_dataset_builder(str(folder), config, cache_dir=cache_dir).config.data_files

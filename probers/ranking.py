@@ -13,12 +13,12 @@ way any Hub user loads it; there is no second copy of the metric here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
-
-import datasets
-import evaluate
+from typing import TYPE_CHECKING, Protocol
 
 from probers.resources import metric_path
+
+if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
+    import datasets
 
 MASK_SLOT = "[Y]"
 MEDLAMA_FIELDS = ("id", "relation", "head_name", "query", "answers")
@@ -106,5 +106,7 @@ def rank_queries(
 
 def score_ranking(ds: datasets.Dataset, predictions: list[list[str]], cutoffs: Sequence[int]) -> dict:
     """acc@k (micro), macro_acc@k and per-relation values from the acc_at_k evaluate module."""
+    import evaluate
+
     metric = evaluate.load(metric_path("acc_at_k"))
     return metric.compute(predictions=predictions, references=ds["answers"], groups=ds["relation"], k=list(cutoffs))

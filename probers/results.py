@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from probers.cards import package_version
-
 LIBRARIES = ("medprobe", "torch", "transformers", "datasets", "evaluate", "huggingface-hub", "accelerate")
 
 
 def library_versions() -> dict[str, str]:
+    from probers.cards import package_version  # cards imports datasets: only when a record is written
+
     return {"python": platform.python_version(), **{name: package_version(name) for name in LIBRARIES}}
 
 
