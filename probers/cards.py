@@ -83,10 +83,6 @@ def split_template(text: str, source: str, variables: dict[str, str] | None = No
 
 def template_metadata(benchmark: str) -> dict:
     """The static YAML header of `hub_cards/<benchmark>.md` (pretty name, licence, gating, tags)."""
-    import datasets
-    from datasets.info import DatasetInfo, DatasetInfosDict
-    from datasets.utils.metadata import MetadataConfigs
-
     path = card_template(f"{benchmark}.md")
     return split_template(path.read_text(encoding="utf-8"), str(path))[0]
 
@@ -142,6 +138,10 @@ def render_dataset_card(
     `split_files[config][split]` is the data-file pattern relative to the card, e.g.
     `"hard/test-*"`.
     """
+    import datasets
+    from datasets.info import DatasetInfo, DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+
     path = card_template(f"{benchmark}.md")
     first = next(iter(built.values()))
     features = next(iter(first.values())).features

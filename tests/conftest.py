@@ -40,6 +40,20 @@ def built_medlama(medlama_release_dir, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def synthetic_medlama_hub(tmp_path_factory) -> Path:
+    """The synthetic MedLAMA release (made-up rows) built once per session into a Hub folder.
+
+    Shared and read-only: a test that changes files works on a copy.
+    """
+    from probers.build import build
+    from synthetic_medlama import write_release
+
+    root = tmp_path_factory.mktemp("synthetic_medlama")
+    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
+    return root / "hub"
+
+
+@pytest.fixture(scope="session")
 def acc_at_k():
     import evaluate
 

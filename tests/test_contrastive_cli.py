@@ -9,20 +9,16 @@ import json
 
 import pytest
 
-from probers.build import build
 from probers.cli import main
 from probers.demo import SAMPLE_DATASET
 from probers.ranking import answer_space, first_per_group
 from probers.resources import load_builder_module
-from synthetic_medlama import write_release
 from tiny_bert import save_tiny_bert, toy_corpus
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    root = tmp_path_factory.mktemp("contrastive_cli")
-    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
-    return root / "hub"
+@pytest.fixture
+def hub(synthetic_medlama_hub):
+    return synthetic_medlama_hub
 
 
 @pytest.fixture(scope="module")

@@ -8,18 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from probers.build import build
 from probers.cli import main
 from probers.lm_heads import load_model
-from synthetic_medlama import write_release
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_t5
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lm_probers")
-    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
-    return root / "hub"
+@pytest.fixture
+def hub(synthetic_medlama_hub):
+    return synthetic_medlama_hub
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,8 @@ import json
 
 import pytest
 
-from probers.build import build
 from probers.probe import run_ranking
 from probers.ranking import answer_space, fill_mask_slot, relation_answer_spaces
-from synthetic_medlama import write_release
 
 
 class LookupProber:
@@ -29,11 +27,9 @@ class LookupProber:
         return ranked
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory):
-    root = tmp_path_factory.mktemp("runner")
-    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
-    return root / "hub"
+@pytest.fixture
+def hub(synthetic_medlama_hub):
+    return synthetic_medlama_hub
 
 
 def args_for(hub, tmp_path, **overrides):

@@ -13,7 +13,6 @@ from huggingface_hub.utils import _http
 
 import probers.publish as publish
 from hub_mock import HEAD, FakeHub
-from probers.build import build
 from probers.cli import main
 from probers.publish_checks import (
     DatasetCheck,
@@ -33,18 +32,10 @@ TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
 MEDLAMA_FILES = {"README.md", "full/test-00000-of-00001.parquet", "hard/test-00000-of-00001.parquet"}
 
 
-@pytest.fixture(scope="module")
-def synthetic_hub(tmp_path_factory) -> Path:
-    """The synthetic MedLAMA release built into a Hub folder (made-up rows, real builder and card)."""
-    root = tmp_path_factory.mktemp("synthetic_medlama")
-    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
-    return root / "hub"
-
-
 @pytest.fixture
-def folder(synthetic_hub, tmp_path) -> Path:
+def folder(synthetic_medlama_hub, tmp_path) -> Path:
     """A copy of the synthetic Hub folder that a test may change."""
-    return Path(shutil.copytree(synthetic_hub, tmp_path / "hub"))
+    return Path(shutil.copytree(synthetic_medlama_hub, tmp_path / "hub"))
 
 
 @pytest.fixture
