@@ -15,6 +15,7 @@ import probers.publish as publish
 from hub_mock import HEAD, FakeHub
 from probers.cli import main
 from probers.publish_checks import (
+    CARD_SECTIONS,
     DatasetCheck,
     PublishError,
     access_for,
@@ -24,7 +25,7 @@ from probers.publish_checks import (
     raw_file_findings,
     folder_files,
 )
-from probers.resources import card_template, metric_path
+from probers.resources import available, card_template, metric_path
 from probers.results import RunRecord
 from synthetic_medlama import write_release
 
@@ -200,6 +201,13 @@ def test_card_without_a_citation_section(folder):
     card.write_text(card.read_text().replace("## Citation", "## References"), encoding="utf-8")
     with pytest.raises(PublishError, match="no section on citation"):
         check_dataset_folder(folder, [])
+
+
+@pytest.mark.parametrize("benchmark", available("datasets"))
+def test_every_card_template_has_the_sections_publish_requires(benchmark):
+    """A built card is its template plus tables: each template must carry the sections the check asks for."""
+    headings = [line.lower() for line in card_template(f"{benchmark}.md").read_text().splitlines() if line.startswith("## ")]
+    assert [word for word in CARD_SECTIONS if not any(word in h for h in headings)] == []
 
 
 def test_umls_card_without_gating_prompt_is_refused(folder):
