@@ -24,9 +24,11 @@ import numpy as np
 
 
 class CandidateScorer(Protocol):
-    settings: dict
+    settings: dict  # recorded in the results file
 
-    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]: ...
+    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One score per candidate of each query (higher = better); queries hold the [Y] slot."""
+        ...
 
 
 def top_k(candidates: Sequence[str], scores: np.ndarray, k: int) -> list[str]:

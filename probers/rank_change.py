@@ -25,12 +25,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import datasets
 import numpy as np
 from tqdm.auto import tqdm
 
+from probers.candidate_scoring import CandidateScorer
 from probers.ranking import MASK_SLOT
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
@@ -38,12 +38,6 @@ CONTEXT_VARIANCE_FIELDS = (
     "row_id", "instance_id", "relation", "step", "text", "target", "added_object", "added_is_correct",
     "correct_objects", "incorrect_objects", "gold_objects", "candidates",
 )  # fmt: skip
-
-
-class CandidateScorer(Protocol):
-    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """One score per candidate of each query (higher = better); queries hold the [Y] slot."""
-        ...
 
 
 def slot_query(text: str, row_id: str) -> str:
