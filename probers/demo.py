@@ -136,6 +136,11 @@ def summarize(ctx: DemoContext) -> None:
         probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
         print(f"{label:<{width}}  {values}  {probe_seconds:8.1f}")
     print(f"results files: {', '.join(str(p) for p in ctx.results.values())}")
+    print(
+        "acc@1 near 0 is expected here: the answer space holds every head name, as MedLAMA's does, and an "
+        "encoder's nearest name to a query is usually the query's own head (\"Metformin\" for \"Metformin "
+        "might treat [MASK] .\"). Add --exclude-head to `medprobe probe` to leave it out; acc@10 shows the rest."
+    )
 
 
 def probe_mst(ctx: DemoContext) -> None:

@@ -99,6 +99,11 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     ranking.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
     ranking.add_argument("--predictions", metavar="JSONL", help="also write the top-k names of every query")
+    ranking.add_argument(
+        "--exclude-head", action="store_true",
+        help="leave each query's own head name out of its predictions (MedLAMA's answer space holds the heads, "
+             "and untuned encoders rank the head first for most queries; the paper keeps it)",
+    )  # fmt: skip
 
     rank_change = parser.add_argument_group(
         "rank-change prober (context-variance datasets; --k gives the top-k accuracies without and with context, "
@@ -271,7 +276,7 @@ def run_ranking(args: argparse.Namespace, prober: RankingProber, timings: dict |
     timings["load_dataset"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    predictions = rank_queries(prober, ds, max(args.k), candidates)
+    predictions = rank_queries(prober, ds, max(args.k), candidates, exclude_head=args.exclude_head)
     timings["probe"] = time.perf_counter() - start
     timings.update(getattr(prober, "timings", {}))
 
@@ -290,6 +295,7 @@ def run_ranking(args: argparse.Namespace, prober: RankingProber, timings: dict |
         settings={
             "k": args.k,
             "candidates": args.candidates,
+            "exclude_head": args.exclude_head,
             "per_relation": args.per_relation,
             "batch_size": args.batch_size,
             **getattr(prober, "settings", {}),

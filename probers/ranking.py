@@ -86,8 +86,17 @@ def rank_queries(
     ds: datasets.Dataset,
     k: int,
     candidates: list[str] | dict[str, list[str]],
+    exclude_head: bool = False,
 ) -> list[list[str]]:
-    """Rank every query of `ds`; `candidates` is one list for all, or one list per relation."""
+    """Rank every query of `ds`; `candidates` is one list for all, or one list per relation.
+
+    With `exclude_head`, a query's own head name is left out of its predictions (the answer
+    space holds every head name, and an encoder's nearest name to "Aspirin may treat [MASK] ."
+    is often "Aspirin"); the prober ranks k + 1 names so that k remain.
+    """
+    if exclude_head:
+        ranked = rank_queries(prober, ds, k + 1, candidates)
+        return [[name for name in names if name != head][:k] for names, head in zip(ranked, ds["head_name"])]
     if isinstance(candidates, list):
         return prober.rank(ds["query"], candidates, k)
     predictions: list[list[str] | None] = [None] * ds.num_rows

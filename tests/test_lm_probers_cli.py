@@ -132,7 +132,7 @@ def test_smollm2_ranks_a_medlama_format_set(smollm2, hub, tmp_path):
 
     args = Namespace(
         dataset=str(hub), config="full", split="test", prober="causal-lm", model="smollm2", seed=None, batch_size=16,
-        k=[1, 3], candidates="relation", per_relation=1, out=str(tmp_path / "r.json"), plot=None, predictions=None,
+        k=[1, 3], candidates="relation", exclude_head=False, per_relation=1, out=str(tmp_path / "r.json"), plot=None, predictions=None,
     )  # fmt: skip
     assert run_ranking(args, smollm2) == 0
     record = json.loads((tmp_path / "r.json").read_text())

@@ -35,7 +35,7 @@ def hub(synthetic_medlama_hub):
 def args_for(hub, tmp_path, **overrides):
     values = dict(
         dataset=str(hub), config="full", split="test", prober="lookup", model="none", seed=None, batch_size=8,
-        k=[1, 10], candidates="set", per_relation=None, out=str(tmp_path / "results.json"), plot=None, predictions=None,
+        k=[1, 10], candidates="set", exclude_head=False, per_relation=None, out=str(tmp_path / "results.json"), plot=None, predictions=None,
     )  # fmt: skip
     values.update(overrides)
     return argparse.Namespace(**values)
@@ -96,3 +96,20 @@ def test_mask_slot_and_missing_fields_errors(hub, tmp_path):
         fill_mask_slot("Aspirin may treat fever .", "[MASK]")
     with pytest.raises(ValueError, match="could not load dataset"):
         run_ranking(prober=LookupProber({}), args=args_for(hub, tmp_path, config="medium"))
+
+
+def test_exclude_head_drops_the_query_head_and_keeps_k_names(hub, tmp_path):
+    from datasets import load_dataset
+
+    ds = load_dataset(str(hub), split="test")
+    # ranks each query's head name first, then its gold answers: a head-retrieving encoder
+    prober = LookupProber({q: [h, *a] for q, h, a in zip(ds["query"], ds["head_name"], ds["answers"])})
+    run_ranking(prober=prober, args=args_for(hub, tmp_path, k=[1, 3], predictions=str(tmp_path / "kept.jsonl")))
+    kept = json.loads((tmp_path / "results.json").read_text())
+    run_ranking(prober=prober, args=args_for(hub, tmp_path, k=[1, 3], exclude_head=True, predictions=str(tmp_path / "p.jsonl")))
+    excluded = json.loads((tmp_path / "results.json").read_text())
+    assert kept["metrics"]["acc@1"] == 0.0 and excluded["metrics"]["acc@1"] == 1.0
+    assert excluded["settings"]["exclude_head"] is True
+    for line, head in zip((tmp_path / "p.jsonl").read_text().splitlines(), ds["head_name"]):
+        predictions = json.loads(line)["predictions"]
+        assert head not in predictions and len(predictions) == 3
