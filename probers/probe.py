@@ -197,9 +197,10 @@ def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
 def run_probe(args: argparse.Namespace) -> int:
     if args.prober in RANKING_PROBERS:
         # a dataset that cannot be probed should fail before a model is loaded (or rewired for minutes)
-        ds = load_probe_dataset(args.dataset, args.config, args.split)
-        check_fields(ds, MEDLAMA_FIELDS, f"dataset {args.dataset!r} (config {args.config!r})")
-        return run_ranking(args, make_ranking_prober(args))
+        start = time.perf_counter()
+        ds = load_medlama_format(args)
+        timings = {"load_dataset": time.perf_counter() - start}
+        return run_ranking(args, make_ranking_prober(args), timings, ds=ds)
     if args.prober in RANK_CHANGE_PROBERS:
         from probers.context_variance import run_rank_change
 
@@ -261,19 +262,31 @@ def make_language_model_prober(args: argparse.Namespace) -> RankingProber:
     return ShortlistProber(scorer, shortlists, source=f"top {args.rerank_top} of {args.rerank}")
 
 
-def run_ranking(args: argparse.Namespace, prober: RankingProber, timings: dict | None = None) -> int:
-    """Probe a MedLAMA-format dataset with a ranking prober; print, save and plot the scores."""
-    timings = dict(timings or {})
-    start = time.perf_counter()
+def load_medlama_format(args: argparse.Namespace) -> datasets.Dataset:
+    """The --dataset/--config/--split rows, checked for the fields a ranking prober needs."""
     ds = load_probe_dataset(args.dataset, args.config, args.split)
     check_fields(ds, MEDLAMA_FIELDS, f"dataset {args.dataset!r} (config {args.config!r})")
+    return ds
+
+
+def run_ranking(
+    args: argparse.Namespace, prober: RankingProber, timings: dict | None = None, ds: datasets.Dataset | None = None
+) -> int:
+    """Probe a MedLAMA-format dataset with a ranking prober; print, save and plot the scores.
+
+    `ds` is the loaded --dataset when the caller already has it (it is loaded here otherwise).
+    """
+    timings = dict(timings or {})
+    start = time.perf_counter()
+    if ds is None:
+        ds = load_medlama_format(args)
     # the answer space comes from the whole set, also when only a subset of queries is probed
     candidates = answer_space(ds) if args.candidates == "set" else relation_answer_spaces(ds)
     if args.per_relation:
         rows_in = ds.num_rows
         ds = first_per_group(ds, args.per_relation)
         print(f"probing the first {args.per_relation} queries of each relation: {ds.num_rows:,} of {rows_in:,} queries")
-    timings["load_dataset"] = time.perf_counter() - start
+    timings["load_dataset"] = timings.get("load_dataset", 0.0) + time.perf_counter() - start
 
     start = time.perf_counter()
     predictions = rank_queries(prober, ds, max(args.k), candidates, exclude_head=args.exclude_head)
