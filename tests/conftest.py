@@ -46,10 +46,10 @@ def synthetic_medlama_hub(tmp_path_factory) -> Path:
     Shared and read-only: a test that changes files works on a copy.
     """
     from probers.build import build
-    from synthetic_medlama import write_release
+    from synthetic_medlama import BUILD_PARAMS, write_release
 
     root = tmp_path_factory.mktemp("synthetic_medlama")
-    build("medlama", root / "hub", data_dir=str(write_release(root / "release")))
+    build("medlama", root / "hub", data_dir=str(write_release(root / "release")), params=BUILD_PARAMS)
     return root / "hub"
 
 

@@ -1,7 +1,9 @@
 """A MedLAMA-format release with made-up rows, written by tests (no UMLS content).
 
 Every relation gets the same three rows: two hard ones (answers share no word with the head)
-and one easy one (the answer contains the head name), so the hard rule has work to do.
+and one easy one (the answer contains the head name), so the hard rule has work to do. The
+files keep the release's names ({relation}_1000.csv) but hold 3 rows, so every build of this
+release passes BUILD_PARAMS (or CLI_PARAMS on the command line) to relax the 1,000-row check.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ ROWS = [
     ("C9000002", "Deltoma", [("C9000103", "Deltoma of skin")], False),
     ("C9000003", "Waldenström epsilon", [("C9000104", "Zetapathy")], True),
 ]
+
+BUILD_PARAMS = {"rows_per_relation": len(ROWS)}
+CLI_PARAMS = ["--set", f"rows_per_relation={len(ROWS)}"]
 
 
 def release_row(relation: str, head_cui: str, head_name: str, tails: list[tuple[str, str]]) -> dict:

@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from probers.cli import main
-from synthetic_medlama import write_release
+from synthetic_medlama import CLI_PARAMS, write_release
 
 
 def test_help_lists_the_commands(capsys):
@@ -25,7 +25,7 @@ def test_console_script_is_installed():
 
 def test_build_prints_sizes(tmp_path, capsys):
     release = write_release(tmp_path / "release")
-    assert main(["build", "medlama", "--data-dir", str(release), "--out", str(tmp_path / "hub")]) == 0
+    assert main(["build", "medlama", "--data-dir", str(release), "--out", str(tmp_path / "hub"), *CLI_PARAMS]) == 0
     out = capsys.readouterr().out
     assert "medlama/full: test 57 rows" in out and "medlama/hard: test 38 rows" in out
 
@@ -33,7 +33,7 @@ def test_build_prints_sizes(tmp_path, capsys):
 def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
     code = main(["build", "medlama", "--data-dir", str(tmp_path / "nowhere"), "--out", str(tmp_path / "hub"), "--config", "full"])
     err = capsys.readouterr().err
-    assert code == 2 and err.startswith("medprobe: error:") and "Traceback" not in err and "prompts.csv" in err
+    assert code == 2 and err.startswith("medprobe: error:") and "Traceback" not in err and "nowhere does not exist" in err
 
 
 def test_unknown_config_exit_2(tmp_path, capsys):

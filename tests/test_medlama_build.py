@@ -86,6 +86,7 @@ def test_card_yaml_makes_default_and_named_configs_loadable(built_medlama):
         assert f"`{relation}`" in text
     assert "UMLS Metathesaurus License" in text and "@inproceedings{meng-etal-2022-rewire" in text
     assert "$" not in text.split("---\n", 2)[2]  # every placeholder filled
+    assert "Row check: every full release file held exactly 1,000 distinct rows" in text and "relaxed" not in text
 
 
 def test_features_are_stored_in_the_parquet_files(built_medlama):
@@ -119,3 +120,11 @@ def test_hard_rule_reproduces_released_hard_membership_row_by_row(medlama_releas
         assert selected == size
         hard_file = medlama_release_dir / "2021AA" / f"{relation}_{size}_hard.csv"
         medlama.check_hard_rows(relation, "full.csv", str(hard_file), rows)  # raises on any difference
+
+
+def test_release_rows_are_distinct_though_21_head_cuis_repeat(full):
+    # duplicates are whole rows: 21 head CUIs appear twice in one relation with another head
+    # name, and the build (which refuses duplicated rows) keeps both
+    pairs = Counter(zip(full["relation"], full["head_cui"]))
+    assert sum(1 for n in pairs.values() if n == 2) == 21 and max(pairs.values()) == 2
+    assert len(set(zip(full["relation"], full["head_cui"], full["head_name"]))) == 19_000

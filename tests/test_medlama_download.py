@@ -12,7 +12,7 @@ from datasets import load_dataset
 
 from probers.build import build
 from probers.resources import load_builder_module
-from synthetic_medlama import write_release
+from synthetic_medlama import BUILD_PARAMS, write_release
 
 medlama = load_builder_module("medlama")
 
@@ -39,7 +39,7 @@ def test_without_data_dir_the_pinned_release_urls_are_downloaded(release_under_o
         return datasets.utils.py_utils.map_nested(local, url_or_urls)
 
     monkeypatch.setattr(datasets.DownloadManager, "download", serve_locally)
-    report = build("medlama", tmp_path / "hub")
+    report = build("medlama", tmp_path / "hub", params=BUILD_PARAMS)
     assert report.rows == {"full": {"test": 57}, "hard": {"test": 38}}
     assert sum(u.endswith("_1000.csv") for u in requested) == 2 * 19  # once per config
     assert sum(u.endswith("_hard.csv") for u in requested) == 19  # only the hard config needs them

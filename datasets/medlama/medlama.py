@@ -10,6 +10,10 @@ The source is the official release at a pinned commit, fetched through the downl
 or a `data_dir` with the release layout (`prompts.csv`, `2021AA/{relation}_1000.csv`,
 `2021AA/{relation}_{N}_hard.csv`). The `hard` rows are derived from the full rows by the
 published rule and checked against the released hard files; any disagreement stops the build.
+Each full file must hold exactly 1,000 distinct rows, as the release does, so a duplicated row
+or a truncated file stops the build too; for a user's own regenerated data in the release
+format, `medprobe build medlama --set rows_per_relation=N` (0: any number) relaxes the count,
+and the card states the row check the build applied.
 
 This module is self-contained (the datasets library and rouge-score only) and is loaded by
 path: `medprobe build medlama` turns it into a Hub folder of Parquet files plus a card.
@@ -19,7 +23,10 @@ from __future__ import annotations
 
 import ast
 import csv
+import inspect
 from collections import Counter
+from dataclasses import dataclass
+from dataclasses import fields
 from pathlib import Path
 
 import datasets
@@ -165,18 +172,54 @@ def is_hard(match: float, rouge_l: float) -> bool:
 
 
 def _read_csv(path: str, required: tuple[str, ...]) -> list[dict[str, str]]:
+    """The data rows of a release CSV as dicts; every row must have the header's number of fields.
+
+    A row with fewer or more fields than the header is a truncated file or an unbalanced quote,
+    not data: it stops the read, named by its row (data rows count from 1) and its file line.
+    """
     try:
         with open(path, encoding="utf-8", newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in required if c not in (reader.fieldnames or [])]
-            if missing:
-                raise MedlamaFormatError(
-                    f"{path}: missing column(s) {', '.join(missing)}; expected the release "
-                    f"columns {', '.join(required)} (found {', '.join(reader.fieldnames or [])})"
-                )
-            return list(reader)
+            reader = csv.reader(handle)
+            try:
+                return _checked_rows(path, reader, required)
+            except csv.Error as err:
+                raise MedlamaFormatError(_csv_error_message(path, reader.line_num, err)) from err
     except UnicodeDecodeError as err:
         raise MedlamaFormatError(f"{path}: not valid UTF-8 ({err}); the release files are UTF-8") from err
+
+
+def _checked_rows(path: str, reader, required: tuple[str, ...]) -> list[dict[str, str]]:
+    """Header and rows from a `csv.reader` (whose `line_num` the messages quote)."""
+    header = next(reader, None)
+    if header is None:
+        raise MedlamaFormatError(f"{path} is empty; expected a header line with the release columns {', '.join(required)}")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise MedlamaFormatError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected the release "
+            f"columns {', '.join(required)} (found {', '.join(header)})"
+        )
+    rows = []
+    for cells in reader:
+        if not cells:  # a blank line holds no row (csv.DictReader skipped them too)
+            continue
+        if len(cells) != len(header):
+            raise MedlamaFormatError(
+                f"{path}, row {len(rows) + 1} (line {reader.line_num}): {len(cells)} field(s), expected "
+                f"{len(header)} as in the header; the file is truncated or a quote is unbalanced"
+            )
+        rows.append(dict(zip(header, cells)))
+    return rows
+
+
+def _csv_error_message(path: str, line: int, err: csv.Error) -> str:
+    if "field larger than field limit" in str(err):
+        return (
+            f"{path}, line {line}: a cell is longer than the csv module's limit of "
+            f"{csv.field_size_limit():,} characters; no release cell is near that long, so the file "
+            f"is corrupt or not a MedLAMA release file (often an unclosed quote swallowing later lines)"
+        )
+    return f"{path}, line {line}: not readable as CSV ({err})"
 
 
 def _string_list(path: str, row_number: int, column: str, value: str) -> list[str]:
@@ -195,10 +238,12 @@ def _string_list(path: str, row_number: int, column: str, value: str) -> list[st
     return parsed
 
 
-def read_relation_rows(path: str, relation: str) -> list[dict]:
-    """Read one release CSV and return checked rows with the answers de-duplicated in order.
+def read_relation_rows(path: str, relation: str, rows_per_relation: int | None = FULL_SIZE) -> list[dict]:
+    """Read one full release CSV and return checked rows with the answers de-duplicated in order.
 
-    Row numbers in errors count data rows from 1 (the header is line 1 of the file).
+    The file must hold `rows_per_relation` distinct rows (the release's 1,000; 0 or None: any
+    number, for regenerated data). Row numbers in errors count data rows from 1 (the header is
+    line 1 of the file).
     """
     rows = []
     for row_number, raw in enumerate(_read_csv(path, RELEASE_COLUMNS), start=1):
@@ -226,7 +271,45 @@ def read_relation_rows(path: str, relation: str) -> list[dict]:
                 f"CUIs in tail_cuis; expected one CUI per name"
             )
         rows.append({"raw": raw, "row_number": row_number, "answers": answers, "answer_cuis": answer_cuis})
+    if not rows:
+        raise MedlamaFormatError(f"{path} has a header but no data rows; expected {_expected_rows(rows_per_relation)}")
+    check_distinct_rows(path, [row["raw"] for row in rows])
+    if rows_per_relation and len(rows) != rows_per_relation:
+        raise MedlamaFormatError(
+            f"{path}: {len(rows):,} rows, expected {_expected_rows(rows_per_relation)}; the file is "
+            f"truncated or has rows added. For regenerated data of another size, build with "
+            f"--set rows_per_relation=N (0: any number)"
+        )
     return rows
+
+
+def _expected_rows(rows_per_relation: int | None) -> str:
+    if not rows_per_relation:
+        return "at least one row (rows_per_relation=0: any number)"
+    if rows_per_relation == FULL_SIZE:
+        return f"{FULL_SIZE:,} (the release's rows per relation)"
+    return f"{rows_per_relation:,} (rows_per_relation; the release has {FULL_SIZE:,})"
+
+
+def check_distinct_rows(path: str, raws: list[dict[str, str]]) -> None:
+    """Stop if two rows of one relation file have the same release-column values.
+
+    Whole rows, not head CUIs: 21 head CUIs of the release appear twice with different head
+    names, and those rows are distinct queries.
+    """
+    first_row_of: dict[tuple[str, ...], int] = {}
+    duplicates = []
+    for row_number, raw in enumerate(raws, start=1):
+        key = _row_key(raw)
+        if key in first_row_of:
+            duplicates.append(f"row {row_number} is a duplicate of row {first_row_of[key]} (head_name={raw['head_name']!r})")
+        else:
+            first_row_of[key] = row_number
+    if duplicates:
+        shown = "; ".join(duplicates[:5]) + ("; ..." if len(duplicates) > 5 else "")
+        raise MedlamaFormatError(
+            f"{path}: {len(duplicates)} duplicate row(s) (every row of a relation file must be distinct): {shown}"
+        )
 
 
 def read_prompts(path: str) -> dict[str, str]:
@@ -251,7 +334,9 @@ def _row_key(raw: dict[str, str]) -> tuple[str, ...]:
 
 def check_hard_rows(relation: str, full_path: str, hard_path: str, full_rows: list[dict]) -> None:
     """Stop unless the rows the rule selects are exactly the rows of the released hard file."""
-    released = Counter(_row_key(r) for r in _read_csv(hard_path, RELEASE_COLUMNS))
+    hard_raws = _read_csv(hard_path, RELEASE_COLUMNS)
+    check_distinct_rows(hard_path, hard_raws)  # else a repeated row would read as "absent from full"
+    released = Counter(_row_key(r) for r in hard_raws)
     full_keys = Counter(_row_key(r["raw"]) for r in full_rows)
     absent = released - full_keys
     if absent:
@@ -282,8 +367,51 @@ def check_hard_rows(relation: str, full_path: str, hard_path: str, full_rows: li
 # --- the builder -----------------------------------------------------------------------------------
 
 
+@dataclass
 class MedlamaConfig(datasets.BuilderConfig):
-    """`full` or `hard`."""
+    """`full` or `hard`; `medprobe build medlama --set rows_per_relation=N` relaxes the size check.
+
+    rows_per_relation: how many distinct rows each full release file must hold. The release has
+    1,000 and the default insists on it, so a duplicated row or a truncated file stops the build;
+    a different N (0: any number) is for a user's own regenerated data, and the card says so.
+    """
+
+    rows_per_relation: int | None = FULL_SIZE
+
+
+PARAMETERS = tuple(f.name for f in fields(MedlamaConfig) if f.name not in {f.name for f in fields(datasets.BuilderConfig)})
+# The line of DatasetInfo.description that states the row check; card_context reads it back,
+# since the built datasets carry their info but not their builder config.
+ROW_CHECK_LABEL = "Row check: "
+
+
+def row_check_note(rows_per_relation: int | None) -> str:
+    """The row-count rule a build applied, in words for the card."""
+    if rows_per_relation == FULL_SIZE:
+        return (
+            f"every full release file held exactly {FULL_SIZE:,} distinct rows, the release's size "
+            f"(a duplicated row or a truncated file stops the build)."
+        )
+    if not rows_per_relation:
+        count = "any number of distinct rows"
+    else:
+        count = f"exactly {rows_per_relation:,} distinct rows"
+    return (
+        f"relaxed with `rows_per_relation={rows_per_relation or 0}`: every full file held {count}, "
+        f"not the release's {FULL_SIZE:,}, so this is not the official MedLAMA release but data "
+        f"in its format."
+    )
+
+
+def _checked_rows_per_relation(value: object) -> int:
+    # --set passes ints as ints; a bool is an int to Python but never a row count
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"medlama: rows_per_relation must be a whole number >= 0 (0: any number of rows), got {value!r}"
+        )
+    return value
 
 
 class Medlama(datasets.GeneratorBasedBuilder):
@@ -297,9 +425,19 @@ class Medlama(datasets.GeneratorBasedBuilder):
     ]
     DEFAULT_CONFIG_NAME = "full"
 
+    def __init__(self, *args, **kwargs):
+        # datasets' own message for a misspelt parameter prints the whole config; name it instead
+        known = {f.name for f in fields(MedlamaConfig)} | set(inspect.signature(datasets.DatasetBuilder.__init__).parameters)
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise ValueError(f"medlama: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(PARAMETERS)}")
+        if "rows_per_relation" in kwargs:
+            kwargs["rows_per_relation"] = _checked_rows_per_relation(kwargs["rows_per_relation"])
+        super().__init__(*args, **kwargs)
+
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
-            description=_DESCRIPTION,
+            description=f"{_DESCRIPTION}\n{ROW_CHECK_LABEL}{row_check_note(self.config.rows_per_relation)}",
             features=FEATURES,
             homepage="https://github.com/cambridgeltl/medlama",
             license="UMLS Metathesaurus License (UMLS-derived; see the dataset card)",
@@ -334,7 +472,7 @@ class Medlama(datasets.GeneratorBasedBuilder):
     def _generate_examples(self, files: dict):
         prompts = read_prompts(files["prompts"])
         for relation in RELATIONS:
-            rows = read_relation_rows(files["full"][relation], relation)
+            rows = read_relation_rows(files["full"][relation], relation, self.config.rows_per_relation)
             for row in rows:
                 raw = row["raw"]
                 row["avg_match"] = avg_match(raw["head_name"], raw["tail_names"])
@@ -365,8 +503,13 @@ class Medlama(datasets.GeneratorBasedBuilder):
 def local_release_files(data_dir: str, want_hard: bool) -> dict:
     """Map the release files in `data_dir`; name every missing file at once."""
     root = Path(data_dir)
+    if not root.exists():
+        raise FileNotFoundError(f"{root} does not exist; expected a folder with the MedLAMA release layout of {RELEASE_TREE}")
+    if not root.is_dir():
+        raise NotADirectoryError(f"{root} is not a folder; expected a folder with the MedLAMA release layout of {RELEASE_TREE}")
     files: dict = {"prompts": str(root / "prompts.csv"), "full": {}, "hard": {}}
     missing = [] if (root / "prompts.csv").is_file() else ["prompts.csv"]
+    ambiguous = []
     for relation in RELATIONS:
         full = root / "2021AA" / f"{relation}_{FULL_SIZE}.csv"
         if full.is_file():
@@ -377,6 +520,8 @@ def local_release_files(data_dir: str, want_hard: bool) -> dict:
             hard = sorted((root / "2021AA").glob(f"{relation}_*_hard.csv"))
             if len(hard) == 1:
                 files["hard"][relation] = str(hard[0])
+            elif hard:
+                ambiguous.append(f"{relation}: {' and '.join(str(path) for path in hard)}")
             else:
                 missing.append(f"2021AA/{relation}_{HARD_SIZES[relation]}_hard.csv")
     if missing:
@@ -385,6 +530,11 @@ def local_release_files(data_dir: str, want_hard: bool) -> dict:
             f"Expected the release layout of {RELEASE_TREE}: prompts.csv, "
             f"2021AA/{{relation}}_1000.csv and 2021AA/{{relation}}_{{N}}_hard.csv for the "
             f"{len(RELATIONS)} relations."
+        )
+    if ambiguous:
+        raise MedlamaFormatError(
+            f"more than one hard file for a relation, keep exactly one {{relation}}_{{N}}_hard.csv each: "
+            + "; ".join(ambiguous)
         )
     return files
 
@@ -411,9 +561,24 @@ def card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
             names.update(answers)
         answer_space.append(f"`{name}`: {len(names):,} names")
     return {
+        "row_check": _row_check_of(built),
         "relations_table": "\n".join(lines),
         "answer_space_sizes": "; ".join(answer_space),
         "release_commit": RELEASE_COMMIT,
         "release_tree": RELEASE_TREE,
         "citation": _CITATION.strip(),
     }
+
+
+def _row_check_of(built: dict[str, datasets.DatasetDict]) -> str:
+    """The row check the build applied, read back from the description `_info` wrote."""
+    notes = set()
+    for dataset_dict in built.values():
+        for ds in dataset_dict.values():
+            lines = [line for line in (ds.info.description or "").splitlines() if line.startswith(ROW_CHECK_LABEL)]
+            if len(lines) != 1:
+                raise ValueError(f"medlama card: the built {ds.info.config_name!r} data does not say which row check it passed")
+            notes.add(lines[0].removeprefix(ROW_CHECK_LABEL))
+    if len(notes) != 1:
+        raise ValueError(f"medlama card: the configs were built with different row checks: {sorted(notes)}")
+    return notes.pop()
