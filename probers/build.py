@@ -463,7 +463,13 @@ def check_staged_build(folder: Path, record: dict, cache_dir: str) -> None:
     if meta is None or meta.get(RECORD_KEY) != record:
         raise BuildError(f"{folder / CARD}: the card written does not read back with its build record")
     for config, recorded in record["configs"].items():
-        loaded = datasets.load_dataset(str(folder), config, cache_dir=cache_dir)
+        try:
+            loaded = datasets.load_dataset(str(folder), config, cache_dir=cache_dir)
+        except Exception as err:  # noqa: BLE001 - whatever fails, this build must not replace OUT
+            raise BuildError(
+                f"the staged build of config {config!r} does not load ({type(err).__name__}: {err}); "
+                "the output folder was left as it was"
+            ) from err
         rows = {split: ds.num_rows for split, ds in loaded.items()}
         if rows != recorded["rows"]:
             raise BuildError(
