@@ -37,7 +37,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -243,7 +243,8 @@ def out_lock(out: Path) -> Iterator[None]:
         os.write(fd, str(os.getpid()).encode())
         yield
     finally:
-        os.unlink(path)  # still locked: a build that opened it meanwhile sees another inode and retries
+        with suppress(FileNotFoundError):  # removed by hand meanwhile: nothing to do
+            os.unlink(path)  # still locked: a build that opened it meanwhile sees another inode and retries
         os.close(fd)
 
 
