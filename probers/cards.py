@@ -10,7 +10,7 @@ Placeholders available to every template:
 - `$configs_table`, `$fields_table`, `$total_rows`: from the built data;
 - `$medprobe_version`, `$datasets_version`, `$build_command`;
 - one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
-- whatever the builder module's `card_context(built)` returns.
+- whatever the builder module's `card_context(built, params)` returns (`params`: the build's `--set` values).
 
 A dataset card has `pretty_name` and `license` in its YAML and, in its body, sections whose
 headings name its configs, fields, how it was built and its citation (`medprobe publish
@@ -48,6 +48,19 @@ if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and 
 
 LICENCE_KEY = "medprobe_licence"
 LICENCES = ("open", "umls", "credentialed")
+# The build record in a built card's YAML (written by probers/build.py, checked by `medprobe publish`):
+#   medprobe_build:
+#     benchmark: medlama
+#     configs:
+#       full:
+#         medprobe_version: 0.1.0
+#         source: download (pinned commit ...)   # or data_dir (never the user's path), generated, ...
+#         parameters: {}                           # the builder config's own fields: seed, sizes, ...
+#         rows: {test: 19000}
+#         files: {full/test-00000-of-00001.parquet: <sha256>}
+# It says which configs the folder holds and how each was made; a build changes only a folder
+# whose record names the same benchmark.
+RECORD_KEY = "medprobe_build"
 
 
 def package_version(name: str) -> str:
@@ -132,11 +145,12 @@ def render_dataset_card(
     field_descriptions: dict[str, str],
     config_descriptions: dict[str, str],
     build_command: str,
+    build_record: dict | None = None,
 ) -> DatasetCard:
     """Render `hub_cards/<benchmark>.md` for the built configs.
 
     `split_files[config][split]` is the data-file pattern relative to the card, e.g.
-    `"hard/test-*"`.
+    `"hard/test-*"`; `build_record` goes under `medprobe_build:` (see RECORD_KEY).
     """
     import datasets
     from datasets.info import DatasetInfo, DatasetInfosDict
@@ -174,4 +188,6 @@ def render_dataset_card(
         for config in built
     }
     MetadataConfigs(configs).to_dataset_card_data(card_data)
+    if build_record is not None:
+        card_data[RECORD_KEY] = build_record
     return DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{text}")

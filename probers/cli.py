@@ -11,12 +11,7 @@ import argparse
 import os
 import sys
 
-from probers import __version__
-from probers.demo import add_demo_command
-from probers.probe import add_probe_command
-from probers.publish import add_publish_command
 from probers.resources import available
-from probers.umls_names import add_umls_names_command
 
 
 class UserError(Exception):
@@ -53,7 +48,10 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("benchmark", choices=available("datasets"), help="which benchmark")
-    parser.add_argument("--out", required=True, help="output folder (created; rebuilt configs are replaced)")
+    parser.add_argument(
+        "--out", required=True,
+        help="output folder: built beside it and replaced in one rename; the configs not rebuilt are kept",
+    )  # fmt: skip
     parser.add_argument("--data-dir", help="folder with the source files in the release layout (default: download)")
     parser.add_argument(
         "--config", dest="configs", action="append", metavar="NAME", help="build only this config (repeatable; default: all)"
@@ -62,21 +60,39 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
         "--set", dest="params", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
         help="builder parameter, e.g. --set seed=7 (repeatable; see the benchmark's card)",
     )  # fmt: skip
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace OUT even when it is not a medprobe build of this benchmark, and rebuild it whole",
+    )  # fmt: skip
     parser.set_defaults(func=run_build)
 
 
 def run_build(args: argparse.Namespace) -> int:
     from probers.build import build
 
-    report = build(args.benchmark, args.out, data_dir=args.data_dir, configs=args.configs, params=dict(args.params))
+    report = build(
+        args.benchmark, args.out, data_dir=args.data_dir, configs=args.configs, params=dict(args.params),
+        overwrite=args.overwrite,
+    )  # fmt: skip
+    for note in report.notes:
+        print(f"medprobe: {note}", file=sys.stderr)
     for config, splits in report.rows.items():
         sizes = ", ".join(f"{split} {rows:,} rows" for split, rows in splits.items())
         print(f"{args.benchmark}/{config}: {sizes} ({report.seconds[config]:.1f} s)")
+    for config in report.kept:
+        print(f"{args.benchmark}/{config}: kept as it was")
     print(f"wrote {report.out}/README.md and the Parquet files; load with load_dataset({str(report.out)!r}, config)")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Imported here, not at the top, so that Ctrl-C while they load is caught by `main` too.
+    from probers import __version__
+    from probers.demo import add_demo_command
+    from probers.probe import add_probe_command
+    from probers.publish import add_publish_command
+    from probers.umls_names import add_umls_names_command
+
     parser = argparse.ArgumentParser(
         prog="medprobe",
         description="Probe what pre-trained language models know about biomedicine.",
@@ -92,9 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command; Ctrl-C anywhere prints `interrupted` and exits 130, the shell's code for SIGINT."""
     try:
+        args = build_parser().parse_args(argv)
         return args.func(args)
+    except KeyboardInterrupt:  # also SIGTERM during a build (probers.build.Terminated)
+        if os.environ.get("MEDPROBE_DEBUG"):
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
     except USER_ERRORS as err:
         if os.environ.get("MEDPROBE_DEBUG"):
             raise

@@ -2,7 +2,9 @@
 
 A built dataset folder passes when its card's YAML parses, every config in the card loads
 with `load_dataset(folder, config)` and has the rows the card says, the folder holds nothing
-but the card and the data files those configs name, and no file in it is a raw licensed file
+but the card and the data files those configs name, those configs and files are the ones the
+card's `medprobe_build:` record lists with their sha256 (one build, not a mix), and no file in
+it is a raw licensed file
 (same bytes as a file of a raw-data folder such as ../shared/data, or named like a MedLAMA,
 DisKnE, MedNLI or UMLS release file) unless the repo will be gated or private. The card's
 `medprobe_licence:` marker (see probers/cards.py) decides how the data may be published:
@@ -26,7 +28,7 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
-from probers.cards import LICENCE_KEY, LICENCES
+from probers.cards import LICENCE_KEY, LICENCES, RECORD_KEY
 from probers.resources import available, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
@@ -234,11 +236,13 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
 
     rows: dict[str, dict[str, int]] = {}
     data_files: set[Path] = set()
+    files_by_config: dict[str, set[str]] = {}
     with tempfile.TemporaryDirectory(prefix="medprobe-publish-check-") as cache_dir:
         for config in configs:
             rows[config], files = load_config(folder, config, cache_dir)
             check_row_counts(card_path, config, rows[config], infos.get(config))
             data_files |= files
+            files_by_config[config] = {f.relative_to(folder.resolve()).as_posix() for f in files}
 
     files = folder_files(folder)
     expected = {f.relative_to(folder.resolve()).as_posix() for f in data_files} | set(CARD_FILES)
@@ -249,6 +253,7 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
             f"{' ...' if len(stray) > 10 else ''}. A published folder holds only the card and the data files "
             "of its configs: remove them"
         )
+    check_build_record(folder, card_path, card, rows, files_by_config)
     return DatasetCheck(
         folder=folder,
         licence=licence,
@@ -257,6 +262,48 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
         files=files,
         raw_findings=raw_file_findings(folder, files, raw_dirs),
     )
+
+
+def check_build_record(
+    folder: Path, card_path: Path, card: DatasetCard, rows: dict[str, dict[str, int]], files_by_config: dict[str, set[str]]
+) -> None:
+    """The card's configs are those its `medprobe_build:` record lists, with the recorded rows and bytes.
+
+    This catches a folder whose configs come from different builds (an interrupted rebuild under
+    an older medprobe, files copied in by hand): every data file must have the sha256 the build
+    recorded. A card without the record (older medprobe, or not built by medprobe) is refused: it
+    cannot say how its configs were made.
+    """
+    record = card.data.get(RECORD_KEY)
+    if not isinstance(record, dict) or not isinstance(record.get("configs"), dict):
+        raise PublishError(
+            f"{card_path}: the card has no `{RECORD_KEY}:` record of how each config was built (an older medprobe "
+            "or another tool wrote it); rebuild the folder with this medprobe (`medprobe build ... --overwrite`)"
+        )
+    recorded = record["configs"]
+    if set(recorded) != set(rows):
+        raise PublishError(
+            f"{card_path}: the card's `configs:` ({', '.join(rows)}) and its `{RECORD_KEY}:` record "
+            f"({', '.join(recorded)}) disagree; rebuild the folder with `medprobe build`"
+        )
+    for config, entry in recorded.items():
+        files = entry.get("files") if isinstance(entry, dict) else None
+        if not isinstance(files, dict) or set(files) != files_by_config[config]:
+            raise PublishError(
+                f"{card_path}: config {config!r} loads {', '.join(sorted(files_by_config[config]))} but its build record "
+                f"lists {', '.join(sorted(files or {}))}; rebuild the folder with `medprobe build`"
+            )
+        if entry.get("rows") != rows[config]:
+            raise PublishError(
+                f"{card_path}: config {config!r} has rows {rows[config]} but its build record says {entry.get('rows')}; "
+                "rebuild the folder with `medprobe build`"
+            )
+        for path, digest in files.items():
+            if sha256(folder / path) != digest:
+                raise PublishError(
+                    f"{folder / path} (config {config!r}) is not the file its build recorded (sha256 differs): the "
+                    "folder mixes builds; rebuild it with `medprobe build`"
+                )
 
 
 def access_for(check: DatasetCheck, private: bool) -> Access:

@@ -26,19 +26,33 @@ def release_under_official_names(tmp_path) -> Path:
     return root
 
 
-def test_without_data_dir_the_pinned_release_urls_are_downloaded(release_under_official_names, tmp_path, monkeypatch):
+def serve_release_locally(monkeypatch, release: Path) -> list[str]:
+    """Patch the download manager: release URLs are served from `release`, local paths pass through.
+
+    Local paths go through `download` too (`load_dataset` on a built folder downloads its Parquet
+    files); with an empty Hugging Face cache they must reach the real function. Any other URL is
+    a bug: the builder may fetch only the pinned release.
+    """
     requested: list[str] = []
+    original = datasets.DownloadManager.download
 
     def serve_locally(self, url_or_urls):
         def local(url: str) -> str:
+            if not url.startswith(("http://", "https://")):
+                return original(self, url)
             assert url.startswith(medlama.RELEASE_URL + "/"), url
             assert medlama.RELEASE_COMMIT in url
             requested.append(url)
-            return str(release_under_official_names / url[len(medlama.RELEASE_URL) + 1 :])
+            return str(release / url[len(medlama.RELEASE_URL) + 1 :])
 
         return datasets.utils.py_utils.map_nested(local, url_or_urls)
 
     monkeypatch.setattr(datasets.DownloadManager, "download", serve_locally)
+    return requested
+
+
+def test_without_data_dir_the_pinned_release_urls_are_downloaded(release_under_official_names, tmp_path, monkeypatch):
+    requested = serve_release_locally(monkeypatch, release_under_official_names)
     report = build("medlama", tmp_path / "hub", params=BUILD_PARAMS)
     assert report.rows == {"full": {"test": 57}, "hard": {"test": 38}}
     assert sum(u.endswith("_1000.csv") for u in requested) == 2 * 19  # once per config

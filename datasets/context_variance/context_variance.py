@@ -704,7 +704,7 @@ def resolve_inputs(root: Path, pattern: str, what: str) -> list[Path]:
 # --- card text ---------------------------------------------------------------------------------------
 
 
-def card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
+def card_context(built: dict[str, datasets.DatasetDict], params: dict | None = None) -> dict[str, str]:
     """Benchmark-specific parts of the dataset card (hub_cards/context_variance.md)."""
     lines = ["| config | instances | rows | steps per instance (mean) | relations |", "|---|---|---|---|---|"]
     for name, dataset_dict in built.items():

@@ -776,7 +776,7 @@ def synonyms(
 # --- card text -------------------------------------------------------------------------------------
 
 
-def card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
+def card_context(built: dict[str, datasets.DatasetDict], params: dict | None = None) -> dict[str, str]:
     """Benchmark-specific parts of the dataset card (hub_cards/disknE.md)."""
     sizes = []
     for config, dataset_dict in built.items():

@@ -621,7 +621,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
+def card_context(built: dict[str, datasets.DatasetDict], params: dict | None = None) -> dict[str, str]:
     """Benchmark-specific parts of the dataset card (hub_cards/mst.md)."""
     with decimal.localcontext(EXACT):
         return _card_context(built)
