@@ -94,7 +94,7 @@ def test_mask_slot_and_missing_fields_errors(hub, tmp_path):
     assert fill_mask_slot("Aspirin may treat [Y] .", "[MASK]") == "Aspirin may treat [MASK] ."
     with pytest.raises(ValueError, match=r"no \[Y\] slot"):
         fill_mask_slot("Aspirin may treat fever .", "[MASK]")
-    with pytest.raises(ValueError, match="could not load dataset"):
+    with pytest.raises(ValueError, match=r"does not load \(config 'medium', split 'test'\): BuilderConfig 'medium' not found"):
         run_ranking(prober=LookupProber({}), args=args_for(hub, tmp_path, config="medium"))
 
 
