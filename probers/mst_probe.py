@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from tqdm.auto import tqdm
 
 from probers.ranking import check_fields
-from probers.results import RunRecord, plot_per_group
+from probers.results import RunRecord, save_run
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -223,9 +223,8 @@ def run_mlm_head(args: argparse.Namespace) -> int:
     )
     print(f"mlm-head probe, {len(seeds)} seed(s), accuracy in % (mean ± std over seeds):")
     print(format_scores({name: scores}))
-    print(f"wrote {record.save(args.out)} ({record.timings['total']:.0f} s)")
-    if args.plot:
-        print(f"wrote {plot_per_group(record, 'accuracy', args.plot)}")
+    print(f"probed in {record.timings['total']:.0f} s")
+    save_run(record, args.out, plot=args.plot, plot_metric="accuracy")
     return 0
 
 

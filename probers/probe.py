@@ -25,7 +25,8 @@ from probers.ranking import (
     score_ranking,
 )
 from probers.mst_probe import add_mlm_head_arguments, run_mlm_head
-from probers.results import RunRecord, format_table, plot_per_group
+from probers.atomic import check_distinct_outputs, check_writable, write_all_atomically
+from probers.results import RunRecord, format_table, plot_format, save_run
 
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -42,6 +43,8 @@ RANKING_PROBERS: dict[str, str] = {
 RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct and incorrect objects per context step (UCM)"}
 # probers that pick one of fixed choices per item (MST), with their own runner
 CHOICE_PROBERS: dict[str, str] = {"mlm-head": "frozen encoder, trained masked-LM head (MST)"}
+# the runners that write --predictions (pair-classifier and mlm-head write none)
+PREDICTION_WRITERS = {*RANKING_PROBERS, *RANK_CHANGE_PROBERS}
 
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
@@ -304,7 +307,22 @@ def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--save-rewired", metavar="DIR", help="save the rewired model and tokenizer to DIR")
 
 
+def check_run_options(args: argparse.Namespace) -> None:
+    """What must stop a run before any dataset or model loads: an output that cannot be written
+    (found after an hour of probing, it would lose the run), and an option the prober would ignore."""
+    if args.predictions and args.prober not in PREDICTION_WRITERS:
+        raise ValueError(f"--predictions: --prober {args.prober} writes no predictions file; leave the option out")
+    outputs = {"--out": args.out, "--predictions": args.predictions, "--plot": args.plot}
+    for option, path in outputs.items():
+        if path:
+            check_writable(path, option)
+    check_distinct_outputs(outputs)
+    if args.plot:
+        plot_format(args.plot)  # matplotlib is installed and writes this image format
+
+
 def run_probe(args: argparse.Namespace) -> int:
+    check_run_options(args)
     if args.prober in RANKING_PROBERS:
         # a dataset that cannot be probed should fail before a model is loaded (or rewired for minutes)
         start = time.perf_counter()
@@ -432,17 +450,20 @@ def run_ranking(
         },
     )
     print(format_table(record, [f"acc@{k}" for k in args.k], group_label="relation"))
-    print(f"wrote {record.save(args.out)}")
-    if args.plot:
-        print(f"wrote {plot_per_group(record, f'acc@{max(args.k)}', args.plot)}")
-    if args.predictions:
-        write_predictions(args.predictions, ds, predictions)
-        print(f"wrote {args.predictions}")
+    save_run(
+        record, args.out, plot=args.plot, plot_metric=f"acc@{max(args.k)}",
+        more=[(args.predictions, lambda temp: dump_predictions(temp, ds, predictions))],
+    )  # fmt: skip
     return 0
 
 
-def write_predictions(path: str, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+def write_predictions(path: str | Path, ds: datasets.Dataset, predictions: list[list[str]]) -> Path:
+    """The top-k names of every query as JSON lines, written atomically."""
+    write_all_atomically([(path, lambda temp: dump_predictions(temp, ds, predictions))])
+    return Path(path)
+
+
+def dump_predictions(path: Path, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for example_id, names in zip(ds["id"], predictions):
             handle.write(json.dumps({"id": example_id, "predictions": names}, ensure_ascii=False) + "\n")
