@@ -45,6 +45,8 @@ RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct an
 CHOICE_PROBERS: dict[str, str] = {"mlm-head": "frozen encoder, trained masked-LM head (MST)"}
 # the runners that write --predictions (pair-classifier and mlm-head write none)
 PREDICTION_WRITERS = {*RANKING_PROBERS, *RANK_CHANGE_PROBERS}
+# the ranking probers built on score_candidates, which can re-rank another run's shortlist (--rerank)
+RERANKING_SCORERS = ("mask-average", "causal-lm")
 
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
@@ -172,6 +174,16 @@ def first_line(err: BaseException) -> str:
     return (lines[0] if lines else type(err).__name__).rstrip(".")
 
 
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def parse_cutoffs(text: str) -> list[int]:
     try:
         cutoffs = sorted({int(part) for part in text.split(",")})
@@ -254,7 +266,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
         help="causal-lm: keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
     )  # fmt: skip
     scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions, per query")
-    scoring.add_argument("--rerank-top", type=int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
+    scoring.add_argument("--rerank-top", type=positive_int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
     add_training_arguments(parser)
     add_pair_classifier_arguments(parser)
     add_contrastive_arguments(parser)
@@ -312,6 +324,8 @@ def check_run_options(args: argparse.Namespace) -> None:
     (found after an hour of probing, it would lose the run), and an option the prober would ignore."""
     if args.predictions and args.prober not in PREDICTION_WRITERS:
         raise ValueError(f"--predictions: --prober {args.prober} writes no predictions file; leave the option out")
+    if getattr(args, "rerank", None) and args.prober not in RERANKING_SCORERS:
+        raise ValueError(f"--rerank works with --prober {' or '.join(RERANKING_SCORERS)} (they score a shortlist), not {args.prober}")
     outputs = {"--out": args.out, "--predictions": args.predictions, "--plot": args.plot}
     for option, path in outputs.items():
         if path:
@@ -327,8 +341,9 @@ def run_probe(args: argparse.Namespace) -> int:
         # a dataset that cannot be probed should fail before a model is loaded (or rewired for minutes)
         start = time.perf_counter()
         ds = load_medlama_format(args)
+        shortlists = load_rerank_shortlists(args, ds) if getattr(args, "rerank", None) else None
         timings = {"load_dataset": time.perf_counter() - start}
-        return run_ranking(args, make_ranking_prober(args), timings, ds=ds)
+        return run_ranking(args, make_ranking_prober(args, shortlists), timings, ds=ds)
     if args.prober in RANK_CHANGE_PROBERS:
         from probers.context_variance import run_rank_change
 
@@ -340,19 +355,23 @@ def run_probe(args: argparse.Namespace) -> int:
     raise ValueError(f"unknown prober {args.prober!r}")
 
 
-def make_ranking_prober(args: argparse.Namespace) -> RankingProber:
-    """Build the prober named by --prober from the command-line arguments."""
+def make_ranking_prober(args: argparse.Namespace, shortlists: dict[str, list[str]] | None = None) -> RankingProber:
+    """Build the prober named by --prober from the command-line arguments (`shortlists`: see
+    `load_rerank_shortlists`; read here when --rerank is given without them)."""
     if args.prober == "contrastive":
         from probers.contrastive.cli import prober_from_args
 
         return prober_from_args(args)
     if args.prober in ("mask-predict", "mask-average", "generative", "causal-lm"):
-        return make_language_model_prober(args)
+        if getattr(args, "rerank", None) and shortlists is None:
+            shortlists = load_rerank_shortlists(args, load_medlama_format(args))
+        return make_language_model_prober(args, shortlists)
     raise ValueError(f"no ranking prober named {args.prober!r}")
 
 
-def make_language_model_prober(args: argparse.Namespace) -> RankingProber:
-    """mask-predict, mask-average, generative or causal-lm, loaded from --model."""
+def make_language_model_prober(args: argparse.Namespace, shortlists: dict[str, list[str]] | None = None) -> RankingProber:
+    """mask-predict, mask-average, generative or causal-lm, loaded from --model; a scorer restricted
+    to `shortlists` (query -> names) when given."""
     if not args.model:
         raise ValueError(f"--prober {args.prober} needs --model (a model folder, a Hub id, or smollm2 for causal-lm)")
     common = {"device": args.device, "batch_size": args.batch_size}
@@ -381,12 +400,10 @@ def make_language_model_prober(args: argparse.Namespace) -> RankingProber:
             args.model, length_normalization=args.length_normalization, score_suffix=not args.no_suffix,
             literal_template=args.literal_template, **common,
         )  # fmt: skip
-    if not args.rerank:
+    if shortlists is None:
         return scorer
-    from probers.candidate_scoring import ShortlistProber, read_shortlists
+    from probers.candidate_scoring import ShortlistProber
 
-    ds = load_probe_dataset(args.dataset, args.config, args.split)
-    shortlists = read_shortlists(args.rerank, dict(zip(ds["id"], ds["query"])), args.rerank_top)
     return ShortlistProber(scorer, shortlists, source=f"top {args.rerank_top} of {args.rerank}")
 
 
@@ -395,6 +412,29 @@ def load_medlama_format(args: argparse.Namespace) -> datasets.Dataset:
     ds = load_probe_dataset(args.dataset, args.config, args.split)
     check_fields(ds, MEDLAMA_FIELDS, f"dataset {args.dataset!r} (config {args.config!r})")
     return ds
+
+
+def ranking_rows(args: argparse.Namespace, ds: datasets.Dataset) -> tuple[datasets.Dataset, list[str] | dict[str, list[str]]]:
+    """The rows to probe (all, or the first --per-relation N of each relation) and their candidates:
+    the answer space of the whole set (also when only a subset is probed), or one per relation."""
+    candidates = answer_space(ds) if args.candidates == "set" else relation_answer_spaces(ds)
+    return (first_per_group(ds, args.per_relation) if args.per_relation else ds), candidates
+
+
+def load_rerank_shortlists(args: argparse.Namespace, ds: datasets.Dataset) -> dict[str, list[str]]:
+    """Query -> the first --rerank-top names of the --rerank file, checked against the rows to probe
+    before any model loads: every row needs a shortlist holding at least one of its candidates."""
+    from probers.candidate_scoring import read_shortlists, shortlists_by_query
+
+    probed, candidates = ranking_rows(args, ds)
+    if isinstance(candidates, list):
+        everything = set(candidates)
+        allowed = [everything] * probed.num_rows
+    else:
+        per_relation = {relation: set(names) for relation, names in candidates.items()}
+        allowed = [per_relation.get(relation, set()) for relation in probed["relation"]]
+    rows = list(zip(probed["id"], probed["query"], allowed))
+    return shortlists_by_query(read_shortlists(args.rerank, args.rerank_top), rows, f"--rerank {args.rerank}")
 
 
 def run_ranking(
@@ -408,11 +448,9 @@ def run_ranking(
     start = time.perf_counter()
     if ds is None:
         ds = load_medlama_format(args)
-    # the answer space comes from the whole set, also when only a subset of queries is probed
-    candidates = answer_space(ds) if args.candidates == "set" else relation_answer_spaces(ds)
+    rows_in = ds.num_rows
+    ds, candidates = ranking_rows(args, ds)
     if args.per_relation:
-        rows_in = ds.num_rows
-        ds = first_per_group(ds, args.per_relation)
         print(f"probing the first {args.per_relation} queries of each relation: {ds.num_rows:,} of {rows_in:,} queries")
     timings["load_dataset"] = timings.get("load_dataset", 0.0) + time.perf_counter() - start
 
@@ -420,6 +458,7 @@ def run_ranking(
     predictions = rank_queries(prober, ds, max(args.k), candidates, exclude_head=args.exclude_head)
     timings["probe"] = time.perf_counter() - start
     timings.update(getattr(prober, "timings", {}))
+    unanswered = report_unanswered(ds["id"], predictions)
 
     start = time.perf_counter()
     scores = score_ranking(ds, predictions, args.k)
@@ -447,6 +486,7 @@ def run_ranking(
         counts={
             "queries": ds.num_rows,
             "candidates": len(candidates) if isinstance(candidates, list) else sum(map(len, candidates.values())),
+            "queries_without_predictions": unanswered,
         },
     )
     print(format_table(record, [f"acc@{k}" for k in args.k], group_label="relation"))
@@ -455,6 +495,17 @@ def run_ranking(
         more=[(args.predictions, lambda temp: dump_predictions(temp, ds, predictions))],
     )  # fmt: skip
     return 0
+
+
+def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
+    """How many queries got no name at all (scored as misses); said aloud, never a silent 0."""
+    unanswered = [example_id for example_id, names in zip(ids, predictions) if not names]
+    if unanswered:
+        print(
+            f"note: {len(unanswered):,} of {len(ids):,} queries got no predictions and count as misses "
+            f"(e.g. {', '.join(map(str, unanswered[:3]))}); counts.queries_without_predictions in the results file"
+        )
+    return len(unanswered)
 
 
 def write_predictions(path: str | Path, ds: datasets.Dataset, predictions: list[list[str]]) -> Path:
