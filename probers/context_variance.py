@@ -22,11 +22,11 @@ from probers.rank_change import (
     RankChangeProbe,
     first_instances_per_relation,
     format_ucm_table,
+    dump_row_ranks,
     ucm_inputs,
-    write_row_ranks,
 )
 from probers.resources import metric_path
-from probers.results import RunRecord, plot_per_group
+from probers.results import RunRecord, save_run
 
 # --scorer name -> (module, class) of the ranking probers whose score_candidates the rank-change prober uses
 SCORER_CLASSES = {"mask-average": ("probers.mask_average", "MaskAverageProbe"), "causal-lm": ("probers.causal_lm", "CausalLMProbe")}
@@ -114,10 +114,9 @@ def run_rank_change(args: argparse.Namespace, scorer=None, timings: dict | None 
         },
     )
     print(format_ucm_table(scores))
-    print(f"wrote {record.save(args.out)}")
-    if args.plot:
-        plotted = RunRecord(**{**vars(record), "per_group": {g: v for g, v in record.per_group.items() if v["steps"]}})
-        print(f"wrote {plot_per_group(plotted, 'understand', args.plot)}")
-    if args.predictions:
-        print(f"wrote {write_row_ranks(args.predictions, ds, row_ranks)}")
+    plotted = RunRecord(**{**vars(record), "per_group": {g: v for g, v in record.per_group.items() if v["steps"]}})
+    save_run(
+        record, args.out, plot=args.plot, plot_metric="understand", plot_record=plotted,
+        more=[(args.predictions, lambda temp: dump_row_ranks(temp, ds, row_ranks))],
+    )  # fmt: skip
     return 0

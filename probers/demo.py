@@ -193,7 +193,10 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from probers.atomic import check_writable
+
     ctx = DemoContext(args=args, out=Path(args.out))
+    check_writable(ctx.out / "untuned.json", "--out")  # a file at --out, or no right to write there: stop now
     ctx.out.mkdir(parents=True, exist_ok=True)
     for number, step in enumerate(DEMO_STEPS, start=1):
         print(f"\n== {number}/{len(DEMO_STEPS)} {step.name}: {step.title}")

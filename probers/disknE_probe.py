@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tqdm.auto import tqdm
 
 from probers.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
-from probers.results import RunRecord, plot_per_group
+from probers.results import RunRecord, save_run
 
 if TYPE_CHECKING:
     import datasets
@@ -209,7 +209,5 @@ def run_pair_classifier(args: argparse.Namespace) -> int:
         counts={"rows": ds.num_rows, "diseases": len(diseases), "skipped_diseases": len(skipped), "trainings": len(runs)},
     )
     print(format_disease_table(record))
-    print(f"wrote {record.save(args.out)}")
-    if args.plot:
-        print(f"wrote {plot_per_group(record, 'f1', args.plot)}")
+    save_run(record, args.out, plot=args.plot, plot_metric="f1")
     return 0

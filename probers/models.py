@@ -46,8 +46,26 @@ def resolve_model(name_or_path: str) -> tuple[str, dict]:
     if looks_local and not Path(name_or_path).expanduser().exists():
         raise FileNotFoundError(f"model path {name_or_path!r} does not exist; give a model folder, a Hub id, or 'minilm'/'smollm2'")
     if Path(name_or_path).expanduser().exists():
-        return str(Path(name_or_path).expanduser()), {}
+        folder = Path(name_or_path).expanduser()
+        check_model_folder(folder)
+        return str(folder), {}
     return name_or_path, {}
+
+
+def check_model_folder(folder: Path) -> None:
+    """A local --model must be a folder with a model config (or a GGUF file) in it; otherwise transformers
+    fails later with a message about `model_type` or a missing slow tokenizer that hides the real cause."""
+    what = (
+        "a model folder holds config.json and the weights (model.safetensors or pytorch_model.bin) as "
+        "save_pretrained writes them; or use the packaged 'minilm' or 'smollm2'"
+    )
+    if not folder.is_dir():
+        raise NotADirectoryError(f"--model {folder} is a file, not a model folder: {what}")
+    if (folder / "config.json").is_file() or any(folder.glob("*.gguf")):
+        return
+    found = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "") if found else "nothing"
+    raise FileNotFoundError(f"--model {folder} holds no model (found {shown}): {what}")
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:

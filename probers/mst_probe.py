@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from tqdm.auto import tqdm
 
 from probers.ranking import check_fields
-from probers.results import RunRecord, plot_per_group
+from probers.results import RunRecord, save_run
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -171,10 +171,8 @@ def format_scores(columns: dict[str, dict[str, TaskScores]]) -> str:
 
 def run_mlm_head(args: argparse.Namespace) -> int:
     """`medprobe probe --prober mlm-head`: probe one or all tasks of an MST-format dataset."""
-    import datasets
-
     from probers.models import resolve_device
-    from probers.probe import apply_training_defaults, load_probe_dataset
+    from probers.probe import apply_training_defaults, dataset_config_names, load_probe_dataset
 
     if not args.model:
         raise ValueError("--prober mlm-head needs --model (a masked-LM or encoder folder, a Hub id, or minilm)")
@@ -183,7 +181,7 @@ def run_mlm_head(args: argparse.Namespace) -> int:
     if args.config:
         task_names = [args.config]
     else:  # every config, the five MST tasks in their usual order first
-        names = datasets.get_dataset_config_names(args.dataset)
+        names = dataset_config_names(args.dataset)
         task_names = sorted(names, key=lambda n: (MST_TASKS.index(n) if n in MST_TASKS else len(MST_TASKS), n))
     tasks = {}
     for task in task_names:
@@ -225,9 +223,8 @@ def run_mlm_head(args: argparse.Namespace) -> int:
     )
     print(f"mlm-head probe, {len(seeds)} seed(s), accuracy in % (mean ± std over seeds):")
     print(format_scores({name: scores}))
-    print(f"wrote {record.save(args.out)} ({record.timings['total']:.0f} s)")
-    if args.plot:
-        print(f"wrote {plot_per_group(record, 'accuracy', args.plot)}")
+    print(f"probed in {record.timings['total']:.0f} s")
+    save_run(record, args.out, plot=args.plot, plot_metric="accuracy")
     return 0
 
 

@@ -25,7 +25,8 @@ from probers.ranking import (
     score_ranking,
 )
 from probers.mst_probe import add_mlm_head_arguments, run_mlm_head
-from probers.results import RunRecord, format_table, plot_per_group
+from probers.atomic import check_distinct_outputs, check_writable, write_all_atomically
+from probers.results import RunRecord, format_table, plot_format, save_run
 
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -42,21 +43,145 @@ RANKING_PROBERS: dict[str, str] = {
 RANK_CHANGE_PROBERS = {"rank-change": "rank changes of target, added, correct and incorrect objects per context step (UCM)"}
 # probers that pick one of fixed choices per item (MST), with their own runner
 CHOICE_PROBERS: dict[str, str] = {"mlm-head": "frozen encoder, trained masked-LM head (MST)"}
+# the runners that write --predictions (pair-classifier and mlm-head write none)
+PREDICTION_WRITERS = {*RANKING_PROBERS, *RANK_CHANGE_PROBERS}
+# the ranking probers built on score_candidates, which can re-rank another run's shortlist (--rerank)
+RERANKING_SCORERS = ("mask-average", "causal-lm")
 
 
 def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets.Dataset:
-    """`load_dataset(dataset, config, split=split)` with an error that says what to do."""
+    """`load_dataset(dataset, config, split=split)`, or one line naming the path, what is wrong and what to do."""
     import datasets
 
+    refuse_dataset_script(dataset)
     try:
         return datasets.load_dataset(dataset, config, split=split)
-    except (FileNotFoundError, ValueError, ConnectionError) as err:
-        hint = (
-            " Build a local folder first (medprobe build ... --out DIR) and pass it as --dataset DIR."
-            if not Path(dataset).exists()
-            else ""
+    except load_errors() as err:  # evaluated only when something was raised
+        raise ValueError(explain_load_failure(dataset, config, split, err)) from err
+
+
+def dataset_config_names(dataset: str) -> list[str]:
+    """The configs of --dataset (for probers that run every config), with the errors of `load_probe_dataset`."""
+    import datasets
+
+    refuse_dataset_script(dataset)
+    try:
+        return datasets.get_dataset_config_names(dataset)
+    except load_errors() as err:  # evaluated only when something was raised
+        raise ValueError(explain_load_failure(dataset, None, None, err)) from err
+
+
+def load_errors() -> tuple[type[BaseException], ...]:
+    """What `load_dataset` raises for data that does not load: datasets' own errors, pyarrow's (a
+    truncated Parquet file), I/O and value errors. Anything else is a bug and keeps its traceback."""
+    import pyarrow
+    from datasets.exceptions import DatasetsError
+
+    return (DatasetsError, pyarrow.ArrowException, OSError, ValueError)
+
+
+def refuse_dataset_script(dataset: str) -> None:
+    """datasets >= 4 refuses a folder holding `<folder name>.py` (a loading script) with a RuntimeError."""
+    path = Path(dataset)
+    script = path if path.suffix == ".py" else path / f"{path.name}.py"
+    if script.is_file():
+        raise ValueError(
+            f"--dataset {dataset}: {script} is a dataset script, which datasets >= 4 no longer runs; "
+            f"build a Parquet folder with `medprobe build <benchmark> --out DIR` and pass --dataset DIR"
         )
-        raise ValueError(f"could not load dataset {dataset!r} (config {config!r}, split {split!r}): {err}.{hint}") from err
+
+
+def explain_load_failure(dataset: str, config: str | None, split: str | None, err: BaseException) -> str:
+    """One line: the path, what is wrong with it (diagnosed from the folder where possible), what to do."""
+    from probers.resources import available
+
+    where = f"config {config!r}" + (f", split {split!r}" if split else "")
+    folder = Path(dataset).expanduser()
+    if not folder.exists():
+        return (
+            f"could not load dataset {dataset!r} ({where}): {first_line(err)}. Build a local folder first "
+            "(medprobe build ... --out DIR) and pass it as --dataset DIR"
+        )
+    if not folder.is_dir():
+        return f"--dataset {dataset} is a file; expected a folder written by `medprobe build` (README.md + Parquet files)"
+    if not (folder / "README.md").is_file():
+        found = ", ".join(sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())[:6]) or "nothing"
+        return (
+            f"--dataset {dataset} has no README.md card, so it is not a folder written by `medprobe build` "
+            f"(it holds {found}: a raw release folder?). Build it first: medprobe build <benchmark> --data-dir "
+            f"{dataset} --out DIR (benchmarks: {', '.join(available('datasets'))}), then pass --dataset DIR"
+        )
+    problem = folder_problem(folder, config, split)
+    if problem is None:  # e.g. an unknown config or split: datasets' message lists the ones there are
+        return f"--dataset {dataset} does not load ({where}): {first_line(err)}"
+    return f"--dataset {dataset} does not load ({where}): {problem}. Rebuild it: medprobe build {card_benchmark(folder)} [--data-dir RELEASE] --out {dataset}"
+
+
+def card_benchmark(folder: Path) -> str:
+    """The benchmark a built folder's card is for (from its pretty_name), or `<benchmark>`."""
+    import yaml
+
+    from probers.resources import available
+
+    try:
+        header = (folder / "README.md").read_text(encoding="utf-8").split("---", 2)[1]
+        pretty = str(yaml.safe_load(header).get("pretty_name", ""))
+    except (OSError, IndexError, AttributeError, yaml.YAMLError):
+        return "<benchmark>"
+    squeezed = "".join(ch for ch in pretty.lower() if ch.isalnum())
+    names = [name for name in available("datasets") if squeezed.startswith(name.lower().replace("_", ""))]
+    return names[0] if len(names) == 1 else "<benchmark>"
+
+
+def folder_problem(folder: Path, config: str | None, split: str | None) -> str | None:
+    """What is wrong with the data files of a built folder's config and split, or None if nothing is found.
+
+    Reads only the card and the Parquet footers: an unreadable (truncated) Parquet file, data files
+    that are missing, or a row count that differs from the card's `dataset_info` (a stale card).
+    """
+    import datasets
+    import pyarrow.parquet as pq
+
+    try:
+        builder = datasets.load_dataset_builder(str(folder), config)
+    except Exception:  # noqa: BLE001 - the diagnosis is best effort; the caller falls back to load_dataset's message
+        return None
+    split = split or next(iter(builder.config.data_files or {}), None)
+    if split is None or split not in (builder.config.data_files or {}):
+        return None
+    files = [str(f) for f in builder.config.data_files[split]]
+    name = f"{builder.config.name}/{split}"
+    if not files:
+        return f"the card names data files for {name} but none exist"
+    rows = 0
+    for file in files:
+        try:
+            rows += pq.read_metadata(file).num_rows
+        except Exception as err:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ... for a broken file
+            return f"{file} is not a readable Parquet file (truncated or corrupt: {first_line(err)})"
+    stated = builder.info.splits[split].num_examples if builder.info.splits and split in builder.info.splits else None
+    if stated is not None and stated != rows:
+        return (
+            f"its README.md card says {name} has {stated:,} rows but its Parquet files hold {rows:,} "
+            "(a stale card, or data files missing or replaced)"
+        )
+    return None
+
+
+def first_line(err: BaseException) -> str:
+    """The first non-empty line of an error message, without a trailing full stop."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return (lines[0] if lines else type(err).__name__).rstrip(".")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
 
 
 def parse_cutoffs(text: str) -> list[int]:
@@ -141,7 +266,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
         help="causal-lm: keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
     )  # fmt: skip
     scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions, per query")
-    scoring.add_argument("--rerank-top", type=int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
+    scoring.add_argument("--rerank-top", type=positive_int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
     add_training_arguments(parser)
     add_pair_classifier_arguments(parser)
     add_contrastive_arguments(parser)
@@ -194,13 +319,31 @@ def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--save-rewired", metavar="DIR", help="save the rewired model and tokenizer to DIR")
 
 
+def check_run_options(args: argparse.Namespace) -> None:
+    """What must stop a run before any dataset or model loads: an output that cannot be written
+    (found after an hour of probing, it would lose the run), and an option the prober would ignore."""
+    if args.predictions and args.prober not in PREDICTION_WRITERS:
+        raise ValueError(f"--predictions: --prober {args.prober} writes no predictions file; leave the option out")
+    if getattr(args, "rerank", None) and args.prober not in RERANKING_SCORERS:
+        raise ValueError(f"--rerank works with --prober {' or '.join(RERANKING_SCORERS)} (they score a shortlist), not {args.prober}")
+    outputs = {"--out": args.out, "--predictions": args.predictions, "--plot": args.plot}
+    for option, path in outputs.items():
+        if path:
+            check_writable(path, option)
+    check_distinct_outputs(outputs)
+    if args.plot:
+        plot_format(args.plot)  # matplotlib is installed and writes this image format
+
+
 def run_probe(args: argparse.Namespace) -> int:
+    check_run_options(args)
     if args.prober in RANKING_PROBERS:
         # a dataset that cannot be probed should fail before a model is loaded (or rewired for minutes)
         start = time.perf_counter()
         ds = load_medlama_format(args)
+        shortlists = load_rerank_shortlists(args, ds) if getattr(args, "rerank", None) else None
         timings = {"load_dataset": time.perf_counter() - start}
-        return run_ranking(args, make_ranking_prober(args), timings, ds=ds)
+        return run_ranking(args, make_ranking_prober(args, shortlists), timings, ds=ds)
     if args.prober in RANK_CHANGE_PROBERS:
         from probers.context_variance import run_rank_change
 
@@ -212,19 +355,23 @@ def run_probe(args: argparse.Namespace) -> int:
     raise ValueError(f"unknown prober {args.prober!r}")
 
 
-def make_ranking_prober(args: argparse.Namespace) -> RankingProber:
-    """Build the prober named by --prober from the command-line arguments."""
+def make_ranking_prober(args: argparse.Namespace, shortlists: dict[str, list[str]] | None = None) -> RankingProber:
+    """Build the prober named by --prober from the command-line arguments (`shortlists`: see
+    `load_rerank_shortlists`; read here when --rerank is given without them)."""
     if args.prober == "contrastive":
         from probers.contrastive.cli import prober_from_args
 
         return prober_from_args(args)
     if args.prober in ("mask-predict", "mask-average", "generative", "causal-lm"):
-        return make_language_model_prober(args)
+        if getattr(args, "rerank", None) and shortlists is None:
+            shortlists = load_rerank_shortlists(args, load_medlama_format(args))
+        return make_language_model_prober(args, shortlists)
     raise ValueError(f"no ranking prober named {args.prober!r}")
 
 
-def make_language_model_prober(args: argparse.Namespace) -> RankingProber:
-    """mask-predict, mask-average, generative or causal-lm, loaded from --model."""
+def make_language_model_prober(args: argparse.Namespace, shortlists: dict[str, list[str]] | None = None) -> RankingProber:
+    """mask-predict, mask-average, generative or causal-lm, loaded from --model; a scorer restricted
+    to `shortlists` (query -> names) when given."""
     if not args.model:
         raise ValueError(f"--prober {args.prober} needs --model (a model folder, a Hub id, or smollm2 for causal-lm)")
     common = {"device": args.device, "batch_size": args.batch_size}
@@ -253,12 +400,10 @@ def make_language_model_prober(args: argparse.Namespace) -> RankingProber:
             args.model, length_normalization=args.length_normalization, score_suffix=not args.no_suffix,
             literal_template=args.literal_template, **common,
         )  # fmt: skip
-    if not args.rerank:
+    if shortlists is None:
         return scorer
-    from probers.candidate_scoring import ShortlistProber, read_shortlists
+    from probers.candidate_scoring import ShortlistProber
 
-    ds = load_probe_dataset(args.dataset, args.config, args.split)
-    shortlists = read_shortlists(args.rerank, dict(zip(ds["id"], ds["query"])), args.rerank_top)
     return ShortlistProber(scorer, shortlists, source=f"top {args.rerank_top} of {args.rerank}")
 
 
@@ -267,6 +412,29 @@ def load_medlama_format(args: argparse.Namespace) -> datasets.Dataset:
     ds = load_probe_dataset(args.dataset, args.config, args.split)
     check_fields(ds, MEDLAMA_FIELDS, f"dataset {args.dataset!r} (config {args.config!r})")
     return ds
+
+
+def ranking_rows(args: argparse.Namespace, ds: datasets.Dataset) -> tuple[datasets.Dataset, list[str] | dict[str, list[str]]]:
+    """The rows to probe (all, or the first --per-relation N of each relation) and their candidates:
+    the answer space of the whole set (also when only a subset is probed), or one per relation."""
+    candidates = answer_space(ds) if args.candidates == "set" else relation_answer_spaces(ds)
+    return (first_per_group(ds, args.per_relation) if args.per_relation else ds), candidates
+
+
+def load_rerank_shortlists(args: argparse.Namespace, ds: datasets.Dataset) -> dict[str, list[str]]:
+    """Query -> the first --rerank-top names of the --rerank file, checked against the rows to probe
+    before any model loads: every row needs a shortlist holding at least one of its candidates."""
+    from probers.candidate_scoring import read_shortlists, shortlists_by_query
+
+    probed, candidates = ranking_rows(args, ds)
+    if isinstance(candidates, list):
+        everything = set(candidates)
+        allowed = [everything] * probed.num_rows
+    else:
+        per_relation = {relation: set(names) for relation, names in candidates.items()}
+        allowed = [per_relation.get(relation, set()) for relation in probed["relation"]]
+    rows = list(zip(probed["id"], probed["query"], allowed))
+    return shortlists_by_query(read_shortlists(args.rerank, args.rerank_top), rows, f"--rerank {args.rerank}")
 
 
 def run_ranking(
@@ -280,11 +448,9 @@ def run_ranking(
     start = time.perf_counter()
     if ds is None:
         ds = load_medlama_format(args)
-    # the answer space comes from the whole set, also when only a subset of queries is probed
-    candidates = answer_space(ds) if args.candidates == "set" else relation_answer_spaces(ds)
+    rows_in = ds.num_rows
+    ds, candidates = ranking_rows(args, ds)
     if args.per_relation:
-        rows_in = ds.num_rows
-        ds = first_per_group(ds, args.per_relation)
         print(f"probing the first {args.per_relation} queries of each relation: {ds.num_rows:,} of {rows_in:,} queries")
     timings["load_dataset"] = timings.get("load_dataset", 0.0) + time.perf_counter() - start
 
@@ -292,6 +458,7 @@ def run_ranking(
     predictions = rank_queries(prober, ds, max(args.k), candidates, exclude_head=args.exclude_head)
     timings["probe"] = time.perf_counter() - start
     timings.update(getattr(prober, "timings", {}))
+    unanswered = report_unanswered(ds["id"], predictions)
 
     start = time.perf_counter()
     scores = score_ranking(ds, predictions, args.k)
@@ -319,20 +486,35 @@ def run_ranking(
         counts={
             "queries": ds.num_rows,
             "candidates": len(candidates) if isinstance(candidates, list) else sum(map(len, candidates.values())),
+            "queries_without_predictions": unanswered,
         },
     )
     print(format_table(record, [f"acc@{k}" for k in args.k], group_label="relation"))
-    print(f"wrote {record.save(args.out)}")
-    if args.plot:
-        print(f"wrote {plot_per_group(record, f'acc@{max(args.k)}', args.plot)}")
-    if args.predictions:
-        write_predictions(args.predictions, ds, predictions)
-        print(f"wrote {args.predictions}")
+    save_run(
+        record, args.out, plot=args.plot, plot_metric=f"acc@{max(args.k)}",
+        more=[(args.predictions, lambda temp: dump_predictions(temp, ds, predictions))],
+    )  # fmt: skip
     return 0
 
 
-def write_predictions(path: str, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
+    """How many queries got no name at all (scored as misses); said aloud, never a silent 0."""
+    unanswered = [example_id for example_id, names in zip(ids, predictions) if not names]
+    if unanswered:
+        print(
+            f"note: {len(unanswered):,} of {len(ids):,} queries got no predictions and count as misses "
+            f"(e.g. {', '.join(map(str, unanswered[:3]))}); counts.queries_without_predictions in the results file"
+        )
+    return len(unanswered)
+
+
+def write_predictions(path: str | Path, ds: datasets.Dataset, predictions: list[list[str]]) -> Path:
+    """The top-k names of every query as JSON lines, written atomically."""
+    write_all_atomically([(path, lambda temp: dump_predictions(temp, ds, predictions))])
+    return Path(path)
+
+
+def dump_predictions(path: Path, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for example_id, names in zip(ds["id"], predictions):
             handle.write(json.dumps({"id": example_id, "predictions": names}, ensure_ascii=False) + "\n")

@@ -15,6 +15,7 @@ made public.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import re
 import shutil
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
-from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 
 from probers.publish_checks import (
     FileEntry,
@@ -133,19 +134,81 @@ def hub_api(token: str) -> HfApi:
     return HfApi(token=token)
 
 
+# What to try after a Hub answer with this HTTP status; 5xx and the rest have their own lines below.
+HTTP_ADVICE = {
+    400: "the Hub refused the request as malformed: check the repo id and the files, and report it if it persists",
+    401: "the token was refused: check it with `hf auth whoami`, or pass a valid write token (--token or HF_TOKEN)",
+    403: "the token may not write there: use a write token of an account that is a member of the repo's org "
+    "(a fine-grained token needs write access to this repo)",
+    404: "no such repo, or the token cannot see it: check the repo id and the token's account",
+    409: "the repo changed while publishing (a conflicting commit): run the command again",
+    412: "the repo changed since it was read (another commit came first): run the command again",
+    429: "the Hub is rate-limiting this account: wait a few minutes and run the command again",
+}
+
+
+def http_error_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """(timeouts, other transport failures) as raised by the HTTP client huggingface_hub uses:
+    httpx2 today, httpx in older releases; their errors are not OSErrors."""
+    timeouts: list[type[BaseException]] = [TimeoutError]
+    transport: list[type[BaseException]] = [ConnectionError]
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        timeouts.append(module.TimeoutException)
+        transport.append(module.TransportError)
+    return tuple(timeouts), tuple(transport)
+
+
+def describe_hub_failure(err: BaseException) -> str:
+    """`<what happened> — <what to try>` for a failed Hub request, on one line."""
+    timeouts, transport = http_error_classes()
+    host = constants.ENDPOINT
+    if isinstance(err, HfHubHTTPError) and getattr(err, "response", None) is not None:
+        status = err.response.status_code
+        server = f" ({first_line(err.server_message)})" if err.server_message else ""
+        what = f"HTTP {status} {err.response.reason_phrase}{server} from {err.response.request.method} {err.response.url.path}"
+        if isinstance(err, RepositoryNotFoundError):
+            return f"{what}: no such repo, or the token cannot see it — check the repo id and the token's account (`hf auth whoami`)"
+        if status >= 500:
+            return f"{what} — the Hub had a server error: try again later (status: https://status.huggingface.co)"
+        return f"{what} — {HTTP_ADVICE.get(status, 'the Hub refused the request: see its message')}"
+    if isinstance(err, OfflineModeIsEnabled):
+        return "HF_HUB_OFFLINE is set — unset it to publish, or use --dry-run"
+    if isinstance(err, timeouts):
+        return f"{host} did not answer in time ({type(err).__name__}) — check the network or proxy and try again"
+    if isinstance(err, transport):
+        reason = first_line(err) or type(err).__name__
+        if any(mark in reason for mark in ("Name or service not known", "name resolution", "nodename nor servname", "getaddrinfo")):
+            return f"cannot resolve {host} ({reason}) — check the network and DNS, the proxy (HTTPS_PROXY) or HF_ENDPOINT"
+        return f"cannot reach {host} ({type(err).__name__}: {reason}) — check the network, the proxy (HTTPS_PROXY) or HF_ENDPOINT"
+    return f"{first_line(err) or type(err).__name__} — check the message, then run the command again"
+
+
+def first_line(value: object) -> str:
+    lines = [line.strip() for line in str(value).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
 @contextmanager
-def hub_errors(token: str) -> Iterator[None]:
-    """Hub failures as one-line user errors, with the token scrubbed from the message."""
+def hub_errors(token: str, repo_id: str | None = None) -> Iterator[None]:
+    """Hub failures (HTTP errors, no route, DNS, timeouts) as one-line user errors,
+    `publish to <repo> failed: <what> — <what to try>`, with the token scrubbed from the message."""
+    _, transport = http_error_classes()
     try:
         yield
-    except (OSError, ValueError) as err:  # HfHubHTTPError and OfflineModeIsEnabled are OSErrors
-        message = str(err) if isinstance(err, PublishError) else f"the Hub request failed: {err}"
-        raise PublishError(redact(message, token)) from None
+    except PublishError as err:
+        raise PublishError(redact(str(err), token)) from None
+    except (OSError, ValueError, *transport) as err:  # HfHubHTTPError and OfflineModeIsEnabled are OSErrors
+        target = f"publish to {repo_id}" if repo_id else "publishing"
+        raise PublishError(redact(f"{target} failed: {describe_hub_failure(err)}", token)) from None
 
 
 def run_plan(plan: Plan, token: str) -> None:
     api = hub_api(token)
-    with hub_errors(token):
+    with hub_errors(token, plan.repo_id):
         for call in plan.calls:
             getattr(api, call.method)(**call.kwargs)
 
@@ -275,11 +338,14 @@ def run_publish_results(args: argparse.Namespace) -> int:
         return 0
     token = require_token(args.token)
     api = hub_api(token)
-    with hub_errors(token):
+    with hub_errors(token, repo_id):
         try:
             head = api.model_info(repo_id).sha
         except RepositoryNotFoundError:
-            raise PublishError(f"--model-repo {repo_id}: no such model repo (or the token cannot see it)") from None
+            raise PublishError(
+                f"publish to {repo_id} failed: no such model repo (or the token cannot see it) — check --model-repo, "
+                "push the model first, and check the token's account with `hf auth whoami`"
+            ) from None
         card = merge_into_card(download_card(api, repo_id, head), results, model_name, dataset_id)
         commit = api.create_commit(
             repo_id,

@@ -225,9 +225,14 @@ def _signed(value: float | None) -> str:
 
 
 def write_row_ranks(path: str | Path, ds: datasets.Dataset, row_ranks: list[RowRanks]) -> Path:
-    """One JSON line per row: its id, step, and the ranks of the objects it tracks."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """One JSON line per row: its id, step, and the ranks of the objects it tracks; written atomically."""
+    from probers.atomic import write_all_atomically
+
+    write_all_atomically([(path, lambda temp: dump_row_ranks(temp, ds, row_ranks))])
+    return Path(path)
+
+
+def dump_row_ranks(path: Path, ds: datasets.Dataset, row_ranks: list[RowRanks]) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         for step, ranked in zip(ds["step"], row_ranks):
             record = {"row_id": ranked.row_id, "step": step, "gold_rank": ranked.gold_rank, "ranks": ranked.ranks}

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from probers.atomic import Writer, write_all_atomically, write_text_atomically
 
 LIBRARIES = ("medprobe", "torch", "transformers", "datasets", "evaluate", "huggingface-hub", "accelerate")
 
@@ -39,11 +42,12 @@ class RunRecord:
     versions: dict = field(default_factory=library_versions)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
 
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"
+
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
+        """Write the JSON atomically: a failed or killed write leaves the previous file as it was."""
+        return write_text_atomically(path, self.to_json())
 
 
 def load_record(path: str | Path) -> RunRecord:
@@ -73,8 +77,8 @@ def format_table(record: RunRecord, columns: list[str], group_label: str = "grou
     return "\n".join(lines)
 
 
-def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
-    """A horizontal bar chart of `metric` per group (e.g. acc@10 per relation), best on top."""
+def require_matplotlib():
+    """matplotlib.pyplot on the file-only Agg backend, or the error that says how to install it."""
     try:
         import matplotlib
 
@@ -82,6 +86,30 @@ def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
         import matplotlib.pyplot as plt
     except ImportError as err:
         raise ValueError("--plot needs matplotlib: pip install 'medprobe[plot]'") from err
+    return plt
+
+
+def plot_format(path: str | Path) -> str:
+    """The image format of a --plot path (png without a suffix), checked against what matplotlib writes."""
+    require_matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = Path(path).suffix[1:].lower() or "png"
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in supported:
+        raise ValueError(f"--plot {path}: matplotlib cannot write .{fmt} images; use one of {', '.join(sorted(supported))}")
+    return fmt
+
+
+def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
+    """A horizontal bar chart of `metric` per group (e.g. acc@10 per relation), best on top, written atomically."""
+    write_all_atomically([(path, lambda temp: draw_per_group(record, metric, temp, plot_format(path)))])
+    return Path(path)
+
+
+def draw_per_group(record: RunRecord, metric: str, path: Path, fmt: str) -> None:
+    """The chart of `plot_per_group`, saved straight to `path` as a `fmt` image (see `plot_format`)."""
+    plt = require_matplotlib()
     items = sorted(record.per_group.items(), key=lambda item: item[1][metric])
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(items) + 1.4))
     ax.barh([g for g, _ in items], [100 * v[metric] for _, v in items], color="#3b75af")
@@ -91,8 +119,29 @@ def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
         ax.axvline(100 * record.metrics[f"macro_{metric}"], color="#c44e52", linestyle="--", label="macro")
         ax.legend(loc="lower right")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    try:  # an explicit format: without one, matplotlib appends .png to a path that has no suffix
+        fig.savefig(path, dpi=120, format=fmt)
+    finally:
+        plt.close(fig)
+
+
+def save_run(
+    record: RunRecord,
+    out: str | Path,
+    *,
+    plot: str | Path | None = None,
+    plot_metric: str = "",
+    plot_record: RunRecord | None = None,
+    more: Iterable[tuple[str | Path | None, Writer]] = (),
+) -> list[Path]:
+    """Write a run's results JSON, its plot (of `plot_record`, default the record) and `more` outputs
+    ((target, writer) pairs, e.g. predictions) all or nothing, and print each path written."""
+    writers = [
+        (out, lambda temp: temp.write_text(record.to_json(), encoding="utf-8")),
+        (plot, lambda temp: draw_per_group(plot_record or record, plot_metric, temp, plot_format(plot))),
+        *more,
+    ]
+    written = write_all_atomically(writers)
+    for path in written:
+        print(f"wrote {path}")
+    return written

@@ -40,6 +40,7 @@ class FakeHub:
     authorizations: set[str] = field(default_factory=set)
     settings_calls: list[tuple[str, dict]] = field(default_factory=list)  # (repo id, payload)
     fail_commits_with: int | None = None  # answer every commit with this HTTP status
+    fail_requests_with: BaseException | int | None = None  # raise this (e.g. httpx2.ConnectError) or answer this status
 
     def add_repo(self, repo_type: str, repo_id: str, files: dict[str, bytes] | None = None, private: bool = False) -> FakeRepo:
         repo = FakeRepo(repo_type, private, files=dict(files or {}))
@@ -54,6 +55,10 @@ class FakeHub:
         self.log.append(f"{request.method} {path}")
         if "authorization" in request.headers:
             self.authorizations.add(request.headers["authorization"])
+        if isinstance(self.fail_requests_with, BaseException):
+            raise self.fail_requests_with
+        if self.fail_requests_with:
+            return httpx2.Response(self.fail_requests_with, json={"error": f"fake hub: status {self.fail_requests_with}"})
         routes = [
             ("POST", r"/api/repos/create", self.create_repo),
             ("POST", r"/api/validate-yaml", lambda req: httpx2.Response(200, json={"errors": [], "warnings": []})),

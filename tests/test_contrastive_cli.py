@@ -155,7 +155,8 @@ def test_demo_runs_offline_on_the_sample_with_minilm(tmp_path, capsys, monkeypat
     assert "untuned" in summary and "rewired" in summary
     for run in ("untuned", "rewired"):
         record = json.loads((tmp_path / f"{run}.json").read_text())
-        assert record["counts"] == {"queries": 108, "candidates": 223} and record["model"] == "minilm"
+        assert record["counts"] == {"queries": 108, "candidates": 223, "queries_without_predictions": 0}
+        assert record["model"] == "minilm"
         assert len(record["per_group"]) == 9
     # untuned MiniLM on textbook facts: far above chance (10 of 223 names), as measured
     assert json.loads((tmp_path / "untuned.json").read_text())["metrics"]["acc@10"] > 0.3

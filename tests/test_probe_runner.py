@@ -51,7 +51,8 @@ def test_perfect_prober_scores_one_and_the_results_file_has_the_contract(hub, tm
     for key in ("benchmark", "dataset", "config", "split", "prober", "model", "seed", "settings", "metrics", "per_group", "timings", "versions"):
         assert key in record
     assert record["metrics"]["acc@1"] == 1.0 and record["metrics"]["macro_acc@10"] == 1.0
-    assert len(record["per_group"]) == 19 and record["counts"] == {"queries": 57, "candidates": len(answer_space(ds))}
+    assert len(record["per_group"]) == 19
+    assert record["counts"] == {"queries": 57, "candidates": len(answer_space(ds)), "queries_without_predictions": 0}
     assert record["settings"]["kind"] == "lookup" and "torch" in record["versions"]
     assert (tmp_path / "bars.png").stat().st_size > 1000
     table = capsys.readouterr().out
@@ -94,7 +95,7 @@ def test_mask_slot_and_missing_fields_errors(hub, tmp_path):
     assert fill_mask_slot("Aspirin may treat [Y] .", "[MASK]") == "Aspirin may treat [MASK] ."
     with pytest.raises(ValueError, match=r"no \[Y\] slot"):
         fill_mask_slot("Aspirin may treat fever .", "[MASK]")
-    with pytest.raises(ValueError, match="could not load dataset"):
+    with pytest.raises(ValueError, match=r"does not load \(config 'medium', split 'test'\): BuilderConfig 'medium' not found"):
         run_ranking(prober=LookupProber({}), args=args_for(hub, tmp_path, config="medium"))
 
 

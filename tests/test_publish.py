@@ -6,6 +6,7 @@ import logging
 import shutil
 from pathlib import Path
 
+import httpx2
 import pytest
 import yaml
 from huggingface_hub import ModelCard, constants, set_client_factory
@@ -487,8 +488,41 @@ def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, cap
     hub.fail_commits_with = 403
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("medprobe: error: the Hub request failed") and "403" in err
+    assert err.startswith("medprobe: error: publish to my-lab/bert failed: HTTP 403 Forbidden") and err.count("\n") == 1
     assert TOKEN not in err and TOKEN not in caplog.text
+
+
+NETWORK_FAILURES = {
+    "no_route": (httpx2.ConnectError("[Errno 113] No route to host"), "cannot reach https://huggingface.co (ConnectError: [Errno 113] No route to host) — check the network"),
+    "dns": (httpx2.ConnectError("[Errno -2] Name or service not known"), "cannot resolve https://huggingface.co ([Errno -2] Name or service not known) — check the network and DNS"),
+    "connect_timeout": (httpx2.ConnectTimeout("timed out"), "https://huggingface.co did not answer in time (ConnectTimeout) — check the network"),
+    "read_timeout": (httpx2.ReadTimeout("timed out"), "https://huggingface.co did not answer in time (ReadTimeout)"),
+    "http_401": (401, "HTTP 401 Unauthorized (fake hub: status 401) from POST /api/repos/create — the token was refused"),
+    "http_403": (403, "HTTP 403 Forbidden (fake hub: status 403) from POST /api/repos/create — the token may not write there"),
+    "http_404": (404, "HTTP 404 Not Found (fake hub: status 404) from POST /api/repos/create — no such repo, or the token cannot see it"),
+    "http_500": (500, "HTTP 500 Internal Server Error (fake hub: status 500) from POST /api/repos/create — the Hub had a server error: try again later"),
+}
+
+
+@pytest.mark.parametrize("failure", list(NETWORK_FAILURES), ids=list(NETWORK_FAILURES))
+def test_network_failure_is_one_line_with_the_repo_and_what_to_try(hub, token, folder, capsys, caplog, failure):
+    caplog.set_level(logging.DEBUG)
+    hub.fail_requests_with, expected = NETWORK_FAILURES[failure]
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 2
+    err = capsys.readouterr().err  # the local checks' progress bars (load_dataset) come first
+    errors = [line.split("\r")[-1] for line in err.splitlines() if "medprobe: error:" in line]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    assert errors[0].startswith(f"medprobe: error: publish to my-lab/medlama failed: {expected}") and err.endswith("\n")
+    assert TOKEN not in err and TOKEN not in caplog.text
+
+
+@pytest.mark.parametrize("failure", ["dns", "read_timeout", "http_500"])
+def test_network_failure_of_results_publishing_is_one_line(hub, token, results_file, capsys, failure):
+    hub.fail_requests_with, expected = NETWORK_FAILURES[failure]
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"medprobe: error: publish to my-lab/bert failed: {expected.replace('POST /api/repos/create', 'GET /api/models/my-lab/bert')}")
+    assert err.count("\n") == 1 and TOKEN not in err
 
 
 def test_token_is_scrubbed_from_hub_errors():

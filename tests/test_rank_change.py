@@ -182,7 +182,7 @@ def test_cli_rank_change_errors_are_one_line(hub, capsys):
     assert main(["probe", "--dataset", str(hub), "--prober", "rank-change"]) == 2
     assert "--prober rank-change needs --model" in capsys.readouterr().err
     assert main(["probe", "--dataset", str(hub), "--config", "nope", "--prober", "rank-change", "--model", "x"]) == 2
-    assert "could not load dataset" in capsys.readouterr().err
+    assert "does not load (config 'nope', split 'test'): BuilderConfig 'nope' not found" in capsys.readouterr().err
 
 
 def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
