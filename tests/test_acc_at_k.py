@@ -1,13 +1,8 @@
-"""acc_at_k through evaluate.load: hand-computed cases, properties, the documented examples."""
-
-import doctest
-import os
+"""acc_at_k through evaluate.load: hand-computed cases and properties (its examples: test_metric_common)."""
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from probers.resources import metric_path, resource_root
 
 
 def test_hand_computed_micro_macro_and_per_group(acc_at_k):
@@ -85,15 +80,3 @@ def test_macro_equals_micro_when_groups_have_equal_size(acc_at_k, n_groups, size
     for c in (1, 3):
         assert result[f"macro_acc@{c}"] == pytest.approx(result[f"acc@{c}"])
 
-
-def test_documented_examples_run(monkeypatch):
-    """The examples in the module docstring are executed as written (doctest)."""
-    import evaluate
-
-    monkeypatch.chdir(resource_root())  # the examples load "metrics/acc_at_k" relative to the root
-    module = evaluate.load(metric_path("acc_at_k"))
-    finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    for test in finder.find(module.inputs_description, "acc_at_k", globs={"evaluate": evaluate}):
-        runner.run(test)
-    assert runner.failures == 0 and runner.tries >= 5, f"{runner.failures} of {runner.tries} examples failed"
-    assert os.path.isfile(os.path.join(metric_path("acc_at_k"), "README.md"))

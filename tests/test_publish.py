@@ -354,10 +354,9 @@ def test_space_app_computes_the_card_example(metric_copy, acc_at_k):
 
 def test_space_app_falls_back_to_a_skeleton_from_the_features(metric_copy, acc_at_k):
     app = space_app(metric_copy)
-    assert app.default_arguments(acc_at_k, "no examples here") == {
-        "predictions": [["text", "text"]],
-        "references": [["text", "text"]],
-    }
+    skeleton = app.default_arguments(acc_at_k, "no examples here")
+    assert skeleton == {"predictions": [["text", "text"]], "references": [["text", "text"]], "groups": ["text"]}
+    assert app.compute(acc_at_k, json.dumps(skeleton))["per_group"] == {"text": {"acc@1": 1.0, "acc@10": 1.0, "queries": 1}}
 
 
 def test_space_app_builds_with_current_gradio(metric_copy):

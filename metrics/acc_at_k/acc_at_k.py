@@ -18,6 +18,7 @@ import string
 
 import datasets
 import evaluate
+import numpy as np
 
 _DESCRIPTION = """\
 acc@k is the share of queries for which at least one of the top-k ranked predictions equals a
@@ -26,6 +27,10 @@ BioLAMA, where a query has several gold answers (synonyms, several true objects)
 returns a ranked list of names. With `groups` (e.g. the relation of each query) the metric
 also returns the macro average over groups and a per-group table; the micro average weighs
 every query equally, the macro average every group.
+
+`groups` is an input feature like `predictions` and `references`, so evaluate's distributed
+mode (`num_process`, `process_id`) gathers it with them: every process adds its own queries
+and their groups, and process 0 scores all of them.
 """
 
 _KWARGS_DESCRIPTION = """
@@ -33,13 +38,19 @@ Args:
     predictions (`list` of `list` of `str`): for each query, the predicted answers, best first.
         Only the first k count for acc@k; a list shorter than k counts as it is.
     references (`list` of `list` of `str`): for each query, the gold answers (at least one).
-    groups (`list` of `str`, optional): a group per query, e.g. its relation. When given, the
-        result also holds `macro_acc@{k}` and `per_group`.
-    k (`int` or `list` of `int`, optional): the cut-offs. Defaults to `[1, 10]`.
+    groups (`list` of `str`, optional): a group per query, e.g. its relation (a non-empty str).
+        When given, the result also holds `macro_acc@{k}` and `per_group`. Give it for all the
+        queries of a computation or for none.
+    k (`int` or `list` of `int`, optional): the cut-offs, positive Python or numpy integers.
+        Defaults to `[1, 10]`.
     normalize (`str`, optional): how strings are compared.
         - `"exact"` (default): exact string equality, as MedLAMA scores.
         - `"squad"`: lower case, remove punctuation and the articles a/an/the, collapse white
           space, as BioLAMA scores.
+
+    Inputs are checked as given, before evaluate stores them: a prediction, gold answer or group
+    that is not a str, a row that is not a list, or a `k` that is not a positive integer (a bool
+    or a float such as 1.0 included) is a ValueError naming the argument and the row.
 
 Returns:
     `acc@{k}` (`float`): micro average over queries, in [0, 1], for every k.
@@ -75,6 +86,13 @@ Examples:
 
     >>> acc_at_k.compute(predictions=[["Insulin"]], references=[["insulin"]], k=1)
     {'acc@1': 0.0}
+
+    A gold answer given as a bare string instead of a list is refused, not split into letters:
+
+    >>> acc_at_k.compute(predictions=[["Insulin"]], references=["insulin"])
+    Traceback (most recent call last):
+    ...
+    ValueError: references[0] is 'insulin'; expected a list of str (the gold answers of the query)
 """
 
 _CITATION = """\
@@ -96,6 +114,9 @@ _CITATION = """\
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
+# What a query added without `groups` stores in the groups column. Not None: evaluate refuses a
+# None in the first row of a string column. Not a valid group either: groups must be non-empty.
+_NO_GROUP = ""
 
 
 def squad_normalize(text):
@@ -111,19 +132,102 @@ def _identity(text):
 _NORMALIZERS = {"exact": _identity, "squad": squad_normalize}
 
 
+def _shown(value):
+    """A value for a one-line error message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value):
+    """A Python or numpy integer; a bool is not one (True is no cut-off)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _column(name, values):
+    """A per-query input as a plain list (from a list, tuple, numpy array, tensor or datasets Column)."""
+    if isinstance(values, (str, bytes, dict)):
+        raise ValueError(f"{name} is {_shown(values)}; expected a list with one entry per query")
+    if hasattr(values, "tolist"):  # numpy arrays and tensors give Python values, so 1.0 stays a float
+        values = values.tolist()
+    try:
+        return list(values)
+    except TypeError:
+        raise ValueError(f"{name} is {_shown(values)}; expected a list with one entry per query") from None
+
+
+def _string_lists(name, rows, what):
+    """Each row as a list of str, or a ValueError naming the first bad row or item."""
+    checked = []
+    for index, row in enumerate(rows):
+        if isinstance(row, np.ndarray):
+            row = row.tolist()
+        if not isinstance(row, (list, tuple)):
+            raise ValueError(f"{name}[{index}] is {_shown(row)}; expected a list of str ({what})")
+        for position, item in enumerate(row):
+            if not isinstance(item, str):
+                raise ValueError(f"{name}[{index}][{position}] is {_shown(item)}; expected a str ({what})")
+        checked.append(list(row))
+    return checked
+
+
+def _check_length(name, values, expected, what):
+    if len(values) != expected:
+        raise ValueError(f"{name} has {len(values)} entries but there are {expected} predictions; give {what}")
+
+
+def _checked_batch(predictions, references, groups):
+    """The inputs of `add_batch` as plain lists, checked before evaluate casts them to its features."""
+    if predictions is None or references is None:
+        raise ValueError("predictions and references are required: a ranked list and a list of gold answers per query")
+    predictions = _string_lists("predictions", _column("predictions", predictions), "the ranked answers of the query")
+    references = _string_lists("references", _column("references", references), "the gold answers of the query")
+    _check_length("references", references, len(predictions), "one list of gold answers per query")
+    for index, gold in enumerate(references):
+        if not gold:
+            raise ValueError(f"references[{index}] is empty: every query needs at least one gold answer")
+    if groups is None:
+        return {"predictions": predictions, "references": references, "groups": [_NO_GROUP] * len(predictions)}
+    groups = _column("groups", groups)
+    _check_length("groups", groups, len(predictions), "one group per query")
+    for index, group in enumerate(groups):
+        if not isinstance(group, str) or group == _NO_GROUP:
+            raise ValueError(f"groups[{index}] is {_shown(group)}; expected a non-empty str (the query's group, e.g. its relation)")
+    return {"predictions": predictions, "references": references, "groups": groups}
+
+
 def _cutoffs(k):
-    cutoffs = [k] if isinstance(k, int) else list(k)
-    if not cutoffs or not all(isinstance(c, int) and not isinstance(c, bool) and c >= 1 for c in cutoffs):
-        raise ValueError(f"k must be a positive int or a non-empty list of them, got {k!r}")
-    return sorted(set(cutoffs))
+    """The sorted distinct cut-offs as Python ints; numpy integers are welcome, bools and floats are not."""
+    values = k.tolist() if isinstance(k, np.ndarray) else k
+    values = [values] if _is_int(values) else values
+    if not isinstance(values, (list, tuple)) or not values or not all(_is_int(c) and c >= 1 for c in values):
+        raise ValueError(f"k must be a positive int or a non-empty list of them, got {_shown(k)}")
+    return sorted({int(c) for c in values})
+
+
+def _check_options(k, normalize):
+    """The cut-offs, once `k` and `normalize` are known to be valid."""
+    if not isinstance(normalize, str) or normalize not in _NORMALIZERS:
+        raise ValueError(f"normalize must be one of {sorted(_NORMALIZERS)}, got {_shown(normalize)}")
+    return _cutoffs(k)
+
+
+def _stored_groups(groups):
+    """The groups column as stored, or None when no query was given one."""
+    missing = [index for index, group in enumerate(groups) if group == _NO_GROUP]
+    if len(missing) == len(groups):
+        return None
+    if missing:
+        raise ValueError(
+            f"groups were given for some queries but not for {len(missing)} of them (the first: query {missing[0]}); "
+            "give a group for every query or for none"
+        )
+    return groups
 
 
 def _first_hit_ranks(predictions, references, normalize):
     """1-based rank of the first correct prediction per query (0 when none is correct)."""
     ranks = []
-    for index, (ranked, gold) in enumerate(zip(predictions, references)):
-        if not gold:
-            raise ValueError(f"references[{index}] is empty: every query needs at least one gold answer")
+    for ranked, gold in zip(predictions, references):
         gold = {normalize(g) for g in gold}
         ranks.append(next((rank for rank, p in enumerate(ranked, 1) if normalize(p) in gold), 0))
     return ranks
@@ -144,31 +248,45 @@ class AccAtK(evaluate.Metric):
                 {
                     "predictions": datasets.Sequence(datasets.Value("string")),
                     "references": datasets.Sequence(datasets.Value("string")),
+                    "groups": datasets.Value("string"),
                 }
             ),
             reference_urls=["https://github.com/cambridgeltl/medlama", "https://github.com/dmis-lab/BioLAMA"],
         )
 
-    def _compute(self, predictions, references, groups=None, k=(1, 10), normalize="exact"):
-        if normalize not in _NORMALIZERS:
-            raise ValueError(f"normalize must be one of {sorted(_NORMALIZERS)}, got {normalize!r}")
-        cutoffs = _cutoffs(k)
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score the queries given here and those added before; `groups` may be left out."""
+        _check_options(kwargs.get("k", 1), kwargs.get("normalize", "exact"))  # before the inputs are stored
+        if (predictions is not None or references is not None) and "groups" not in kwargs:
+            kwargs["groups"] = None  # evaluate requires every feature; add_batch stores "no group"
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, groups=None, **kwargs):
+        """Add queries (ranked predictions, gold answers, optionally groups), checked before evaluate casts them."""
+        super().add_batch(**_checked_batch(predictions, references, groups), **kwargs)
+
+    def add(self, *, prediction=None, reference=None, groups=None, **kwargs):
+        """Add one query: its ranked predictions, its gold answers and optionally its group (a str)."""
+        batch = _checked_batch([prediction], [reference], None if groups is None else [groups])
+        super().add(prediction=batch["predictions"][0], reference=batch["references"][0], groups=batch["groups"][0], **kwargs)
+
+    def _compute(self, predictions, references, groups, k=(1, 10), normalize="exact"):
+        cutoffs = _check_options(k, normalize)
         if not predictions:
             raise ValueError("no predictions to score: give one ranked list per query")
+        groups = _stored_groups(groups)
         ranks = _first_hit_ranks(predictions, references, _NORMALIZERS[normalize])
         result = {f"acc@{c}": _accuracy(ranks, c) for c in cutoffs}
         if groups is None:
             return result
-        if len(groups) != len(ranks):
-            raise ValueError(f"groups has {len(groups)} entries but there are {len(ranks)} predictions; give one group per query")
         by_group = {}
         for group, rank in zip(groups, ranks):
-            by_group.setdefault(str(group), []).append(rank)
+            by_group.setdefault(group, []).append(rank)
         per_group = {
             group: {**{f"acc@{c}": _accuracy(group_ranks, c) for c in cutoffs}, "queries": len(group_ranks)}
             for group, group_ranks in sorted(by_group.items())
         }
         for c in cutoffs:
-            result[f"macro_acc@{c}"] = sum(g[f"acc@{c}"] for g in per_group.values()) / len(per_group) if per_group else 0.0
+            result[f"macro_acc@{c}"] = sum(g[f"acc@{c}"] for g in per_group.values()) / len(per_group)
         result["per_group"] = per_group
         return result

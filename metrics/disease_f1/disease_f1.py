@@ -15,6 +15,7 @@
 
 import datasets
 import evaluate
+import numpy as np
 
 _DESCRIPTION = """\
 DisKnE tests a model separately on each target disease: every row is a (premise, disease) pair
@@ -35,7 +36,9 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `int`): predicted labels, 0 or 1, one per row.
     references (`list` of `int`): gold labels, 0 or 1, one per row.
-    diseases (`list` of `str`): the disease (e.g. target CUI) each row belongs to.
+    diseases (`list` of `str`, required): the disease (e.g. target CUI) each row belongs to. It is
+        an input feature like `predictions`, so evaluate's distributed mode (`num_process`,
+        `process_id`) gathers it with them.
     average (`str`, optional):
         - `"standard"` (default): F1 of the positive class per disease, `macro_f1` and
           `weighted_f1` (weights = positive rows per disease).
@@ -44,6 +47,10 @@ Args:
     zero_division (`float`, optional): the value of precision, recall or F1 when its
         denominator is 0 (e.g. a disease with no positive row and no positive prediction).
         Defaults to 0.0, as scikit-learn does.
+
+    Labels are checked as given, before evaluate casts them to integers: a label must be the int
+    0 or 1 (Python or numpy). A float (a probability such as 0.9, or 1.0), a bool or a string is
+    a ValueError naming the argument and the row; threshold probabilities yourself.
 
 Returns:
     With `average="standard"`:
@@ -81,6 +88,13 @@ Examples:
     ... )
     >>> round(released["released_code_f1"], 4)
     0.6667
+
+    Probabilities are not labels:
+
+    >>> disease_f1.compute(predictions=[0.9, 0.1], references=[1, 0], diseases=["A", "A"])
+    Traceback (most recent call last):
+    ...
+    ValueError: predictions[0] is 0.9; expected the int 0 or 1 (1 = the premise entails the disease)
 """
 
 _CITATION = """\
@@ -133,10 +147,63 @@ def _released_code_score(predictions, references, zero_division):
     return recall / (1 + recall)
 
 
-def _check_labels(values, name):
-    for index, value in enumerate(values):
-        if value not in (0, 1):
-            raise ValueError(f"{name}[{index}] is {value!r}; expected 0 (non-entailment) or 1 (entailment)")
+def _shown(value):
+    """A value for a one-line error message: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _column(name, values):
+    """A per-row input as a plain list (from a list, tuple, numpy array, tensor or datasets Column)."""
+    if isinstance(values, (str, bytes, dict)):
+        raise ValueError(f"{name} is {_shown(values)}; expected a list with one entry per row")
+    if hasattr(values, "tolist"):  # numpy arrays and tensors give Python values, so 0.9 stays a float
+        values = values.tolist()
+    try:
+        return list(values)
+    except TypeError:
+        raise ValueError(f"{name} is {_shown(values)}; expected a list with one entry per row") from None
+
+
+def _is_label(value):
+    """The int 0 or 1 (Python or numpy); not a bool, not a float such as 1.0."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value in (0, 1)
+
+
+def _checked_labels(name, values, rows):
+    labels = _column(name, values)
+    if rows is not None and len(labels) != rows:
+        raise ValueError(f"{name} has {len(labels)} entries but there are {rows} predictions; give one label per row")
+    for index, value in enumerate(labels):
+        if not _is_label(value):
+            raise ValueError(f"{name}[{index}] is {_shown(value)}; expected the int 0 or 1 (1 = the premise entails the disease)")
+    return [int(value) for value in labels]
+
+
+def _checked_batch(predictions, references, diseases):
+    """The inputs of `add_batch` as plain lists, checked before evaluate casts them to its features."""
+    if predictions is None or references is None:
+        raise ValueError("predictions and references are required: a 0/1 label per row")
+    predictions = _checked_labels("predictions", predictions, None)
+    references = _checked_labels("references", references, len(predictions))
+    if diseases is None:
+        raise ValueError("diseases is required: give the disease (e.g. the target CUI) of every row")
+    diseases = _column("diseases", diseases)
+    if len(diseases) != len(predictions):
+        raise ValueError(
+            f"diseases has {len(diseases)} entries but there are {len(predictions)} predictions; give one disease per row"
+        )
+    for index, disease in enumerate(diseases):
+        if not isinstance(disease, str):
+            raise ValueError(f"diseases[{index}] is {_shown(disease)}; expected a str (the disease of the row, e.g. its CUI)")
+    return {"predictions": predictions, "references": references, "diseases": diseases}
+
+
+def _check_options(average, zero_division):
+    if not isinstance(average, str) or average not in _AVERAGES:
+        raise ValueError(f"average must be one of {', '.join(_AVERAGES)}, got {_shown(average)}")
+    if not isinstance(zero_division, (int, float, np.integer, np.floating)) or isinstance(zero_division, bool):
+        raise ValueError(f"zero_division must be a number, got {_shown(zero_division)}")
 
 
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
@@ -146,26 +213,40 @@ class DiseaseF1(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("int32"), "references": datasets.Value("int32")}),
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("int32"),
+                    "references": datasets.Value("int32"),
+                    "diseases": datasets.Value("string"),
+                }
+            ),
             reference_urls=["https://aclanthology.org/2021.findings-acl.266", "https://github.com/israa-alghanmi/DisKnE"],
         )
 
-    def _compute(self, predictions, references, diseases=None, average="standard", zero_division=0.0):
-        if average not in _AVERAGES:
-            raise ValueError(f"average must be one of {', '.join(_AVERAGES)}, got {average!r}")
-        if diseases is None:
-            raise ValueError("diseases is required: give the disease (e.g. the target CUI) of every row")
-        if len(diseases) != len(predictions):
-            raise ValueError(
-                f"diseases has {len(diseases)} entries but there are {len(predictions)} predictions; give one disease per row"
-            )
+    def compute(self, *, predictions=None, references=None, **kwargs):
+        """Score the rows given here and those added before."""
+        _check_options(kwargs.get("average", "standard"), kwargs.get("zero_division", 0.0))  # before the inputs are stored
+        if (predictions is not None or references is not None) and "diseases" not in kwargs:
+            kwargs["diseases"] = None  # so that add_batch says what is missing
+        return super().compute(predictions=predictions, references=references, **kwargs)
+
+    def add_batch(self, *, predictions=None, references=None, diseases=None, **kwargs):
+        """Add rows (0/1 predictions and references, and their diseases), checked before evaluate casts them."""
+        super().add_batch(**_checked_batch(predictions, references, diseases), **kwargs)
+
+    def add(self, *, prediction=None, reference=None, diseases=None, **kwargs):
+        """Add one row: its 0/1 prediction and reference and its disease (a str)."""
+        batch = _checked_batch([prediction], [reference], None if diseases is None else [diseases])
+        super().add(prediction=batch["predictions"][0], reference=batch["references"][0], diseases=batch["diseases"][0], **kwargs)
+
+    def _compute(self, predictions, references, diseases, average="standard", zero_division=0.0):
+        _check_options(average, zero_division)
+        zero_division = float(zero_division)  # a plain float in the results, whatever number was given
         if not predictions:
             raise ValueError("no predictions to score")
-        _check_labels(predictions, "predictions")
-        _check_labels(references, "references")
         rows = {}
         for disease, prediction, reference in zip(diseases, predictions, references):
-            found = rows.setdefault(str(disease), ([], []))
+            found = rows.setdefault(disease, ([], []))
             found[0].append(prediction)
             found[1].append(reference)
 
