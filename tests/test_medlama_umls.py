@@ -440,3 +440,21 @@ def test_query_answers_reproduce_the_release_answer_columns(medlama_release_dir)
             answers, answer_cuis = medlama.query_answers(tails)
             assert " || ".join(answers) == row["tail_names"] and " || ".join(answer_cuis) == row["tail_cuis"]
             assert len(answers) == int(row["tail_names_len"]) <= 10
+
+
+def test_a_failed_umls_build_leaves_the_previous_folder_byte_for_byte(hub, release, prompts_dir, tmp_path):
+    out = tmp_path / "hub"
+    shutil.copytree(hub, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    copy = copy_release(release[0], tmp_path)
+    with open(copy / "META" / "MRREL.RRF", "a", encoding="utf-8") as handle:
+        handle.write("C9000001|A1|SCUI|RO|C9000002|\n")  # a truncated last line
+    with pytest.raises(medlama.UmlsInputError, match=r"MRREL\.RRF, line \d+: expected 16 fields"):
+        build("medlama", out, data_dir=str(prompts_dir), params={"umls_dir": str(copy / "META"), "per_relation": PER_RELATION})
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_build_help_names_the_umls_dir_option(capsys):
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    assert "--umls-dir META" in capsys.readouterr().out
