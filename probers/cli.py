@@ -53,6 +53,11 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
         help="output folder: built beside it and replaced in one rename; the configs not rebuilt are kept",
     )  # fmt: skip
     parser.add_argument("--data-dir", help="folder with the source files in the release layout (default: download)")
+    parser.add_argument(  # reaches the builder as the parameter umls_dir, like --set umls_dir=META
+        "--umls-dir", dest="params", action="append", default=[], type=lambda path: ("umls_dir", path), metavar="META",
+        help="medlama: regenerate it from your own UMLS release, this META folder (MRCONSO.RRF, MRREL.RRF); "
+        "--data-dir then only supplies prompts.csv (see the MedLAMA card and README)",
+    )  # fmt: skip
     parser.add_argument(
         "--config", dest="configs", action="append", metavar="NAME", help="build only this config (repeatable; default: all)"
     )
