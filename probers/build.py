@@ -12,7 +12,7 @@ inside OUT), loads every config from there with `load_dataset` and compares the 
 then swaps it for OUT in one rename. A failed or interrupted build (an error, Ctrl-C, SIGTERM)
 removes its staging folder and leaves OUT as it was, byte for byte; what a killed one (SIGKILL)
 leaves beside OUT is removed by the next build, which also finishes backwards a swap that was
-cut between its two renames (see `swap_into_place`).
+cut between its two renames (the lock, staging and swap are probers/atomic_folder.py).
 
 The card records how every config was built (`medprobe_build:` in its YAML: benchmark, and per
 config the builder parameters, the source, the rows and the sha256 of each data file). That
@@ -25,44 +25,29 @@ checks the folder against the record (probers/publish_checks.py).
 from __future__ import annotations
 
 import copy
-import ctypes
 import dataclasses
-import errno
 import hashlib
 import inspect
 import os
 import shlex
 import shutil
-import signal
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
+from probers.atomic_folder import clean_leftovers, out_lock, signals_deferred, sigterm_raises, stage_prefix, swap_into_place
 from probers.cards import RECORD_KEY, package_version, render_dataset_card, split_template
 from probers.resources import load_builder_module
 
-try:  # POSIX; where it is missing (Windows) builds into one OUT are not locked against each other
-    import fcntl
-except ImportError:  # pragma: no cover
-    fcntl = None
 
-STAGE_MARK = ".medprobe-tmp-"  # .<OUT name>.medprobe-tmp-<pid>: a build in progress, or what a killed one left
-LOCK_MARK = ".medprobe-lock"  # .<OUT name>.medprobe-lock
 CARD = "README.md"
 
 
 class BuildError(ValueError):
     """The build cannot go ahead; the message names the folder or config and what to do."""
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM during a build, raised like Ctrl-C so that the same cleanup runs."""
 
 
 @dataclass
@@ -158,150 +143,6 @@ def build_command(benchmark: str, data_dir: str | None, params: dict) -> str:
     for key, value in sorted(params.items()):
         words += ["--set", f"{key}={value}"]
     return shlex.join(words).replace("DATA_DIR", "<data folder>")
-
-
-# --- signals -------------------------------------------------------------------------------------
-
-
-def _in_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()  # signal handlers can only be set there
-
-
-@contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises `Terminated` (a KeyboardInterrupt) so that `finally` blocks clean up."""
-    if not _in_main_thread():
-        yield
-        return
-
-    def terminated(signum: int, frame: object) -> None:
-        raise Terminated(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-
-
-@contextmanager
-def signals_deferred() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM are held until the block ends, so a swap or a cleanup is never cut in half.
-
-    The signals that arrived are listed in the yielded list and then dropped: the block's outcome
-    stands (a swap that finished is a finished build; a cleanup runs because the build failed).
-    """
-    received: list[int] = []
-    if not _in_main_thread():
-        yield received
-        return
-    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
-
-
-# --- the lock, the staging folder and the swap ---------------------------------------------------
-
-
-@contextmanager
-def out_lock(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `.OUT.medprobe-lock` beside OUT; a second build stops at once.
-
-    The lock file is beside OUT, not in it (a published folder holds only its card and data), and
-    removed on release. A build that opened the file just before it was removed would lock a
-    file no longer in the folder: it checks that the path still names what it locked, else retries.
-    """
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    path = out.parent / f".{out.name}{LOCK_MARK}"
-    for _ in range(5):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            raise BuildError(
-                f"{out}: another `medprobe build` (pid {holder}) is writing this folder (lock {path.name} beside it); "
-                "wait for it to finish, or build into another --out"
-            ) from None
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            break
-        os.close(fd)
-    else:  # pragma: no cover - five builds in a row released the lock under us
-        raise BuildError(f"{out}: could not take the lock {path}; another build keeps replacing it")
-    try:
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        yield
-    finally:
-        with suppress(FileNotFoundError):  # removed by hand meanwhile: nothing to do
-            os.unlink(path)  # still locked: a build that opened it meanwhile sees another inode and retries
-        os.close(fd)
-
-
-def stage_prefix(out: Path) -> str:
-    return f".{out.name}{STAGE_MARK}"
-
-
-def clean_leftovers(out: Path) -> list[str]:
-    """Remove the staging folders killed builds left beside OUT; say what was done.
-
-    Called under the lock, so no build owns them any more. A staging folder with `old/` and no OUT
-    is a fallback swap killed between its two renames: `old` is the previous OUT and goes back.
-    """
-    notes = []
-    for stage in sorted(p for p in out.parent.iterdir() if p.name.startswith(stage_prefix(out))):
-        aside = stage / "old"
-        if not os.path.lexists(out) and aside.is_dir():
-            os.rename(aside, out)
-            notes.append(f"restored {out} from {stage.name}: a build was killed while swapping it")
-        shutil.rmtree(stage)
-        notes.append(f"removed {stage.name}, left beside {out.name} by a killed build")
-    return notes
-
-
-RENAME_EXCHANGE = 2  # linux/fs.h
-AT_FDCWD = -100
-
-
-def exchange(a: Path, b: Path) -> None:
-    """Swap two paths in one step (Linux renameat2 with RENAME_EXCHANGE); OSError where unsupported."""
-    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if renameat2 is None:
-        raise OSError(errno.ENOSYS, "renameat2 is not available")
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code), str(a))
-
-
-def swap_into_place(stage: Path, out: Path) -> None:
-    """Make `stage/out` OUT; the previous OUT, if any, ends up inside `stage` (deleted with it)."""
-    new = stage / "out"
-    if not os.path.lexists(out):
-        os.rename(new, out)
-        return
-    try:
-        exchange(new, out)  # one atomic step: OUT is the new build, stage/out the old one
-        return
-    except OSError:
-        pass  # not Linux, or a filesystem without RENAME_EXCHANGE: two renames
-    aside = stage / "old"
-    os.rename(out, aside)  # OUT is absent until the next rename; a kill here is undone by clean_leftovers
-    try:
-        os.rename(new, out)
-    except BaseException:
-        os.rename(aside, out)
-        raise
 
 
 # --- what OUT holds ------------------------------------------------------------------------------

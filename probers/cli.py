@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except KeyboardInterrupt:  # also SIGTERM during a build (probers.build.Terminated)
+    except KeyboardInterrupt:  # also SIGTERM during a build (probers.atomic_folder.Terminated)
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
         print("interrupted", file=sys.stderr)

@@ -22,8 +22,10 @@ import pytest
 import yaml
 from datasets import load_dataset
 
+import probers.atomic_folder as atomic_folder
 import probers.build as build_module
-from probers.build import BuildError, build, exchange, out_lock
+from probers.atomic_folder import FolderLocked, exchange, out_lock
+from probers.build import BuildError, build
 from probers.cli import main
 from probers.publish_checks import PublishError, check_dataset_folder
 from synthetic_medlama import release_row, write_release
@@ -205,7 +207,7 @@ def test_a_second_build_into_the_same_out_stops_at_once(good, release):
     process = start_paused_build("write_config", ["medlama", *ANY_COUNT_CLI, "--data-dir", str(release), "--out", str(good)])
     try:
         start = time.perf_counter()
-        with pytest.raises(BuildError, match=rf"another `medprobe build` \(pid {process.pid}\) is writing this folder"):
+        with pytest.raises(FolderLocked, match=rf"another `medprobe build` \(pid {process.pid}\) is writing this folder"):
             build("medlama", good, data_dir=str(release), params=ANY_COUNT)
         assert time.perf_counter() - start < 2
     finally:
@@ -216,7 +218,7 @@ def test_a_second_build_into_the_same_out_stops_at_once(good, release):
 def test_lock_is_refused_in_process_too_and_released(tmp_path):
     out = tmp_path / "OUT"
     with out_lock(out):
-        with pytest.raises(BuildError, match="another `medprobe build`"):
+        with pytest.raises(FolderLocked, match="another `medprobe build`"):
             build("mst", out, configs=["comparison"], params=SMALL_MST)
     assert leftovers(out) == []
     build("mst", out, configs=["comparison"], params=SMALL_MST)
@@ -241,7 +243,7 @@ def test_without_exchange_the_two_rename_swap_gives_the_same_build(good, release
     def unsupported(a, b):
         raise OSError(38, "renameat2 is not available")
 
-    monkeypatch.setattr(build_module, "exchange", unsupported)
+    monkeypatch.setattr(atomic_folder, "exchange", unsupported)
     build("medlama", good, data_dir=str(changed_release(release)), configs=["full"], params=ANY_COUNT)
     assert load_dataset(str(good), "full", split="test").num_rows == 19 * 3 + 1
     assert load_dataset(str(good), "hard", split="test").num_rows == 19 * 2
