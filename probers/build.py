@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import inspect
 import os
 import shlex
@@ -39,7 +38,7 @@ import datasets
 from datasets.exceptions import DatasetGenerationError
 
 from probers.atomic_folder import clean_leftovers, out_lock, signals_deferred, sigterm_raises, stage_prefix, swap_into_place
-from probers.cards import RECORD_KEY, package_version, render_dataset_card, split_template
+from probers.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
 from probers.resources import load_builder_module
 
 
@@ -245,14 +244,6 @@ def check_kept_config(out: Path, config: str, recorded: dict, parameters: dict, 
     for path, digest in (recorded.get("files") or {}).items():
         if not (out / path).is_file() or sha256(out / path) != digest:
             raise BuildError(f"{out}/{path} of config {config!r} is missing or changed since it was built; {fix}")
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # --- writing the staged folder -------------------------------------------------------------------

@@ -32,8 +32,10 @@ A template may take the marker from its builder (`medprobe_licence: $licence`, f
 
 from __future__ import annotations
 
+import hashlib
 import string
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from typing import TYPE_CHECKING
 
@@ -61,6 +63,15 @@ LICENCES = ("open", "umls", "credentialed")
 # It says which configs the folder holds and how each was made; a build changes only a folder
 # whose record names the same benchmark.
 RECORD_KEY = "medprobe_build"
+
+
+def sha256(path: Path) -> str:
+    """The hex sha256 of a file, as the `medprobe_build:` record states each data file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def package_version(name: str) -> str:

@@ -11,15 +11,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
 from probers.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
 from probers.results import RunRecord, save_run
-
-if TYPE_CHECKING:
-    import datasets
 
 PAIR_CLASSIFIER = "pair-classifier"
 DEFAULT_SEED = 42

@@ -16,7 +16,6 @@ names the gradio SDK, and it holds its module, card and requirements.txt.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tempfile
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
-from probers.cards import LICENCE_KEY, LICENCES, RECORD_KEY
+from probers.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
 from probers.resources import available, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
@@ -181,14 +180,6 @@ def raw_data_dirs(extra: list[str | Path] | None = None) -> list[Path]:
         if path.is_dir():
             unique.setdefault(path.resolve(), None)
     return list(unique)
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def raw_file_findings(folder: Path, files: list[FileEntry], raw_dirs: list[Path]) -> list[str]:

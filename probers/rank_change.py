@@ -22,7 +22,6 @@ ranks, rank changes and UCM shares are the same on every run and machine.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
