@@ -619,7 +619,7 @@ def local_release_files(data_dir: str, want_hard: bool) -> dict:
         )
     if ambiguous:
         raise MedlamaFormatError(
-            f"more than one hard file for a relation, keep exactly one {{relation}}_{{N}}_hard.csv each: "
+            "more than one hard file for a relation, keep exactly one {relation}_{N}_hard.csv each: "
             + "; ".join(ambiguous)
         )
     return files
