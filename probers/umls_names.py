@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probers.atomic import atomic_output, check_writable
 from probers.resources import load_builder_module
 
 
@@ -77,11 +78,12 @@ def run_umls_names(args: argparse.Namespace) -> int:
         raise FileNotFoundError(
             f"{mrconso} does not exist; give the UMLS Metathesaurus file META/MRCONSO.RRF (from {disknE.UMLS_URL})"
         )
+    check_writable(args.out, "--out")  # before a multi-GB read, not after it
     paths = annotation_paths(args.cuis_from)
     cuis = disknE.annotation_cuis(paths)
     names = disknE.read_mrconso(mrconso, cuis, progress=not args.no_progress)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    rows = disknE.write_names_tsv(names, args.out)
+    with atomic_output(args.out) as temp:  # a failed or interrupted write keeps the previous TSV
+        rows = disknE.write_names_tsv(names, temp)
     print(
         f"{len(cuis)} CUIs in {len(paths)} annotation file(s); {len(names)} have English names in {mrconso.name}: "
         f"wrote {rows:,} names to {args.out}"

@@ -6,12 +6,14 @@ A hand-written annotation file of three pairs keeps these builds small; no share
 import csv
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from datasets import load_dataset
 
 from probers.build import build
 from probers.cli import main
+from probers.resources import load_builder_module
 from synthetic_disknE import GROUND_TRUTH, NLI_FILES, write_data_dir
 
 COLUMNS = ["pair_id", "CUI", "label", "category", "original_cui", "start_index", "end_index"]
@@ -177,3 +179,32 @@ def test_umls_names_errors(tmp_path, capsys):
     annotation = write_annotation(tmp_path / "ann" / ANNOTATION)
     assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--no-progress"]) == 2
     assert "MRCONSO.RRF, line 1: expected 18 '|'-separated MRCONSO fields" in capsys.readouterr().err
+
+
+def test_umls_names_out_that_is_a_folder_fails_before_mrconso_is_read(tmp_path, capsys, monkeypatch):
+    (tmp_path / "MRCONSO.RRF").write_text("C0000001|ENG|P\n")
+    annotation = write_annotation(tmp_path / "ann" / ANNOTATION)
+    disknE = load_builder_module("disknE")
+    monkeypatch.setattr(disknE, "read_mrconso", lambda *a, **k: pytest.fail("MRCONSO.RRF was read"))
+    (tmp_path / "out").mkdir()
+    code = main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--out", str(tmp_path / "out")])
+    assert code == 2 and "--out" in capsys.readouterr().err
+
+
+def test_umls_names_failed_write_keeps_the_previous_tsv(tmp_path, monkeypatch):
+    (tmp_path / "MRCONSO.RRF").write_text("C0000001|ENG|P\n")
+    annotation = write_annotation(tmp_path / "ann" / ANNOTATION)
+    disknE = load_builder_module("disknE")
+    monkeypatch.setattr(disknE, "read_mrconso", lambda *a, **k: {})
+
+    def half_written(names, path):
+        Path(path).write_text("CUI\tSAB\n")  # then the disk fills up
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(disknE, "write_names_tsv", half_written)
+    out = tmp_path / "names.tsv"
+    out.write_text("the previous extraction\n")
+    with pytest.raises(OSError, match="No space left"):
+        main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--out", str(out)])
+    assert out.read_text() == "the previous extraction\n"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".names")] == []
