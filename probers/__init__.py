@@ -15,8 +15,8 @@ __all__ = ["__version__", "ContrastiveProbe", "PairClassifierProbe", "RankChange
 # Probers are imported on first use, so that `import probers` (and `medprobe --help`) stays light.
 _LAZY = {
     "ContrastiveProbe": "probers.contrastive",
-    "PairClassifierProbe": "probers.pair_classifier",
-    "RankChangeProbe": "probers.rank_change",
+    "PairClassifierProbe": "probers.lm.pair_classifier",
+    "RankChangeProbe": "probers.lm.rank_change",
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
+from probers.api import UserError
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _PACKAGED = {
@@ -87,7 +88,7 @@ def load_config(name_or_path: str):
 def require_mask_token(tokenizer: PreTrainedTokenizerBase, model_name: str) -> str:
     """The tokenizer's mask token, or an error saying that this prober needs one."""
     if tokenizer.mask_token is None:
-        raise ValueError(f"the tokenizer of {model_name!r} has no mask token; this prober needs a masked-LM style tokenizer")
+        raise UserError(f"the tokenizer of {model_name!r} has no mask token; this prober needs a masked-LM style tokenizer")
     return tokenizer.mask_token
 
 
@@ -98,7 +99,7 @@ def resolve_device(name: str = "auto") -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError as err:
-        raise ValueError(f"unknown device {name!r}; expected auto, cpu, cuda or cuda:N") from err
+        raise UserError(f"unknown device {name!r}; expected auto, cpu, cuda or cuda:N") from err
     if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} asked for but CUDA is not available on this machine")
+        raise UserError(f"device {name!r} asked for but CUDA is not available on this machine")
     return device

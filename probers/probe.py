@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probers.disknE_probe import PAIR_CLASSIFIER, add_pair_classifier_arguments, run_pair_classifier
+from probers.tasks.disknE import PAIR_CLASSIFIER, add_pair_classifier_arguments, run_pair_classifier
 from probers.ranking import (
     MEDLAMA_FIELDS,
     RankingProber,
@@ -24,9 +24,10 @@ from probers.ranking import (
     relation_answer_spaces,
     score_ranking,
 )
-from probers.mst_probe import add_mlm_head_arguments, run_mlm_head
+from probers.tasks.mst import add_mlm_head_arguments, run_mlm_head
 from probers.atomic import check_distinct_outputs, check_writable, write_all_atomically
 from probers.results import RunRecord, format_table, plot_format, save_run
+from probers.api import UserError
 
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -57,7 +58,7 @@ def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets
     try:
         return datasets.load_dataset(dataset, config, split=split)
     except load_errors() as err:  # evaluated only when something was raised
-        raise ValueError(explain_load_failure(dataset, config, split, err)) from err
+        raise UserError(explain_load_failure(dataset, config, split, err)) from err
 
 
 def dataset_config_names(dataset: str) -> list[str]:
@@ -68,7 +69,7 @@ def dataset_config_names(dataset: str) -> list[str]:
     try:
         return datasets.get_dataset_config_names(dataset)
     except load_errors() as err:  # evaluated only when something was raised
-        raise ValueError(explain_load_failure(dataset, None, None, err)) from err
+        raise UserError(explain_load_failure(dataset, None, None, err)) from err
 
 
 def load_errors() -> tuple[type[BaseException], ...]:
@@ -85,7 +86,7 @@ def refuse_dataset_script(dataset: str) -> None:
     path = Path(dataset)
     script = path if path.suffix == ".py" else path / f"{path.name}.py"
     if script.is_file():
-        raise ValueError(
+        raise UserError(
             f"--dataset {dataset}: {script} is a dataset script, which datasets >= 4 no longer runs; "
             f"build a Parquet folder with `medprobe build <benchmark> --out DIR` and pass --dataset DIR"
         )
@@ -93,7 +94,7 @@ def refuse_dataset_script(dataset: str) -> None:
 
 def explain_load_failure(dataset: str, config: str | None, split: str | None, err: BaseException) -> str:
     """One line: the path, what is wrong with it (diagnosed from the folder where possible), what to do."""
-    from probers.resources import available
+    from probers.hub.resources import available
 
     where = f"config {config!r}" + (f", split {split!r}" if split else "")
     folder = Path(dataset).expanduser()
@@ -121,7 +122,7 @@ def card_benchmark(folder: Path) -> str:
     """The benchmark a built folder's card is for (from its pretty_name), or `<benchmark>`."""
     import yaml
 
-    from probers.resources import available
+    from probers.hub.resources import available
 
     try:
         header = (folder / "README.md").read_text(encoding="utf-8").split("---", 2)[1]
@@ -291,9 +292,9 @@ def apply_training_defaults(args: argparse.Namespace, **defaults: float) -> None
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.seeds < 1:
-        raise ValueError(f"--seeds must be at least 1, got {args.seeds}")
+        raise UserError(f"--seeds must be at least 1, got {args.seeds}")
     if args.epochs is not None and args.epochs <= 0:
-        raise ValueError(f"--epochs must be positive, got {args.epochs}")
+        raise UserError(f"--epochs must be positive, got {args.epochs}")
 
 
 def add_contrastive_arguments(parser: argparse.ArgumentParser) -> None:
@@ -323,9 +324,9 @@ def check_run_options(args: argparse.Namespace) -> None:
     """What must stop a run before any dataset or model loads: an output that cannot be written
     (found after an hour of probing, it would lose the run), and an option the prober would ignore."""
     if args.predictions and args.prober not in PREDICTION_WRITERS:
-        raise ValueError(f"--predictions: --prober {args.prober} writes no predictions file; leave the option out")
+        raise UserError(f"--predictions: --prober {args.prober} writes no predictions file; leave the option out")
     if getattr(args, "rerank", None) and args.prober not in RERANKING_SCORERS:
-        raise ValueError(f"--rerank works with --prober {' or '.join(RERANKING_SCORERS)} (they score a shortlist), not {args.prober}")
+        raise UserError(f"--rerank works with --prober {' or '.join(RERANKING_SCORERS)} (they score a shortlist), not {args.prober}")
     outputs = {"--out": args.out, "--predictions": args.predictions, "--plot": args.plot}
     for option, path in outputs.items():
         if path:
@@ -345,14 +346,14 @@ def run_probe(args: argparse.Namespace) -> int:
         timings = {"load_dataset": time.perf_counter() - start}
         return run_ranking(args, make_ranking_prober(args, shortlists), timings, ds=ds)
     if args.prober in RANK_CHANGE_PROBERS:
-        from probers.context_variance import run_rank_change
+        from probers.tasks.context_variance import run_rank_change
 
         return run_rank_change(args)
     if args.prober == PAIR_CLASSIFIER:
         return run_pair_classifier(args)
     if args.prober in CHOICE_PROBERS:
         return run_mlm_head(args)
-    raise ValueError(f"unknown prober {args.prober!r}")
+    raise UserError(f"unknown prober {args.prober!r}")
 
 
 def make_ranking_prober(args: argparse.Namespace, shortlists: dict[str, list[str]] | None = None) -> RankingProber:
@@ -366,35 +367,35 @@ def make_ranking_prober(args: argparse.Namespace, shortlists: dict[str, list[str
         if getattr(args, "rerank", None) and shortlists is None:
             shortlists = load_rerank_shortlists(args, load_medlama_format(args))
         return make_language_model_prober(args, shortlists)
-    raise ValueError(f"no ranking prober named {args.prober!r}")
+    raise UserError(f"no ranking prober named {args.prober!r}")
 
 
 def make_language_model_prober(args: argparse.Namespace, shortlists: dict[str, list[str]] | None = None) -> RankingProber:
     """mask-predict, mask-average, generative or causal-lm, loaded from --model; a scorer restricted
     to `shortlists` (query -> names) when given."""
     if not args.model:
-        raise ValueError(f"--prober {args.prober} needs --model (a model folder, a Hub id, or smollm2 for causal-lm)")
+        raise UserError(f"--prober {args.prober} needs --model (a model folder, a Hub id, or smollm2 for causal-lm)")
     common = {"device": args.device, "batch_size": args.batch_size}
     if args.prober == "mask-predict":
-        from probers.mask_predict import MaskPredictProbe
+        from probers.lm.mask_predict import MaskPredictProbe
 
         return MaskPredictProbe.from_pretrained(
             args.model, num_masks=args.num_masks, init_method=args.init_method, iter_method=args.iter_method,
             max_iter=args.max_iter, beam_size=args.beam_size or 5, only_candidates=args.only_candidates, **common,
         )  # fmt: skip
     if args.prober == "generative":
-        from probers.generative import GenerativeProbe
+        from probers.lm.seq2seq import GenerativeProbe
 
         return GenerativeProbe.from_pretrained(
             args.model, beam_size=args.beam_size or 10, num_return=args.num_return,
             max_new_tokens=args.max_new_tokens, only_candidates=args.only_candidates, **common,
         )  # fmt: skip
     if args.prober == "mask-average":
-        from probers.mask_average import MaskAverageProbe
+        from probers.lm.mask_average import MaskAverageProbe
 
         scorer = MaskAverageProbe.from_pretrained(args.model, **common)
     else:
-        from probers.causal_lm import CausalLMProbe
+        from probers.lm.causal_lm import CausalLMProbe
 
         scorer = CausalLMProbe.from_pretrained(
             args.model, length_normalization=args.length_normalization, score_suffix=not args.no_suffix,
@@ -402,7 +403,7 @@ def make_language_model_prober(args: argparse.Namespace, shortlists: dict[str, l
         )  # fmt: skip
     if shortlists is None:
         return scorer
-    from probers.candidate_scoring import ShortlistProber
+    from probers.lm.candidate_scoring import ShortlistProber
 
     return ShortlistProber(scorer, shortlists, source=f"top {args.rerank_top} of {args.rerank}")
 
@@ -424,7 +425,7 @@ def ranking_rows(args: argparse.Namespace, ds: datasets.Dataset) -> tuple[datase
 def load_rerank_shortlists(args: argparse.Namespace, ds: datasets.Dataset) -> dict[str, list[str]]:
     """Query -> the first --rerank-top names of the --rerank file, checked against the rows to probe
     before any model loads: every row needs a shortlist holding at least one of its candidates."""
-    from probers.candidate_scoring import read_shortlists, shortlists_by_query
+    from probers.lm.candidate_scoring import read_shortlists, shortlists_by_query
 
     probed, candidates = ranking_rows(args, ds)
     if isinstance(candidates, list):

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from probers.resources import metric_path
+from probers.hub.resources import metric_path
+from probers.api import UserError
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
@@ -33,14 +34,14 @@ class RankingProber(Protocol):
 def fill_mask_slot(query: str, mask: str) -> str:
     """Put a model's mask token (or sentinel) into the [Y] slot of a query."""
     if MASK_SLOT not in query:
-        raise ValueError(f"query {query!r} has no {MASK_SLOT} slot for the answer; every query needs exactly one")
+        raise UserError(f"query {query!r} has no {MASK_SLOT} slot for the answer; every query needs exactly one")
     return query.replace(MASK_SLOT, mask)
 
 
 def check_fields(ds: datasets.Dataset, required: Sequence[str], what: str) -> None:
     missing = [f for f in required if f not in ds.column_names]
     if missing:
-        raise ValueError(
+        raise UserError(
             f"{what} lacks the field(s) {', '.join(missing)} that this prober needs "
             f"(expected {', '.join(required)}; found {', '.join(ds.column_names)})"
         )
@@ -58,7 +59,7 @@ def answer_space(ds: datasets.Dataset) -> list[str]:
         names.update(answers)
     names.discard("")
     if not names:
-        raise ValueError("the answer space is empty: the dataset has no head or answer names")
+        raise UserError("the answer space is empty: the dataset has no head or answer names")
     return sorted(names)
 
 
@@ -106,7 +107,7 @@ def rank_queries(
     queries = ds["query"]
     for relation, indices in by_relation.items():
         if relation not in candidates:
-            raise ValueError(f"no candidate list for relation {relation!r}")
+            raise UserError(f"no candidate list for relation {relation!r}")
         ranked = prober.rank([queries[i] for i in indices], candidates[relation], k)
         for index, names in zip(indices, ranked):
             predictions[index] = names

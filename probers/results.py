@@ -15,12 +15,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from probers.atomic import Writer, write_all_atomically, write_text_atomically
+from probers.api import UserError
 
 LIBRARIES = ("medprobe", "torch", "transformers", "datasets", "evaluate", "huggingface-hub", "accelerate")
 
 
 def library_versions() -> dict[str, str]:
-    from probers.cards import package_version  # cards imports datasets: only when a record is written
+    from probers.hub.cards import package_version  # cards imports datasets: only when a record is written
 
     return {"python": platform.python_version(), **{name: package_version(name) for name in LIBRARIES}}
 
@@ -55,7 +56,7 @@ def load_record(path: str | Path) -> RunRecord:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         return RunRecord(**data)
     except (json.JSONDecodeError, TypeError) as err:
-        raise ValueError(f"{path} is not a medprobe results file ({err})") from err
+        raise UserError(f"{path} is not a medprobe results file ({err})") from err
 
 
 def percent(value: float) -> str:
@@ -85,7 +86,7 @@ def require_matplotlib():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as err:
-        raise ValueError("--plot needs matplotlib: pip install 'medprobe[plot]'") from err
+        raise UserError("--plot needs matplotlib: pip install 'medprobe[plot]'") from err
     return plt
 
 
@@ -97,7 +98,7 @@ def plot_format(path: str | Path) -> str:
     fmt = Path(path).suffix[1:].lower() or "png"
     supported = FigureCanvasBase.get_supported_filetypes()
     if fmt not in supported:
-        raise ValueError(f"--plot {path}: matplotlib cannot write .{fmt} images; use one of {', '.join(sorted(supported))}")
+        raise UserError(f"--plot {path}: matplotlib cannot write .{fmt} images; use one of {', '.join(sorted(supported))}")
     return fmt
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-from probers.mask_average import MaskAverageProbe
+from probers.lm.mask_average import MaskAverageProbe
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEDPROBE_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -37,7 +37,7 @@ def real_queries_and_space(n_queries: int) -> tuple[list[str], list[str], str] |
     if not release.exists():
         return None
     from datasets import load_dataset
-    from probers.build import build
+    from probers.hub.build import build
     from probers.ranking import answer_space, first_per_group
 
     with tempfile.TemporaryDirectory() as out:

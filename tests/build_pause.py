@@ -2,7 +2,7 @@
 
     python tests/build_pause.py STEP build medlama --data-dir DIR --out OUT
 
-STEP names a function of probers.build (`write_config`, `write_card`, `check_staged_build`):
+STEP names a function of probers.hub.build (`write_config`, `write_card`, `check_staged_build`):
 after its first call returns, the process prints `PAUSED after STEP` and sleeps, so the signal
 lands at a known point of a real build, not after a guessed delay.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-import probers.build as build_module
+import probers.hub.build as build_module
 from probers.cli import main
 
 

@@ -32,7 +32,7 @@ def medlama_release_dir() -> Path:
 @pytest.fixture(scope="session")
 def built_medlama(medlama_release_dir, tmp_path_factory) -> Path:
     """The real MedLAMA built once per session into a Hub folder."""
-    from probers.build import build
+    from probers.hub.build import build
 
     out = tmp_path_factory.mktemp("medlama_hub")
     build("medlama", out, data_dir=str(medlama_release_dir))
@@ -45,7 +45,7 @@ def synthetic_medlama_hub(tmp_path_factory) -> Path:
 
     Shared and read-only: a test that changes files works on a copy.
     """
-    from probers.build import build
+    from probers.hub.build import build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
     root = tmp_path_factory.mktemp("synthetic_medlama")
@@ -57,7 +57,7 @@ def synthetic_medlama_hub(tmp_path_factory) -> Path:
 def acc_at_k():
     import evaluate
 
-    from probers.resources import metric_path
+    from probers.hub.resources import metric_path
 
     return evaluate.load(metric_path("acc_at_k"))
 
@@ -79,7 +79,7 @@ def synthetic_disknE(disknE_annotation_dir, tmp_path_factory):
 @pytest.fixture(scope="session")
 def built_disknE(synthetic_disknE, tmp_path_factory) -> Path:
     """The four DisKnE variants built once per session from the synthetic data_dir."""
-    from probers.build import build
+    from probers.hub.build import build
 
     out = tmp_path_factory.mktemp("disknE_hub")
     build("disknE", out, data_dir=str(synthetic_disknE.data_dir))

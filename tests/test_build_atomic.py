@@ -22,12 +22,12 @@ import pytest
 import yaml
 from datasets import load_dataset
 
-import probers.atomic_folder as atomic_folder
-import probers.build as build_module
-from probers.atomic_folder import FolderLocked, exchange, out_lock
-from probers.build import BuildError, build
+import probers.hub.atomic_folder as atomic_folder
+import probers.hub.build as build_module
+from probers.hub.atomic_folder import FolderLocked, exchange, out_lock
+from probers.hub.build import BuildError, build
 from probers.cli import main
-from probers.publish_checks import PublishError, check_dataset_folder
+from probers.hub.checks import PublishError, check_dataset_folder
 from synthetic_medlama import release_row, write_release
 
 PROBERS_HOME = Path(build_module.__file__).resolve().parents[1]

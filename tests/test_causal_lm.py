@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from probers.candidate_scoring import ShortlistProber, top_k
-from probers.causal_lm import CausalLMProbe
+from probers.lm.candidate_scoring import ShortlistProber, top_k
+from probers.lm.causal_lm import CausalLMProbe
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_llama, tiny_random_t5
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from probers.build import build
-from probers.resources import load_builder_module
+from probers.hub.build import build
+from probers.hub.resources import load_builder_module
 
 cv = load_builder_module("context_variance")
 SAMPLE = cv.SAMPLE_DIR
@@ -281,8 +281,8 @@ def test_licence_marker_follows_the_inputs(tmp_path):
     """The shipped sample is open; a user's corpus is credentialed unless the user declares otherwise."""
     import yaml
 
-    from probers.build import build
-    from probers.resources import dataset_folder
+    from probers.hub.build import build
+    from probers.hub.resources import dataset_folder
 
     def marker(out):
         return yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])["medprobe_licence"]

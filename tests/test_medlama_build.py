@@ -7,8 +7,8 @@ import pytest
 import yaml
 from datasets import load_dataset
 
-from probers.build import build
-from probers.resources import load_builder_module
+from probers.hub.build import build
+from probers.hub.resources import load_builder_module
 
 medlama = load_builder_module("medlama")
 

@@ -19,9 +19,9 @@ import pytest
 import yaml
 from datasets import load_dataset
 
-from probers.build import build
+from probers.hub.build import build
 from probers.cli import main
-from probers.resources import load_builder_module
+from probers.hub.resources import load_builder_module
 from synthetic_medlama import BUILD_PARAMS, write_release
 from synthetic_umls import RELATIONS, SHORT_RELATION, VERSION, Truth, write_meta, write_prompts
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probers.resources import available, metric_path, resource_root
+from probers.hub.resources import available, metric_path, resource_root
 
 # Per metric: rows with every per-example input (groups, diseases, per-step lists), the compute
 # options, and the values they score. The groups are laid out so that interleaved shards (process

@@ -11,10 +11,10 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer, TrainingArguments
 
-from probers.build import build
+from probers.hub.build import build
 from probers.cli import main
-from probers.mlm_head import MLMHeadProbe
-from probers.mst_probe import run_mst_demo
+from probers.lm.mlm_head import MLMHeadProbe
+from probers.tasks.mst import run_mst_demo
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta", "gamma", "is", "the", "colour", "of", ".",
          "red", "blue", "green", "dark", "##er", "larger", "smaller", "largest", "smallest", "middle", "increasing",

@@ -13,9 +13,9 @@ from fractions import Fraction
 import pytest
 from datasets import load_dataset
 
-from probers.build import build
+from probers.hub.build import build
 from probers.cli import main
-from probers.resources import load_builder_module
+from probers.hub.resources import load_builder_module
 
 mst = load_builder_module("mst")
 

@@ -12,8 +12,8 @@ import pytest
 from datasets import load_dataset
 
 from probers.cli import main
-from probers.disknE_splits import disease_splits, eligible_diseases
-from probers.pair_classifier import PairClassifierProbe
+from probers.tasks.disknE_splits import disease_splits, eligible_diseases
+from probers.lm.pair_classifier import PairClassifierProbe
 
 WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "noted", "the", "to", "have", "disease"]
 

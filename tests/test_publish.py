@@ -12,10 +12,10 @@ import yaml
 from huggingface_hub import ModelCard, constants, set_client_factory
 from huggingface_hub.utils import _http
 
-import probers.publish as publish
+import probers.hub.publish as publish
 from hub_mock import HEAD, FakeHub
 from probers.cli import main
-from probers.publish_checks import (
+from probers.hub.checks import (
     CARD_SECTIONS,
     DatasetCheck,
     PublishError,
@@ -26,7 +26,7 @@ from probers.publish_checks import (
     raw_file_findings,
     folder_files,
 )
-from probers.resources import available, card_template, metric_path
+from probers.hub.resources import available, card_template, metric_path
 from probers.results import RunRecord
 from synthetic_medlama import write_release
 

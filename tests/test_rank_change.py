@@ -1,6 +1,6 @@
 """RankChangeProbe and `medprobe probe --prober rank-change` with stand-in scorers (plumbing, no model).
 
-The real scorers (probers.mask_average.MaskAverageProbe, probers.causal_lm.CausalLMProbe) share
+The real scorers (probers.lm.mask_average.MaskAverageProbe, probers.lm.causal_lm.CausalLMProbe) share
 the interface the stand-ins implement: score_candidates(queries with [Y], candidates) -> arrays.
 """
 
@@ -11,9 +11,9 @@ import re
 import numpy as np
 import pytest
 
-from probers.build import build
+from probers.hub.build import build
 from probers.cli import main
-from probers.rank_change import RankChangeProbe, ranks_from_scores, slot_query, ucm_inputs
+from probers.lm.rank_change import RankChangeProbe, ranks_from_scores, slot_query, ucm_inputs
 
 NOTE = "notes/ent_clinic_nasal_polyp.txt"
 FIGURE1 = f"mp:nasal_polyp-has_symptom|discolored nasal discharge|{NOTE}"
@@ -102,7 +102,7 @@ def test_figure1_rank_changes_through_the_probe(hub):
 
     import evaluate
 
-    from probers.resources import metric_path
+    from probers.hub.resources import metric_path
 
     one_step = {key: values[step5 : step5 + 1] for key, values in inputs.items() if key not in ("ranks_without_context", "ranks_with_context")}
     result = evaluate.load(metric_path("ucm")).compute(**one_step)
@@ -145,7 +145,7 @@ def probe_args(hub, tmp_path, **overrides):
 
 
 def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys):
-    from probers.context_variance import run_rank_change
+    from probers.tasks.context_variance import run_rank_change
 
     ds = load(hub)
     args = probe_args(hub, tmp_path, predictions=str(tmp_path / "ranks.jsonl"), plot=str(tmp_path / "ucm.png"))
@@ -170,7 +170,7 @@ def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys)
 
 
 def test_per_relation_keeps_whole_instances(hub, tmp_path):
-    from probers.context_variance import run_rank_change
+    from probers.tasks.context_variance import run_rank_change
 
     run_rank_change(probe_args(hub, tmp_path, config="real-negative", per_relation=2), scorer=MentionCountScorer())
     record = json.loads((tmp_path / "results.json").read_text())
@@ -186,7 +186,7 @@ def test_cli_rank_change_errors_are_one_line(hub, capsys):
 
 
 def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
-    import probers.context_variance as runner
+    import probers.tasks.context_variance as runner
 
     monkeypatch.setitem(runner.SCORER_CLASSES, "causal-lm", ("probers.not_there", "CausalLMProbe"))
     args = argparse.Namespace(model=str(tmp_path), scorer="causal-lm")
@@ -197,7 +197,7 @@ def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
 def test_auto_scorer_follows_the_model_config(tmp_path):
     from transformers import BertConfig, LlamaConfig
 
-    from probers.context_variance import scorer_kind
+    from probers.tasks.context_variance import scorer_kind
 
     BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "bert")
     LlamaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "llama")

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from probers.candidate_scoring import ShortlistProber, read_shortlists, shortlists_by_query
+from probers.lm.candidate_scoring import ShortlistProber, read_shortlists, shortlists_by_query
 from probers.cli import main
 
 
@@ -32,7 +32,7 @@ def rows(synthetic_medlama_hub):
 @pytest.fixture
 def scorer_loads(monkeypatch):
     """`MaskAverageProbe.from_pretrained` returns the stand-in, and records that a model was loaded."""
-    from probers.mask_average import MaskAverageProbe
+    from probers.lm.mask_average import MaskAverageProbe
 
     loaded = []
 

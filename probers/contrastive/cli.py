@@ -6,28 +6,29 @@ import argparse
 import tempfile
 
 from probers.contrastive.rewiring import PAPER_SETTINGS, rewiring_arguments
+from probers.api import UserError
 
 
 def check_rewiring_arguments(args: argparse.Namespace) -> None:
     """Argument errors that must stop the run before the model is loaded."""
     if args.checkpoint_every and not args.save_rewired:
-        raise ValueError("--checkpoint-every needs --save-rewired DIR: the checkpoints are written under DIR")
+        raise UserError("--checkpoint-every needs --save-rewired DIR: the checkpoints are written under DIR")
     if not args.rewire_corpus:
         given = [flag for flag, value in (("--save-rewired", args.save_rewired), ("--checkpoint-every", args.checkpoint_every)) if value]
         if given:
-            raise ValueError(f"{' and '.join(given)} need(s) --rewire-corpus FILE: there is nothing to rewire without a corpus")
+            raise UserError(f"{' and '.join(given)} need(s) --rewire-corpus FILE: there is nothing to rewire without a corpus")
         return
     for flag, value in (("--rewire-steps", args.rewire_steps), ("--rewire-batch-size", args.rewire_batch_size),
                         ("--rewire-max-length", args.rewire_max_length)):  # fmt: skip
         if value < 1:
-            raise ValueError(f"{flag} must be a positive integer, got {value}")
+            raise UserError(f"{flag} must be a positive integer, got {value}")
 
 
 def prober_from_args(args: argparse.Namespace):
     from probers.contrastive.prober import ContrastiveProbe
 
     if not args.model:
-        raise ValueError("--prober contrastive needs --model (a model folder, a Hub id, or 'minilm')")
+        raise UserError("--prober contrastive needs --model (a model folder, a Hub id, or 'minilm')")
     check_rewiring_arguments(args)
     probe = ContrastiveProbe.from_pretrained(
         args.model, similarity=args.similarity, layers=args.layers, batch_size=args.batch_size, device=args.device

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from probers.api import UserError
 
 
 def mask_window(length: int, mask_position: int, limit: int) -> tuple[int, int]:
@@ -54,13 +55,13 @@ def tokenize_keeping_mask(tokenizer: PreTrainedTokenizerBase, texts: Sequence[st
     before, after = special_token_frame(tokenizer)
     limit = max_length - before - after
     if limit < 1:
-        raise ValueError(f"max length {max_length} leaves no room for text between the special tokens")
+        raise UserError(f"max length {max_length} leaves no room for text between the special tokens")
     encoded = tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
     sequences = []
     for text, ids in zip(texts, encoded):
         content = ids[before : len(ids) - after]
         if mask_id not in content:
-            raise ValueError(f"the text {text!r} has no {tokenizer.mask_token} token after tokenization")
+            raise UserError(f"the text {text!r} has no {tokenizer.mask_token} token after tokenization")
         start, end = mask_window(len(content), content.index(mask_id), limit)
         sequences.append(ids[:before] + content[start:end] + ids[len(ids) - after :])
     return sequences
@@ -209,7 +210,7 @@ def layer_list(model: PreTrainedModel) -> torch.nn.ModuleList:
             owner = getattr(owner, attribute, None)
         if isinstance(owner, torch.nn.ModuleList):
             return owner
-    raise ValueError(
+    raise UserError(
         f"cannot find the transformer layers of {type(model).__name__} (looked for encoder.layer, transformer.layer, "
         "encoder.layers); layer-wise probing supports BERT-style encoders"
     )
@@ -220,7 +221,7 @@ def check_layers(model: PreTrainedModel, layers: int | None) -> None:
     if layers is not None:
         count = len(layer_list(model))
         if not 1 <= layers <= count:
-            raise ValueError(f"layers must be between 1 and {count} for this model, got {layers}")
+            raise UserError(f"layers must be between 1 and {count} for this model, got {layers}")
 
 
 @contextmanager
@@ -247,4 +248,4 @@ def _layer_list_owner(model: torch.nn.Module, layers: torch.nn.ModuleList) -> tu
         for name, child in module.named_children():
             if child is layers:
                 return module, name
-    raise ValueError("the layer list is not a child of the model")  # unreachable: layer_list found it there
+    raise UserError("the layer list is not a child of the model")  # unreachable: layer_list found it there

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from probers.api import UserError
 
 
 class InfoNCELoss(nn.Module):
@@ -26,7 +27,7 @@ class InfoNCELoss(nn.Module):
     def __init__(self, temperature: float = 0.04):
         super().__init__()
         if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+            raise UserError(f"temperature must be positive, got {temperature}")
         self.temperature = temperature
 
     def forward(self, anchors: torch.Tensor, positives: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from probers.api import UserError
 
 MIN_WORDS = 2  # one visible word of context and one masked word
 
@@ -70,7 +71,7 @@ def build_pairs(
 ) -> tuple[list[MaskedPair], CorpusStats]:
     """One pair per usable sentence, in corpus order; the same seed gives the same pairs."""
     if not 0 < mask_ratio <= 1:
-        raise ValueError(f"mask ratio must be in (0, 1], got {mask_ratio}")
+        raise UserError(f"mask ratio must be in (0, 1], got {mask_ratio}")
     rng = random.Random(seed)
     stats = CorpusStats()
     pairs = []
@@ -98,4 +99,4 @@ def read_sentences(path: str | Path) -> list[str]:
     try:
         return path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as err:
-        raise ValueError(f"rewiring corpus {path} is not UTF-8 text ({err})") from err
+        raise UserError(f"rewiring corpus {path} is not UTF-8 text ({err})") from err

@@ -33,6 +33,7 @@ from probers.contrastive.rewiring import (
 from probers.contrastive.search import SIMILARITIES, search
 from probers.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
 from probers.ranking import fill_mask_slot
+from probers.api import UserError
 
 QUERY_MAX_LENGTH = 50
 NAME_MAX_LENGTH = 25
@@ -66,13 +67,13 @@ class ContrastiveProbe:
         model_name: str | None = None,
     ):
         if similarity not in SIMILARITIES:
-            raise ValueError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
+            raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
         if batch_size < 1:
-            raise ValueError(f"batch size must be positive, got {batch_size}")
+            raise UserError(f"batch size must be positive, got {batch_size}")
         self.model_name = model_name or getattr(model, "name_or_path", type(model).__name__)
         self.mask_token = require_mask_token(tokenizer, self.model_name)
         if tokenizer.pad_token_id is None:
-            raise ValueError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
+            raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
         self.tokenizer = tokenizer
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.model = model.to(self.device).eval()
@@ -130,7 +131,7 @@ class ContrastiveProbe:
             pairs, stats = build_pairs(sentences, self.mask_token, seed=args.seed, mask_ratio=mask_ratio)
             print(stats.summary(source))
             if not pairs:
-                raise ValueError(
+                raise UserError(
                     f"{source} has no sentence of at least two words to rewire on "
                     f"({stats.lines:,} lines: {stats.blank:,} blank, {stats.too_short:,} too short)"
                 )
@@ -202,7 +203,7 @@ class ContrastiveProbe:
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         """The `k` candidates closest to each query, best first; ties go to the earlier candidate."""
         if not candidates:
-            raise ValueError("the answer space is empty: there are no candidate names to rank")
+            raise UserError("the answer space is empty: there are no candidate names to rank")
         start = time.perf_counter()
         distinct, rows = self._encode_distinct_names(candidates)
         members: list[list[int]] = [[] for _ in range(len(distinct))]

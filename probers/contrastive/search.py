@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from probers.api import UserError
 
 SIMILARITIES = ("cos", "l2")
 
@@ -26,7 +27,7 @@ def prepare_candidates(candidates: torch.Tensor, similarity: str) -> tuple[torch
         return F.normalize(candidates, dim=-1), None
     if similarity == "l2":
         return candidates, (candidates * candidates).sum(-1)
-    raise ValueError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
+    raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
 
 
 def scores(queries: torch.Tensor, candidates: torch.Tensor, squared_norms: torch.Tensor | None, similarity: str) -> torch.Tensor:
@@ -51,7 +52,7 @@ def top_k_with_ties_by_index(row_scores: torch.Tensor, k: int) -> torch.Tensor:
     columns = columns[order]
     counts = torch.bincount(rows, minlength=row_scores.shape[0])
     if bool((counts < k).any()):  # only NaN scores compare false with everything
-        raise ValueError("the similarity scores contain NaN: the model produced invalid embeddings")
+        raise UserError("the similarity scores contain NaN: the model produced invalid embeddings")
     starts = torch.cumsum(counts, 0) - counts
     return columns[starts[:, None] + torch.arange(k)]
 
@@ -66,7 +67,7 @@ def search(
 ) -> torch.Tensor:
     """Indices of the `k` nearest candidates of every query (shape queries x k), best first."""
     if candidates.shape[0] == 0:
-        raise ValueError("the candidate set is empty: there is nothing to rank")
+        raise UserError("the candidate set is empty: there is nothing to rank")
     k = min(k, candidates.shape[0])
     prepared, squared_norms = prepare_candidates(candidates, similarity)
     results = []

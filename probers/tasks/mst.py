@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from probers.ranking import check_fields
 from probers.results import RunRecord, save_run
+from probers.api import UserError
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -73,7 +74,7 @@ def add_mlm_head_arguments(parser: argparse.ArgumentParser) -> None:
 def training_arguments(epochs: float | None, learning_rate: float | None, use_cpu: bool, output_dir: str):
     """TrainingArguments with the probe's defaults (no Trainer bars: `probe_tasks` shows one over
     all fits), overriding only what was asked for."""
-    from probers.mlm_head import default_training_args
+    from probers.lm.mlm_head import default_training_args
 
     args = default_training_args(0, use_cpu, False, output_dir)
     if epochs is not None:
@@ -102,7 +103,7 @@ def probe_tasks(
     scratch encoder is drawn once per seed. Returns the scores per task and the probe (for its
     settings and timings). `metric` is the loaded acc_at_k module (loaded here when None).
     """
-    from probers.mlm_head import MLMHeadProbe
+    from probers.lm.mlm_head import MLMHeadProbe
 
     metric = metric or load_accuracy_metric()
     scores = {
@@ -134,7 +135,7 @@ def load_accuracy_metric():
     """acc_at_k from its evaluate module: acc@1 of ranked choices against the one gold choice."""
     import evaluate
 
-    from probers.resources import metric_path
+    from probers.hub.resources import metric_path
 
     return evaluate.load(metric_path("acc_at_k"))
 
@@ -175,7 +176,7 @@ def run_mlm_head(args: argparse.Namespace) -> int:
     from probers.probe import apply_training_defaults, dataset_config_names, load_probe_dataset
 
     if not args.model:
-        raise ValueError("--prober mlm-head needs --model (a masked-LM or encoder folder, a Hub id, or minilm)")
+        raise UserError("--prober mlm-head needs --model (a masked-LM or encoder folder, a Hub id, or minilm)")
     apply_training_defaults(args, seeds=3)  # epochs and learning rate: the head's own defaults (20, 1e-3)
     started = time.perf_counter()
     if args.config:
@@ -249,7 +250,7 @@ def run_mst_demo(
     """
     import datasets
 
-    from probers.build import build
+    from probers.hub.build import build
 
     bars_were_on = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()

@@ -19,10 +19,11 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from probers.candidate_scoring import check_candidate_lists, rank_by_scores
-from probers.lm_heads import FromPretrained, SelectedLogits, check_model, model_device, position_limit
+from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
+from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
 from probers.ranking import fill_mask_slot
+from probers.api import UserError
 
 
 class MaskAverageProbe(FromPretrained):
@@ -61,7 +62,7 @@ class MaskAverageProbe(FromPretrained):
             encoded = self.tokenizer(new, add_special_tokens=False)["input_ids"]
             empty = [name for name, ids in zip(new, encoded) if not ids]
             if empty:
-                raise ValueError(
+                raise UserError(
                     f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.name!r}, e.g. {empty[0]!r}"
                 )
             self._token_ids.update(zip(new, encoded))
@@ -72,7 +73,7 @@ class MaskAverageProbe(FromPretrained):
         ids = self.tokenizer(fill_mask_slot(query, self.mask_token))["input_ids"]
         positions = [i for i, token in enumerate(ids) if token == self.tokenizer.mask_token_id]
         if len(positions) != 1:
-            raise ValueError(f"query {query!r} gives {len(positions)} mask tokens under {self.name!r}; expected exactly one")
+            raise UserError(f"query {query!r} gives {len(positions)} mask tokens under {self.name!r}; expected exactly one")
         return ids, positions[0]
 
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
@@ -91,7 +92,7 @@ class MaskAverageProbe(FromPretrained):
                 row = ids[:slot] + [self.tokenizer.mask_token_id] * length + ids[slot + 1 :]
                 if self.limit and len(row) > self.limit:
                     longest = names[int(positions[0])]
-                    raise ValueError(
+                    raise UserError(
                         f"candidate {longest!r} is {length} tokens: the query {query!r} with {length} masks is "
                         f"{len(row)} tokens, more than the {self.limit} positions of {self.name!r}"
                     )

@@ -32,9 +32,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from probers.candidate_scoring import check_candidate_lists, rank_by_scores
-from probers.lm_heads import FromPretrained, check_model, model_device, position_limit
+from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
+from probers.lm.loading import FromPretrained, check_model, model_device, position_limit
 from probers.ranking import MASK_SLOT, fill_mask_slot
+from probers.api import UserError
 
 NORMALIZATIONS = ("mean", "none")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")
@@ -59,7 +60,7 @@ class CausalLMProbe(FromPretrained):
     ):
         check_model(model, "causal-lm", name)
         if length_normalization not in NORMALIZATIONS:
-            raise ValueError(f"length_normalization must be one of {NORMALIZATIONS}, got {length_normalization!r}")
+            raise UserError(f"length_normalization must be one of {NORMALIZATIONS}, got {length_normalization!r}")
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.length_normalization, self.score_suffix = length_normalization, score_suffix
         self.literal_template = literal_template
@@ -98,7 +99,7 @@ class CausalLMProbe(FromPretrained):
         )
         blank = [name for name in names if not name.strip()]
         if blank:
-            raise ValueError(f"query {query!r} has {len(blank)} blank candidate(s); every candidate needs text to score")
+            raise UserError(f"query {query!r} has {len(blank)} blank candidate(s); every candidate needs text to score")
         by_context: dict[tuple[int, ...], list[int]] = {}
         parts = []
         for i, name in enumerate(names):
@@ -137,16 +138,16 @@ class CausalLMProbe(FromPretrained):
         # the slot's white space belongs to the answer (" fever" is one token in byte-level BPE)
         is_answer = [start < answer_end for _, (start, _) in rest]
         if not any(is_answer):
-            raise ValueError(f"{where} gives no answer tokens under the tokenizer of {self.name!r}")
+            raise UserError(f"{where} gives no answer tokens under the tokenizer of {self.name!r}")
         if not context:
             if self.tokenizer.bos_token_id is None:
-                raise ValueError(
+                raise UserError(
                     f"{where}: the slot opens the query and the tokenizer of {self.name!r} has no BOS token, "
                     "so nothing conditions the first answer token"
                 )
             context = [self.tokenizer.bos_token_id]
         if self.limit and len(context) + len(continuation) > self.limit:
-            raise ValueError(
+            raise UserError(
                 f"{where} is {len(context) + len(continuation)} tokens, more than the {self.limit} positions of {self.name!r}"
             )
         return context, continuation, [answer or self.score_suffix for answer in is_answer]

@@ -21,6 +21,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from probers.api import UserError
 
 if TYPE_CHECKING:  # datasets is imported where used (the CLI imports this module for --help)
     import datasets
@@ -73,7 +74,7 @@ class DiseaseSplits:
 def check_disknE_fields(ds: datasets.Dataset, what: str) -> None:
     absent = [f for f in DISKNE_FIELDS if f not in ds.column_names]
     if absent:
-        raise ValueError(
+        raise UserError(
             f"{what} is not a DisKnE dataset: it lacks the field(s) {', '.join(absent)} (built by `medprobe build disknE`)"
         )
 
@@ -83,11 +84,11 @@ def _check_category(ds: datasets.Dataset, category: str | None) -> None:
         return
     present = sorted({c for c in ds["category"] if c})
     if not present:
-        raise ValueError(
+        raise UserError(
             f"category {category!r} asked for, but this DisKnE config has no categories (terminological variants have none)"
         )
     if category not in present:
-        raise ValueError(f"unknown category {category!r}; this config has {', '.join(present)}")
+        raise UserError(f"unknown category {category!r}; this config has {', '.join(present)}")
 
 
 def _first_of_each(rows: list[int], keys: list[tuple[str, str]]) -> tuple[list[int], int]:

@@ -18,8 +18,8 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from huggingface_hub.repocard_data import eval_results_to_model_index
 
-from probers.cards import template_metadata
-from probers.publish_checks import PublishError
+from probers.hub.cards import template_metadata
+from probers.hub.checks import PublishError
 from probers.results import RunRecord
 
 

@@ -31,8 +31,9 @@ from transformers import (
 )
 from transformers.utils import logging as transformers_logging
 
-from probers.disknE_splits import DiseaseSplits
+from probers.tasks.disknE_splits import DiseaseSplits
 from probers.models import load_tokenizer, resolve_device, resolve_model
+from probers.api import UserError
 
 HYPOTHESES = ("canonical", "full")
 
@@ -84,9 +85,9 @@ class PairClassifierProbe:
         training_args: dict | None = None,
     ):
         if hypothesis not in HYPOTHESES:
-            raise ValueError(f"hypothesis must be one of {', '.join(HYPOTHESES)}, got {hypothesis!r}")
+            raise UserError(f"hypothesis must be one of {', '.join(HYPOTHESES)}, got {hypothesis!r}")
         if epochs < 1 or patience < 1:
-            raise ValueError(f"epochs and patience must be at least 1, got epochs={epochs}, patience={patience}")
+            raise UserError(f"epochs and patience must be at least 1, got epochs={epochs}, patience={patience}")
         self.model_name = model
         self.model_path, self.model_kwargs = resolve_model(model)
         self.tokenizer = load_tokenizer(model)

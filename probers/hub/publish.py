@@ -1,6 +1,6 @@
 """`medprobe publish`: datasets to dataset repos, metrics to Spaces, run results to model cards.
 
-Every command checks its input locally first (probers/publish_checks.py), then builds a plan:
+Every command checks its input locally first (probers/hub/checks.py), then builds a plan:
 the repo, its type, privacy and gating, the exact `HfApi` calls and every file with its size.
 `--dry-run` prints the plan and stops, touching no network and needing no token; otherwise the
 token is resolved (--token, then HF_TOKEN, then the huggingface_hub login) before the first
@@ -28,7 +28,7 @@ from pathlib import Path
 from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
 from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 
-from probers.publish_checks import (
+from probers.hub.checks import (
     FileEntry,
     PublishError,
     access_for,
@@ -38,7 +38,7 @@ from probers.publish_checks import (
     metric_folder,
     raw_data_dirs,
 )
-from probers.resources import card_template
+from probers.hub.resources import card_template
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[A-Za-z0-9][\w.-]{0,95}$")
 HUB_URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}
@@ -312,7 +312,7 @@ def results_dataset_id(explicit: str | None, run_dataset: str) -> str:
 
 
 def run_publish_results(args: argparse.Namespace) -> int:
-    from probers.eval_results import eval_results_for, merge_into_card, model_index_yaml
+    from probers.hub.eval_results import eval_results_for, merge_into_card, model_index_yaml
     from probers.results import load_record
 
     repo_id = check_repo_id(args.model_repo, "--model-repo")

@@ -12,14 +12,14 @@ inside OUT), loads every config from there with `load_dataset` and compares the 
 then swaps it for OUT in one rename. A failed or interrupted build (an error, Ctrl-C, SIGTERM)
 removes its staging folder and leaves OUT as it was, byte for byte; what a killed one (SIGKILL)
 leaves beside OUT is removed by the next build, which also finishes backwards a swap that was
-cut between its two renames (the lock, staging and swap are probers/atomic_folder.py).
+cut between its two renames (the lock, staging and swap are probers/hub/atomic_folder.py).
 
 The card records how every config was built (`medprobe_build:` in its YAML: benchmark, and per
 config the builder parameters, the source, the rows and the sha256 of each data file). That
 record is what makes OUT ours: a rebuild replaces only a medprobe build of the same benchmark
 (or an empty folder) unless `overwrite`; a build of some configs keeps the others, with their
 record, when they were built with the same parameters and source. `medprobe publish dataset`
-checks the folder against the record (probers/publish_checks.py).
+checks the folder against the record (probers/hub/checks.py).
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ from pathlib import Path
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from probers.atomic_folder import clean_leftovers, out_lock, signals_deferred, sigterm_raises, stage_prefix, swap_into_place
-from probers.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
-from probers.resources import load_builder_module
+from probers.hub.atomic_folder import clean_leftovers, out_lock, signals_deferred, sigterm_raises, stage_prefix, swap_into_place
+from probers.hub.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
+from probers.hub.resources import load_builder_module
+from probers.api import UserError
 
 
 CARD = "README.md"
@@ -70,7 +71,7 @@ def builder_class(benchmark: str) -> type[datasets.DatasetBuilder]:
         if inspect.isclass(obj) and issubclass(obj, datasets.DatasetBuilder) and obj.__module__ == module.__name__
     ]
     if len(classes) != 1:
-        raise ValueError(f"datasets/{benchmark}/{benchmark}.py must define exactly one builder class, found {len(classes)}")
+        raise UserError(f"datasets/{benchmark}/{benchmark}.py must define exactly one builder class, found {len(classes)}")
     return classes[0]
 
 
@@ -84,7 +85,7 @@ def check_configs(benchmark: str, requested: list[str] | None) -> list[str]:
         return known
     unknown = [c for c in requested if c not in known]
     if unknown:
-        raise ValueError(f"unknown config(s) {', '.join(unknown)} for {benchmark}; expected one of: {', '.join(known)}")
+        raise UserError(f"unknown config(s) {', '.join(unknown)} for {benchmark}; expected one of: {', '.join(known)}")
     return [c for c in known if c in requested]  # the builder's order, each once
 
 
@@ -121,16 +122,24 @@ def build_config(
     benchmark: str, config: str, data_dir: str | None, cache_dir: str, params: dict
 ) -> tuple[datasets.DatasetDict, dict]:
     """One config built with the builder: its splits and its builder parameters."""
-    builder = builder_class(benchmark)(config_name=config, data_dir=data_dir, cache_dir=cache_dir, **params)
+    # A builder raises ValueError for bad source files or parameters, with a message naming the file,
+    # row or parameter (builders are self-contained and cannot import probers.api): shown as user errors.
     try:
+        builder = builder_class(benchmark)(config_name=config, data_dir=data_dir, cache_dir=cache_dir, **params)
         builder.download_and_prepare()
     except DatasetGenerationError as err:
         # datasets wraps whatever the builder raised; the builder's own message names the file and
         # row, so surface it instead of the generic wrapper.
         cause = err.__cause__ or err.__context__
-        if isinstance(cause, (ValueError, OSError)):
+        if isinstance(cause, ValueError):
+            raise UserError(str(cause)) from None
+        if isinstance(cause, OSError):
             raise cause from None
         raise
+    except ValueError as err:
+        if isinstance(err, UserError):
+            raise
+        raise UserError(str(err)) from err
     return builder.as_dataset(), builder_parameters(builder.config)
 
 

@@ -7,7 +7,7 @@ card's `medprobe_build:` record lists with their sha256 (one build, not a mix), 
 it is a raw licensed file
 (same bytes as a file of a raw-data folder such as ../shared/data, or named like a MedLAMA,
 DisKnE, MedNLI or UMLS release file) unless the repo will be gated or private. The card's
-`medprobe_licence:` marker (see probers/cards.py) decides how the data may be published:
+`medprobe_licence:` marker (see probers/hub/cards.py) decides how the data may be published:
 `access_for` turns it into the repo's privacy and gating, or refuses.
 
 A metric folder passes when `evaluate.load(folder)` loads it, its card's Space YAML parses and
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
-from probers.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
-from probers.resources import available, resource_root
+from probers.hub.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
+from probers.hub.resources import available, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
     import datasets
@@ -220,7 +220,7 @@ def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetChe
     if licence not in LICENCES:
         raise PublishError(
             f"{card_path}: the card must say how its data may be published with `{LICENCE_KEY}:` "
-            f"(one of {', '.join(LICENCES)}; see probers/cards.py), found {licence!r}"
+            f"(one of {', '.join(LICENCES)}; see probers/hub/cards.py), found {licence!r}"
         )
     check_card_contents(card_path, card)
     configs, infos = card_configs(card_path, card)

@@ -13,7 +13,7 @@ round every position, left to right, is masked again and re-predicted from all t
 Score of a filled answer: the sum of the log-probabilities its tokens had when they were last
 chosen, i.e. the log of the product of token probabilities, with no length normalisation
 (BioLAMA). Answers of all mask counts are pooled, duplicates merged after normalisation
-(`probers.generated_answers`), and ranked by that score. Special tokens are never predicted.
+(`probers.lm.answer_pooling`), and ranked by that score. Special tokens are never predicted.
 All queries of a batch and their beams run through the model together.
 """
 
@@ -26,10 +26,11 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from probers.generated_answers import pool_predictions
-from probers.lm_heads import FromPretrained, SelectedLogits, check_model, model_device, position_limit
+from probers.lm.answer_pooling import pool_predictions
+from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
 from probers.ranking import fill_mask_slot
+from probers.api import UserError
 
 INIT_METHODS = ("independent", "order", "confidence")
 ITER_METHODS = ("none", "order")
@@ -63,9 +64,9 @@ class MaskPredictProbe(FromPretrained):
         check_model(model, "masked-lm", name)
         require_mask_token(tokenizer, name)
         if init_method not in INIT_METHODS or iter_method not in ITER_METHODS:
-            raise ValueError(f"init_method must be one of {INIT_METHODS} and iter_method one of {ITER_METHODS}")
+            raise UserError(f"init_method must be one of {INIT_METHODS} and iter_method one of {ITER_METHODS}")
         if min(num_masks, beam_size, max_iter, batch_size) < 1:
-            raise ValueError("num_masks, beam_size, max_iter and batch_size must be positive")
+            raise UserError("num_masks, beam_size, max_iter and batch_size must be positive")
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.num_masks, self.init_method, self.iter_method, self.max_iter = num_masks, init_method, iter_method, max_iter
         self.beam_size, self.only_candidates = beam_size, only_candidates
@@ -105,9 +106,9 @@ class MaskPredictProbe(FromPretrained):
         ids = self.tokenizer(fill_mask_slot(query, self.tokenizer.mask_token))["input_ids"]
         slots = [i for i, token in enumerate(ids) if token == self.tokenizer.mask_token_id]
         if len(slots) != 1:
-            raise ValueError(f"query {query!r} gives {len(slots)} mask tokens under {self.name!r}; expected exactly one")
+            raise UserError(f"query {query!r} gives {len(slots)} mask tokens under {self.name!r}; expected exactly one")
         if self.limit and len(ids) - 1 + self.num_masks > self.limit:
-            raise ValueError(
+            raise UserError(
                 f"query {query!r} with {self.num_masks} masks is {len(ids) - 1 + self.num_masks} tokens, "
                 f"more than the {self.limit} positions of {self.name!r}"
             )

@@ -17,7 +17,7 @@ from pathlib import Path
 import evaluate
 
 from probers.probe import check_fields, load_probe_dataset, make_ranking_prober
-from probers.rank_change import (
+from probers.lm.rank_change import (
     CONTEXT_VARIANCE_FIELDS,
     RankChangeProbe,
     first_instances_per_relation,
@@ -25,11 +25,12 @@ from probers.rank_change import (
     dump_row_ranks,
     ucm_inputs,
 )
-from probers.resources import metric_path
+from probers.hub.resources import metric_path
 from probers.results import RunRecord, save_run
+from probers.api import UserError
 
 # --scorer name -> (module, class) of the ranking probers whose score_candidates the rank-change prober uses
-SCORER_CLASSES = {"mask-average": ("probers.mask_average", "MaskAverageProbe"), "causal-lm": ("probers.causal_lm", "CausalLMProbe")}
+SCORER_CLASSES = {"mask-average": ("probers.lm.mask_average", "MaskAverageProbe"), "causal-lm": ("probers.lm.causal_lm", "CausalLMProbe")}
 
 
 def scorer_kind(model: str) -> str:
@@ -48,22 +49,22 @@ def scorer_kind(model: str) -> str:
         return "mask-average"
     if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return "causal-lm"
-    raise ValueError(f"cannot tell how to score candidates with {model!r} (model type {config.model_type!r}); pass --scorer")
+    raise UserError(f"cannot tell how to score candidates with {model!r} (model type {config.model_type!r}); pass --scorer")
 
 
 def make_rank_change_scorer(args: argparse.Namespace):
     """The ranking prober named by --scorer, built the way `--prober <scorer>` builds it."""
     if not args.model:
-        raise ValueError("--prober rank-change needs --model (a model folder, a Hub id, or minilm/smollm2)")
+        raise UserError("--prober rank-change needs --model (a model folder, a Hub id, or minilm/smollm2)")
     kind = scorer_kind(args.model) if args.scorer == "auto" else args.scorer
     module, name = SCORER_CLASSES[kind]
     try:
         importlib.import_module(module)
     except ImportError as err:
-        raise ValueError(f"the {kind} scorer ({module}.{name}) is not available in this installation: {err}") from err
+        raise UserError(f"the {kind} scorer ({module}.{name}) is not available in this installation: {err}") from err
     scorer = make_ranking_prober(argparse.Namespace(**{**vars(args), "prober": kind}))
     if not callable(getattr(scorer, "score_candidates", None)):
-        raise ValueError(f"the {kind} prober has no score_candidates(queries, candidates); the rank-change prober needs it")
+        raise UserError(f"the {kind} prober has no score_candidates(queries, candidates); the rank-change prober needs it")
     return scorer
 
 

@@ -17,7 +17,7 @@ headings name its configs, fields, how it was built and its citation (`medprobe 
 dataset` checks them).
 
 Licence marker. Every template's YAML carries `medprobe_licence:`, which says what the built
-data may be published as; `medprobe publish dataset` enforces it (probers/publish_checks.py):
+data may be published as; `medprobe publish dataset` enforces it (probers/hub/checks.py):
 - `open`: made by medprobe or from openly licensed sources; may be published publicly.
 - `umls`: derived from the UMLS Metathesaurus (MedLAMA; context variance built on UMLS
   triples). Published only gated (manual approval): the template must also carry
@@ -42,7 +42,8 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from probers.resources import card_template, resource_root
+from probers.hub.resources import card_template, resource_root
+from probers.api import UserError
 
 if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and --help import this module
     import datasets
@@ -50,7 +51,7 @@ if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and 
 
 LICENCE_KEY = "medprobe_licence"
 LICENCES = ("open", "umls", "credentialed")
-# The build record in a built card's YAML (written by probers/build.py, checked by `medprobe publish`):
+# The build record in a built card's YAML (written by probers/hub/build.py, checked by `medprobe publish`):
 #   medprobe_build:
 #     benchmark: medlama
 #     configs:
@@ -88,20 +89,20 @@ def split_template(text: str, source: str, variables: dict[str, str] | None = No
     e.g. a licence marker that depends on the build's inputs).
     """
     if not text.startswith("---\n"):
-        raise ValueError(f"{source}: a card template must start with a '---' YAML header")
+        raise UserError(f"{source}: a card template must start with a '---' YAML header")
     header, sep, body = text[4:].partition("\n---\n")
     if not sep:
-        raise ValueError(f"{source}: the YAML header is not closed by a '---' line")
+        raise UserError(f"{source}: the YAML header is not closed by a '---' line")
     if variables is not None:
         try:
             header = string.Template(header).substitute(variables)
             body = string.Template(body).substitute(variables)
         except KeyError as err:
-            raise ValueError(f"{source}: placeholder ${err.args[0]} has no value; known: {', '.join(sorted(variables))}") from err
+            raise UserError(f"{source}: placeholder ${err.args[0]} has no value; known: {', '.join(sorted(variables))}") from err
     try:
         meta = yaml.safe_load(header) or {}
     except yaml.YAMLError as err:
-        raise ValueError(f"{source}: the YAML header does not parse: {err}") from err
+        raise UserError(f"{source}: the YAML header does not parse: {err}") from err
     return meta, body
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from probers.results import load_record, percent
 
-DEMO_DATA = Path(__file__).resolve().parent / "demo_data"
+DEMO_DATA = Path(__file__).resolve().parent.parent / "demo_data"
 SAMPLE_DATASET = DEMO_DATA / "medlama_sample"
 SAMPLE_CORPUS = DEMO_DATA / "rewiring_sentences.txt"
 
@@ -60,8 +60,8 @@ def network_reaches(url: str, timeout: float = 5.0) -> bool:
 
 def choose_dataset(ctx: DemoContext) -> None:
     """The real MedLAMA when a release folder is given or downloadable, else the shipped sample."""
-    from probers.build import build
-    from probers.resources import load_builder_module
+    from probers.hub.build import build
+    from probers.hub.resources import load_builder_module
 
     args = ctx.args
     if args.sample:
@@ -148,9 +148,9 @@ def probe_mst(ctx: DemoContext) -> None:
     if ctx.args.skip_mst:
         print("skipped (--skip-mst)")
         return
-    from probers.mst_probe import run_mst_demo
+    from probers.tasks.mst import run_mst_demo
 
-    print(f"$ python -m probers.mst_probe --model {ctx.args.model}   # the same step alone")
+    print(f"$ python -m probers.tasks.mst --model {ctx.args.model}   # the same step alone")
     run_mst_demo(ctx.args.model)
 
 

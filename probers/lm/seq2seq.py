@@ -11,7 +11,7 @@ the answer is read off each:
 Ranking score: transformers' beam score, the sum of the generated tokens' log-probabilities
 divided by (number of generated tokens) ** length_penalty (default 1.0, i.e. the mean
 token log-probability). Sequences come back best first; answers equal after normalisation are
-merged (`probers.generated_answers`), keeping the first.
+merged (`probers.lm.answer_pooling`), keeping the first.
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from probers.generated_answers import pool_predictions
-from probers.lm_heads import FromPretrained, check_model, model_device
+from probers.lm.answer_pooling import pool_predictions
+from probers.lm.loading import FromPretrained, check_model, model_device
 from probers.ranking import MASK_SLOT, fill_mask_slot
+from probers.api import UserError
 
 SENTINEL = re.compile(r"^<extra_id_\d+>$")
 
@@ -51,7 +52,7 @@ class GenerativeProbe(FromPretrained):
     ):
         check_model(model, "seq2seq", name)
         if not 1 <= num_return <= beam_size:
-            raise ValueError(f"num_return ({num_return}) must be between 1 and beam_size ({beam_size})")
+            raise UserError(f"num_return ({num_return}) must be between 1 and beam_size ({beam_size})")
         self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
         self.sentinels = {i for token, i in tokenizer.get_vocab().items() if SENTINEL.match(token)}
         if self.sentinels:
@@ -59,7 +60,7 @@ class GenerativeProbe(FromPretrained):
         elif tokenizer.mask_token is not None:
             self.blank = tokenizer.mask_token
         else:
-            raise ValueError(
+            raise UserError(
                 f"the tokenizer of {name!r} has neither a T5 sentinel (<extra_id_0>) nor a mask token; "
                 "GenerativeProbe needs one of them for the [Y] slot"
             )

@@ -26,6 +26,7 @@ from transformers.models.auto.modeling_auto import (
 )
 
 from probers.models import load_config, load_tokenizer, resolve_device, resolve_model
+from probers.api import UserError
 
 # kind -> (Auto class, model types -> class names, what a user should give instead)
 KINDS = {
@@ -71,7 +72,7 @@ def check_model(model: PreTrainedModel, kind: str, name: str) -> None:
     """Raise ValueError when an already-loaded model is not of the kind a prober needs."""
     problem = kind_problem(model.config, kind, type(model).__name__)
     if problem:
-        raise ValueError(f"model {name!r} cannot be used here: {problem}; expected {KINDS[kind][2]}")
+        raise UserError(f"model {name!r} cannot be used here: {problem}; expected {KINDS[kind][2]}")
 
 
 def load_model(name_or_path: str, kind: str, device: str = "auto") -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -82,20 +83,20 @@ def load_model(name_or_path: str, kind: str, device: str = "auto") -> tuple[PreT
         # parsing its config alone takes as long as loading the tokenizer)
         problem = kind_problem(load_config(name_or_path), kind)
         if problem:
-            raise ValueError(f"model {name_or_path!r} cannot be used here: {problem}; expected {expected}")
+            raise UserError(f"model {name_or_path!r} cannot be used here: {problem}; expected {expected}")
     tokenizer = load_tokenizer(name_or_path)
     try:
         model, info = auto_class.from_pretrained(path, output_loading_info=True, **extra)
     except ValueError as err:  # "Unrecognized configuration class ..." followed by every supported type
         first_line = str(err).splitlines()[0]
-        raise ValueError(f"model {name_or_path!r} cannot be loaded as {kind}: {first_line}; expected {expected}") from err
+        raise UserError(f"model {name_or_path!r} cannot be loaded as {kind}: {first_line}; expected {expected}") from err
     except OSError as err:
         raise FileNotFoundError(f"could not load model {name_or_path!r}: {err}") from err
     check_model(model, kind, name_or_path)
     prefix = f"{model.base_model_prefix}."
     head_missing = sorted(key for key in info["missing_keys"] if not key.startswith(prefix))
     if head_missing:
-        raise ValueError(
+        raise UserError(
             f"model {name_or_path!r} has no trained {kind} head: the checkpoint lacks {', '.join(head_missing[:4])}"
             f"{' ...' if len(head_missing) > 4 else ''}, which transformers would initialise at random; expected {expected}"
         )

@@ -11,8 +11,8 @@ A scorer is any object with
     score_candidates(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[numpy.ndarray]
 
 where each query holds the answer slot `[Y]` (`probers.ranking.MASK_SLOT`) and each array holds
-one score per candidate of that query, higher = better: `probers.mask_average.MaskAverageProbe`
-(masked LMs) and `probers.causal_lm.CausalLMProbe` (causal LMs) are two.
+one score per candidate of that query, higher = better: `probers.lm.mask_average.MaskAverageProbe`
+(masked LMs) and `probers.lm.causal_lm.CausalLMProbe` (causal LMs) are two.
 
 Ranks are 1-based. Equal scores are broken by candidate order: of two candidates with the same
 score, the one listed first in the row's `candidates` (sorted names) gets the better rank, so
@@ -29,8 +29,9 @@ import datasets
 import numpy as np
 from tqdm.auto import tqdm
 
-from probers.candidate_scoring import CandidateScorer
+from probers.lm.candidate_scoring import CandidateScorer
 from probers.ranking import MASK_SLOT
+from probers.api import UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (
@@ -42,7 +43,7 @@ CONTEXT_VARIANCE_FIELDS = (
 def slot_query(text: str, row_id: str) -> str:
     """A row's text with its [MASK] turned into the scorers' [Y] slot."""
     if text.count(ROW_MASK) != 1 or MASK_SLOT in text:
-        raise ValueError(
+        raise UserError(
             f"row {row_id!r}: expected exactly one {ROW_MASK} (the answer slot) and no {MASK_SLOT} in the text, got {text[-200:]!r}"
         )
     return text.replace(ROW_MASK, MASK_SLOT)
@@ -97,10 +98,10 @@ class RankChangeProbe:
             batch = unique[start : start + self.batch_size]
             results = self.scorer.score_candidates([q for q, _ in batch], [list(c) for _, c in batch])
             if len(results) != len(batch):
-                raise ValueError(f"{type(self.scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries")
+                raise UserError(f"{type(self.scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries")
             for key, values in zip(batch, results):
                 if len(values) != len(key[1]):
-                    raise ValueError(
+                    raise UserError(
                         f"{type(self.scorer).__name__}.score_candidates returned {len(values)} scores for {len(key[1])} candidates"
                     )
                 scores[key] = np.asarray(values)
@@ -119,7 +120,7 @@ class RankChangeProbe:
             tracked = [row["target"], row["added_object"], upcoming, *row["correct_objects"], *row["incorrect_objects"]]
             missing = [name for name in tracked if name and name not in position]
             if missing:
-                raise ValueError(f"row {row['row_id']!r}: {', '.join(map(repr, missing))} not among the row's candidates")
+                raise UserError(f"row {row['row_id']!r}: {', '.join(map(repr, missing))} not among the row's candidates")
             gold = [ranks[position[name]] for name in row["gold_objects"] if name in position]
             ranked.append(
                 RowRanks(
@@ -150,7 +151,7 @@ def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, lis
         if step == 0:
             continue
         if (instance, step - 1) not in by_key:
-            raise ValueError(f"instance {instance!r} has step {step} but no step {step - 1}: its rank change cannot be computed")
+            raise UserError(f"instance {instance!r} has step {step} but no step {step - 1}: its rank change cannot be computed")
         previous, before = by_key[(instance, step - 1)]
         added = row["added_object"]
         inputs["target_rank_before"].append(before[after.target])
@@ -165,7 +166,7 @@ def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, lis
     without_context, with_context = [], []
     for instance, last in last_step.items():
         if (instance, 0) not in by_key:
-            raise ValueError(f"instance {instance!r} has no step 0 (the prompt alone)")
+            raise UserError(f"instance {instance!r} has no step 0 (the prompt alone)")
         first_gold, last_gold = by_key[(instance, 0)][1].gold_rank, by_key[(instance, last)][1].gold_rank
         if first_gold is not None and last_gold is not None:
             without_context.append(first_gold)

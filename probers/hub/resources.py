@@ -12,8 +12,9 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from probers.api import UserError
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent  # probers/
 
 
 def resource_root() -> Path:
@@ -33,7 +34,7 @@ def available(kind: str) -> list[str]:
 def _module_folder(kind: str, name: str) -> Path:
     folder = resource_root() / kind / name
     if not (folder / f"{name}.py").is_file():
-        raise ValueError(
+        raise UserError(
             f"unknown {kind[:-1]} {name!r}: expected {folder}/{name}.py; "
             f"available: {', '.join(available(kind)) or 'none'}"
         )

@@ -55,6 +55,7 @@ from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging as hf_logging
 
 from probers.models import load_config, load_tokenizer, require_mask_token, resolve_device, resolve_model
+from probers.api import UserError
 
 MASK_SLOT = "[MASK]"  # how the benchmark marks the slot; replaced by the model's own mask token
 IGNORE_INDEX = -100
@@ -153,10 +154,10 @@ def head_of(model: PreTrainedModel) -> tuple[nn.Module, str]:
     """
     layers = nn.Sequential(*[child for child in model.children() if child is not model.base_model])
     if not len(layers):
-        raise ValueError(f"{type(model).__name__} has no layers besides its encoder; expected a masked-LM head")
+        raise UserError(f"{type(model).__name__} has no layers besides its encoder; expected a masked-LM head")
     decoders = [name for name, module in layers.named_modules() if module is model.get_output_embeddings()]
     if not decoders:
-        raise ValueError(f"{type(model).__name__}: the output embeddings are not part of its head")
+        raise UserError(f"{type(model).__name__}: the output embeddings are not part of its head")
     encoder_params = {id(p) for p in model.base_model.parameters()}
     tied = {name for name, p in layers.named_parameters(remove_duplicate=False) if id(p) in encoder_params}
     head = copy.deepcopy(layers)  # a copy: nothing done to the head can reach the encoder
@@ -182,7 +183,7 @@ class MLMHeadProbe:
         progress: bool = True,
     ):
         if vocabulary not in VOCABULARIES:
-            raise ValueError(f"vocabulary must be one of {', '.join(VOCABULARIES)}, got {vocabulary!r}")
+            raise UserError(f"vocabulary must be one of {', '.join(VOCABULARIES)}, got {vocabulary!r}")
         self.model_name = model
         self.scratch = scratch
         self.vocabulary = vocabulary
@@ -215,7 +216,7 @@ class MLMHeadProbe:
         missing = set(info["missing_keys"])
         prefix = pretrained.base_model_prefix + "."
         if any(key.startswith(prefix) for key in missing):
-            raise ValueError(f"{self.model_name!r} lacks encoder weights ({sorted(missing)[:3]} ...); it is not a trained encoder")
+            raise UserError(f"{self.model_name!r} lacks encoder weights ({sorted(missing)[:3]} ...); it is not a trained encoder")
         self.fresh_head = bool(missing)  # e.g. a sentence encoder saved without its MLM head
         self._pretrained_state = {k: v for k, v in pretrained.state_dict().items() if k not in missing}
         self._use_encoder(pretrained)
@@ -307,7 +308,7 @@ class MLMHeadProbe:
 
     def with_masks(self, text: str, count: int) -> str:
         if text.count(MASK_SLOT) != 1:
-            raise ValueError(f"expected exactly one {MASK_SLOT} in every text, got {text.count(MASK_SLOT)} in {text!r}")
+            raise UserError(f"expected exactly one {MASK_SLOT} in every text, got {text.count(MASK_SLOT)} in {text!r}")
         return text.replace(MASK_SLOT, " ".join([self.mask_token] * count))
 
     @torch.inference_mode()
@@ -333,7 +334,7 @@ class MLMHeadProbe:
         found = is_mask.sum(dim=1)
         if (found != count).any():
             row = int((found != count).nonzero()[0])
-            raise ValueError(f"the text {texts[row]!r} keeps {int(found[row])} of its {count} mask(s) after "
+            raise UserError(f"the text {texts[row]!r} keeps {int(found[row])} of its {count} mask(s) after "
                              f"tokenization (max_length {self.max_length}); shorten it or raise max_length")  # fmt: skip
         hidden = self.encoder(**{k: v.to(self.device) for k, v in batch.items()}).last_hidden_state
         states = hidden[is_mask.to(self.device)].view(len(texts), count, -1).float().cpu()
@@ -345,7 +346,7 @@ class MLMHeadProbe:
         if choice not in self._choice_ids:
             ids = self.tokenizer(" " + choice.strip(), add_special_tokens=False)["input_ids"]
             if not ids:
-                raise ValueError(f"the choice {choice!r} has no word pieces")
+                raise UserError(f"the choice {choice!r} has no word pieces")
             self._choice_ids[choice] = ids
         return self._choice_ids[choice]
 
@@ -413,12 +414,12 @@ class MLMHeadProbe:
 
 def check_items(texts: Sequence[str], choices: Sequence[Sequence[str]], labels: Sequence[int] | None = None) -> None:
     if len(texts) != len(choices) or (labels is not None and len(labels) != len(texts)):
-        raise ValueError(f"got {len(texts)} texts, {len(choices)} choice lists and {len(labels or [])} labels; expected one each per item")
+        raise UserError(f"got {len(texts)} texts, {len(choices)} choice lists and {len(labels or [])} labels; expected one each per item")
     for row, options in enumerate(choices):
         if len(options) < 2:
-            raise ValueError(f"item {row} has {len(options)} choice(s); expected at least 2")
+            raise UserError(f"item {row} has {len(options)} choice(s); expected at least 2")
         if labels is not None and not 0 <= labels[row] < len(options):
-            raise ValueError(f"item {row} has label {labels[row]} but only {len(options)} choices")
+            raise UserError(f"item {row} has label {labels[row]} but only {len(options)} choices")
 
 
 @torch.inference_mode()
@@ -429,5 +430,5 @@ def check_head_split(model: PreTrainedModel, tokenizer, mask_token: str) -> bool
     expected = model(**batch).logits
     actual = head_of(model)[0](model.base_model(**batch).last_hidden_state)
     if not torch.allclose(expected, actual, atol=1e-4):
-        raise ValueError(f"cannot separate the masked-LM head of {type(model).__name__} from its encoder")
+        raise UserError(f"cannot separate the masked-LM head of {type(model).__name__} from its encoder")
     return True

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from probers.atomic import atomic_output, check_writable
-from probers.resources import load_builder_module
+from probers.hub.resources import load_builder_module
 
 
 def add_umls_names_command(subparsers: argparse._SubParsersAction) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from probers.api import UserError
 
 
 class CandidateScorer(Protocol):
@@ -46,7 +47,7 @@ def rank_by_scores(scorer: CandidateScorer, queries: Sequence[str], candidates: 
 
 def check_candidate_lists(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> None:
     if isinstance(candidates, str) or len(candidates) != len(queries):
-        raise ValueError(
+        raise UserError(
             f"score_candidates expects one candidate list per query: got {len(queries)} queries and "
             f"{'a string' if isinstance(candidates, str) else f'{len(candidates)} lists'}"
         )
@@ -60,13 +61,13 @@ def read_shortlists(path: str | Path, top_n: int) -> dict[str, list[str]]:
     lines is an error naming the file and line; nothing is skipped or converted.
     """
     if top_n < 1:
-        raise ValueError(f"--rerank-top must be at least 1, got {top_n}")
+        raise UserError(f"--rerank-top must be at least 1, got {top_n}")
     shortlists: dict[str, list[str]] = {}
     first_line_of: dict[str, int] = {}
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as err:
-        raise ValueError(f"--rerank {path}: not UTF-8 text ({err.reason} at byte {err.start}); expected a --predictions file") from None
+        raise UserError(f"--rerank {path}: not UTF-8 text ({err.reason} at byte {err.start}); expected a --predictions file") from None
     except OSError as err:
         raise FileNotFoundError(f"--rerank {path}: cannot read it ({err.strerror or err})") from None
     for line_number, line in enumerate(lines, 1):
@@ -74,13 +75,13 @@ def read_shortlists(path: str | Path, top_n: int) -> dict[str, list[str]]:
             continue
         example_id, names = parse_shortlist_line(line, f"--rerank {path}, line {line_number}")
         if example_id in first_line_of:
-            raise ValueError(
+            raise UserError(
                 f"--rerank {path}, line {line_number}: id {example_id!r} again (first on line {first_line_of[example_id]})"
             )
         first_line_of[example_id] = line_number
         shortlists[example_id] = names[:top_n]
     if not shortlists:
-        raise ValueError(f"--rerank {path} holds no predictions (an empty file)")
+        raise UserError(f"--rerank {path} holds no predictions (an empty file)")
     return shortlists
 
 
@@ -90,21 +91,21 @@ def parse_shortlist_line(line: str, where: str) -> tuple[str, list[str]]:
     try:
         row = json.loads(line)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{where}: not JSON ({err.msg}); {expected}") from None
+        raise UserError(f"{where}: not JSON ({err.msg}); {expected}") from None
     if not isinstance(row, dict) or "id" not in row or "predictions" not in row:
         found = f"keys {sorted(row)}" if isinstance(row, dict) else f"a {type(row).__name__}"
-        raise ValueError(f"{where}: {expected}, found {found}")
+        raise UserError(f"{where}: {expected}, found {found}")
     example_id, names = row["id"], row["predictions"]
     if not isinstance(example_id, str):
-        raise ValueError(f"{where}: the id must be a string, found {type(example_id).__name__} {example_id!r}")
+        raise UserError(f"{where}: the id must be a string, found {type(example_id).__name__} {example_id!r}")
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
         found = type(names).__name__ if not isinstance(names, list) else "a list holding " + ", ".join(
             sorted({type(name).__name__ for name in names if not isinstance(name, str)})
         )
-        raise ValueError(f"{where} (id {example_id!r}): predictions must be a list of strings, found {found}")
+        raise UserError(f"{where} (id {example_id!r}): predictions must be a list of strings, found {found}")
     if len(set(names)) != len(names):
         twice = next(name for index, name in enumerate(names) if name in names[:index])
-        raise ValueError(f"{where} (id {example_id!r}): the name {twice!r} appears twice in its predictions")
+        raise UserError(f"{where} (id {example_id!r}): the name {twice!r} appears twice in its predictions")
     return example_id, names
 
 
@@ -122,13 +123,13 @@ def shortlists_by_query(
     """
     missing = [example_id for example_id, _, _ in rows if example_id not in shortlists]
     if missing:
-        raise ValueError(
+        raise UserError(
             f"{source} has no predictions for {len(missing):,} of the {len(rows):,} probed rows "
             f"(e.g. {', '.join(map(repr, missing[:3]))}); was it written for another dataset, config or --per-relation?"
         )
     empty = [example_id for example_id, _, allowed in rows if not any(name in allowed for name in shortlists[example_id])]
     if empty:
-        raise ValueError(
+        raise UserError(
             f"{source}: the shortlists of {len(empty):,} of the {len(rows):,} probed rows hold no candidate name "
             f"(e.g. {', '.join(map(repr, empty[:3]))}); every row needs at least one name to rank"
         )
@@ -137,7 +138,7 @@ def shortlists_by_query(
     for example_id, query, _ in rows:
         names = shortlists[example_id]
         if query in by_query and by_query[query] != names:
-            raise ValueError(
+            raise UserError(
                 f"{source}: rows {id_of_query[query]!r} and {example_id!r} share the query {query!r} but not their shortlists"
             )
         by_query[query], id_of_query[query] = names, example_id
@@ -158,10 +159,10 @@ class ShortlistProber:
         lists = []
         for query in queries:
             if query not in self.shortlists:
-                raise ValueError(f"no shortlist for the query {query!r}: the --rerank file has no predictions for its row")
+                raise UserError(f"no shortlist for the query {query!r}: the --rerank file has no predictions for its row")
             names = [name for name in self.shortlists[query] if name in allowed]
             if not names:  # ranking nothing would score a silent 0 for this query
-                raise ValueError(f"the shortlist of the query {query!r} holds none of the candidates")
+                raise UserError(f"the shortlist of the query {query!r} holds none of the candidates")
             lists.append(names)
         scores = self.scorer.score_candidates(queries, lists)
         return [top_k(names, row, k) for names, row in zip(lists, scores)]

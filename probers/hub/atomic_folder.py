@@ -1,6 +1,6 @@
 """Output folders that are complete or absent: a lock, a staging folder beside the target, one swap.
 
-`medprobe build` writes a whole dataset folder this way (probers/build.py); single files use
+`medprobe build` writes a whole dataset folder this way (probers/hub/build.py); single files use
 probers/atomic.py. The pieces:
 
 - `out_lock(out)`: an exclusive lock on `.OUT.medprobe-lock` beside OUT (never inside it: a

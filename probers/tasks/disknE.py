@@ -14,8 +14,9 @@ import time
 
 from tqdm.auto import tqdm
 
-from probers.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
+from probers.tasks.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
 from probers.results import RunRecord, save_run
+from probers.api import UserError
 
 PAIR_CLASSIFIER = "pair-classifier"
 DEFAULT_SEED = 42
@@ -66,7 +67,7 @@ def choose_diseases(
 ) -> list[str]:
     """The diseases to probe: all eligible ones, the first N, or the CUIs asked for (each must be eligible)."""
     if not eligible:
-        raise ValueError(f"no target disease has 2 positive test rows{f' in {category}' if category else ''}; nothing to probe")
+        raise UserError(f"no target disease has 2 positive test rows{f' in {category}' if category else ''}; nothing to probe")
     if wanted is None:
         return eligible
     if isinstance(wanted, int):
@@ -74,7 +75,7 @@ def choose_diseases(
     unknown = [cui for cui in wanted if cui not in eligible]
     if unknown:
         reasons = "; ".join(f"{cui}: {skipped.get(cui, 'not a target disease of this config')}" for cui in unknown)
-        raise ValueError(f"--diseases: {reasons}. Eligible: {', '.join(eligible)}")
+        raise UserError(f"--diseases: {reasons}. Eligible: {', '.join(eligible)}")
     return list(wanted)
 
 
@@ -87,7 +88,7 @@ def summarise(runs: list, splits: dict[str, DiseaseSplits], seeds: list[int]) ->
     """(metrics, per_group) from the runs: `disease_f1` per seed, then mean and std over seeds."""
     import evaluate
 
-    from probers.resources import metric_path
+    from probers.hub.resources import metric_path
 
     metric = evaluate.load(metric_path("disease_f1"))
     per_seed = {}
@@ -141,11 +142,11 @@ def format_disease_table(record: RunRecord) -> str:
 
 
 def run_pair_classifier(args: argparse.Namespace) -> int:
-    from probers.pair_classifier import PairClassifierProbe
+    from probers.lm.pair_classifier import PairClassifierProbe
     from probers.probe import apply_training_defaults, load_probe_dataset
 
     if not args.model:
-        raise ValueError(f"--prober {PAIR_CLASSIFIER} needs --model (a folder, a Hub id, or minilm)")
+        raise UserError(f"--prober {PAIR_CLASSIFIER} needs --model (a folder, a Hub id, or minilm)")
     apply_training_defaults(args, seeds=1, epochs=8, learning_rate=2e-5)
     timings: dict[str, float] = {}
     start = time.perf_counter()

@@ -11,15 +11,13 @@ import argparse
 import os
 import sys
 
-from probers.resources import available
+from probers.api import UserError
+from probers.hub.resources import available
 
 
-class UserError(Exception):
-    """An error whose message tells the user what to fix."""
-
-
-# Errors raised on purpose with a message for the user; anything else is a bug and keeps its traceback.
-USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, ValueError, ConnectionError, PermissionError)
+# Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
+# network); anything else, a bare ValueError included, is a bug and keeps its traceback.
+USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError)
 
 
 def parse_param(text: str) -> tuple[str, object]:
@@ -73,7 +71,7 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from probers.build import build
+    from probers.hub.build import build
 
     report = build(
         args.benchmark, args.out, data_dir=args.data_dir, configs=args.configs, params=dict(args.params),
@@ -93,10 +91,10 @@ def run_build(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top, so that Ctrl-C while they load is caught by `main` too.
     from probers import __version__
-    from probers.demo import add_demo_command
+    from probers.cli.demo import add_demo_command
     from probers.probe import add_probe_command
-    from probers.publish import add_publish_command
-    from probers.umls_names import add_umls_names_command
+    from probers.hub.publish import add_publish_command
+    from probers.hub.umls_names import add_umls_names_command
 
     parser = argparse.ArgumentParser(
         prog="medprobe",
@@ -117,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         return args.func(args)
-    except KeyboardInterrupt:  # also SIGTERM during a build (probers.atomic_folder.Terminated)
+    except KeyboardInterrupt:  # also SIGTERM during a build (probers.hub.atomic_folder.Terminated)
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
         print("interrupted", file=sys.stderr)

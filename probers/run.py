@@ -1,0 +1,132 @@
+"""The one run loop of every benchmark: load -> prober -> task -> evaluate metric -> RunRecord.
+
+    record = run(RunRequest(task="medlama", prober="contrastive", dataset="out/medlama", model="minilm"))
+
+`medprobe probe` and `medprobe profile` both call `run`; the results (JSON, table, plot, predictions)
+depend only on the request, so the same request gives the same predictions bytes from either.
+What can be checked without a model (the outputs can be written, the prober fits the task, the
+dataset loads and has the task's fields) is checked before the model loads.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from probers.api import PROTOCOLS, UserError
+from probers.atomic import check_distinct_outputs, check_writable
+from probers.registry import PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
+from probers.results import RunRecord, plot_format, save_run
+
+
+@dataclass
+class RunRequest:
+    task: str  # a name in probers.registry.TASKS
+    prober: str  # a name in probers.registry.PROBERS
+    dataset: str  # a folder written by `medprobe build`, or a Hub id
+    config: str | None = None
+    split: str = "test"
+    model: str | None = None
+    seed: int | None = None  # None: the task's or prober's own default
+    device: str = "auto"
+    prober_options: dict = field(default_factory=dict)  # keywords of the prober's factory; left out = its default
+    task_options: dict = field(default_factory=dict)  # keywords of the task's class; left out = its default
+    out: str | None = "results.json"
+    plot: str | None = None
+
+
+def check_request(request: RunRequest) -> None:
+    """What must stop a run before any dataset or model loads."""
+    if request.task not in TASKS:
+        raise UserError(f"unknown task {request.task!r}; choose one of {', '.join(TASKS)}")
+    if request.prober not in PROBERS:
+        raise UserError(f"unknown prober {request.prober!r}; choose one of {', '.join(PROBERS)}")
+    task, prober = task_entry(request.task), prober_entry(request.prober)
+    if not set(prober.kinds) & set(task.accepts):
+        fits = ", ".join(tasks_for(request.prober)) or "none"
+        raise UserError(
+            f"--prober {request.prober} cannot run the {request.task} task: it needs a prober that does "
+            f"{' or '.join(task.accepts)} (the tasks {request.prober} can run: {fits})"
+        )
+    if not request.model:
+        raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
+    outputs = {"--out": request.out, "--plot": request.plot}
+    outputs.update({option.flag: request.task_options.get(option.dest) for option in task.options if option.output})
+    for option, path in outputs.items():
+        if path:
+            check_writable(path, option)
+    check_distinct_outputs(outputs)
+    if request.plot:
+        plot_format(request.plot)  # matplotlib is installed and writes this image format
+
+
+def make_task(request: RunRequest) -> Any:
+    return load(task_entry(request.task).target)(**request.task_options)
+
+
+def make_prober(name: str, model: str, *, device: str = "auto", seed: int | None = None, options: dict | None = None) -> Any:
+    """The registered prober `name` on `model`, through its factory, with only the options given
+    (the class's own defaults fill the rest); `seed` and `device` go to factories that take them."""
+    entry = prober_entry(name)
+    cls = load(entry.target)
+    factory: Callable = cls if entry.factory == "__init__" else getattr(cls, entry.factory)
+    accepted = inspect.signature(cls.__init__ if entry.factory == "__init__" else factory).parameters
+    extra = {key: value for key, value in (("device", device), ("seed", seed)) if key in accepted and value is not None}
+    prober = factory(model, **extra, **(options or {}))
+    missing = [kind for kind in entry.kinds if not isinstance(prober, PROTOCOLS[kind])]
+    if missing:  # a registry entry that promises more than its class does: a bug, not a user error
+        raise TypeError(f"prober {name} ({entry.target}) does not implement {', '.join(missing)}")
+    return prober
+
+
+def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunRecord:
+    """Run one prober on one task and write its outputs; returns the RunRecord written to `request.out`."""
+    check_request(request)
+    entry = task_entry(request.task)
+    task = make_task(request)
+    timings: dict[str, float] = {}
+
+    start = time.perf_counter()
+    data = task.load(request.dataset, request.config, request.split)
+    timings["load_dataset"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    prober = make_prober(request.prober, request.model, device=request.device, seed=request.seed, options=request.prober_options)
+    timings["load_model"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    outputs = task.predict(prober, data, request.seed)
+    timings["probe"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    scored = task.score(data, outputs)
+    timings["score"] = time.perf_counter() - start
+    timings.update(getattr(task, "timings", {}))
+    timings.update(getattr(prober, "timings", {}))
+
+    seed = scored.seed if scored.seed is not None else request.seed
+    record = RunRecord(
+        benchmark=entry.benchmark,
+        dataset=request.dataset,
+        config=request.config,
+        split=request.split,
+        prober=request.prober,
+        model=request.model,
+        seed=seed if seed is not None else getattr(prober, "seed", None),
+        settings={**scored.settings, **getattr(prober, "settings", {})},
+        metrics=scored.metrics,
+        per_group=scored.per_group,
+        timings={phase: round(seconds, 3) for phase, seconds in timings.items()},
+        counts=scored.counts,
+    )
+    print_fn(task.table(record))
+    if request.out:
+        plotted = record if scored.plot_per_group is None else RunRecord(**{**vars(record), "per_group": scored.plot_per_group})
+        save_run(
+            record, request.out, plot=request.plot, plot_metric=task.plot_metric, plot_record=plotted,
+            more=task.writers(data, outputs),
+        )  # fmt: skip
+    return record
+
