@@ -407,7 +407,7 @@ def test_ctrl_c_anywhere_in_the_cli_prints_one_line_and_exits_130(monkeypatch, c
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("probers.cli.run_build", interrupted)
+    monkeypatch.setattr("probers.cli.build.run_build", interrupted)
     assert main(["build", "mst", "--out", "unused"]) == 130
     out, err = capsys.readouterr()
     assert err == "interrupted\n" and out == ""

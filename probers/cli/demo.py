@@ -98,13 +98,12 @@ def probe_command(ctx: DemoContext, label: str, extra: list[str]) -> list[str]:
 
 
 def run_probe_step(ctx: DemoContext, label: str, extra: list[str]) -> None:
-    from probers.cli import build_parser
+    from probers.cli.probe import parse_probe_arguments, run_probe_command
 
     command = probe_command(ctx, label, extra)
     print("$ medprobe " + shlex.join(command))
-    probe_args = build_parser().parse_args(command)
-    probe_args.func(probe_args)
-    ctx.results[label] = Path(probe_args.out)
+    run_probe_command(command[1:])
+    ctx.results[label] = Path(parse_probe_arguments(command[1:]).out)
 
 
 def probe_untuned(ctx: DemoContext) -> None:
