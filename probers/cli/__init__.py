@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     from probers.cli.demo import add_demo_command
     from probers.cli.probe import add_probe_command
     from probers.hub.publish import add_publish_command
-    from probers.hub.umls_names import add_umls_names_command
+    from probers.cli.umls_names import add_umls_names_command
 
     parser = argparse.ArgumentParser(
         prog="medprobe",
