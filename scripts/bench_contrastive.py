@@ -34,7 +34,8 @@ from probers.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, rewi
 from probers.contrastive.encoding import tokenize_keeping_mask, tokenize_truncated
 from probers.contrastive.pairs import read_sentences
 from probers.contrastive.rewiring import train_pairs
-from probers.ranking import answer_space, fill_mask_slot
+from probers.api import fill_mask_slot
+from probers.tasks.medlama import answer_space
 
 
 def end_to_end(args: argparse.Namespace, out: Path) -> dict:

@@ -38,7 +38,7 @@ def real_queries_and_space(n_queries: int) -> tuple[list[str], list[str], str] |
         return None
     from datasets import load_dataset
     from probers.hub.build import build
-    from probers.ranking import answer_space, first_per_group
+    from probers.tasks.medlama import answer_space, first_per_group
 
     with tempfile.TemporaryDirectory() as out:
         build("medlama", out, data_dir=str(release), configs=["full"])

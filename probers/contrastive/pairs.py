@@ -91,11 +91,17 @@ def build_pairs(
     return pairs, stats
 
 
-def read_sentences(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file, one sentence a line."""
+def check_corpus(path: str | Path) -> Path:
+    """The corpus path, if it is a file (checked before a model loads, and again when it is read)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"rewiring corpus {path} does not exist; expected a text file with one sentence a line")
+    return path
+
+
+def read_sentences(path: str | Path) -> list[str]:
+    """The lines of a UTF-8 text file, one sentence a line."""
+    path = check_corpus(path)
     try:
         return path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as err:

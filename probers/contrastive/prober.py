@@ -3,6 +3,10 @@
     probe = ContrastiveProbe.from_pretrained("minilm")          # any BERT-style encoder
     probe.rewire("sentences.txt")                               # optional: stage 1, paper settings
     probe.rank(["Aspirin might treat [Y] ."], names, k=10)      # stage 2: retrieval
+    probe.score_candidates(["Aspirin might treat [Y] ."], [["fever", "pain"]])  # one score per name
+
+`ContrastiveProbe.from_options(model, **options)` builds it from the `medprobe probe --prober
+contrastive` options (probers.registry), rewiring first when a corpus is given.
 
 Retrieval: each query's [Y] becomes the tokenizer's mask token and the query (at most 50
 tokens, mask kept) is encoded to its last-layer [CLS] vector; every candidate name (at most 25
@@ -16,30 +20,33 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
 import torch
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
-from probers.contrastive.pairs import build_pairs, read_sentences
+from probers.contrastive.pairs import build_pairs, check_corpus, read_sentences
 from probers.contrastive.rewiring import (
     MASK_RATIO,
     MAX_LENGTH,
+    PAPER_SETTINGS,
     TEMPERATURE,
     RewiringReport,
     logged_losses,
     rewiring_arguments,
     train_pairs,
 )
-from probers.contrastive.search import SIMILARITIES, search
+from probers.api import Prober, UserError, fill_mask_slot
+from probers.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
+from probers.lm.candidate_scoring import check_candidate_lists
 from probers.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
-from probers.ranking import fill_mask_slot
-from probers.api import UserError
 
 QUERY_MAX_LENGTH = 50
 NAME_MAX_LENGTH = 25
+SCORE_CHUNK = 512  # queries scored against every distinct name at once (512 x 22,923 floats = 47 MB)
 
 
-class ContrastiveProbe:
+class ContrastiveProbe(Prober):
     """Rank candidate names for cloze queries by [CLS] similarity (Meng, Liu et al., ACL 2022).
 
     Args:
@@ -51,6 +58,10 @@ class ContrastiveProbe:
         batch_size: texts per forward pass.
         device: "auto", "cpu", "cuda", ...
     """
+
+    name = "contrastive"
+    kinds = ("ranking", "candidate-scoring")
+    citation = "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge of Pre-trained Language Models. ACL."
 
     def __init__(
         self,
@@ -85,6 +96,7 @@ class ContrastiveProbe:
         self.name_max_length = name_max_length
         self.show_progress = show_progress
         self.rewiring: RewiringReport | None = None
+        self.seed: int | None = None  # the seed of the rewiring (masked spans, data order), once rewired
         self.timings: dict[str, float] = {}
         # name embeddings by probed layer count, then by token ids
         self._name_embeddings: dict[int | None, dict[tuple[int, ...], torch.Tensor]] = {}
@@ -102,6 +114,53 @@ class ContrastiveProbe:
             raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
         probe = cls(model, tokenizer, model_name=name_or_path, **kwargs)
         probe.timings["load_model"] = time.perf_counter() - start
+        return probe
+
+    @classmethod
+    def from_options(
+        cls,
+        model: str,
+        *,
+        device: str = "auto",
+        seed: int | None = None,
+        batch_size: int = 128,
+        similarity: str = "cos",
+        layers: int | None = None,
+        rewire_corpus: str | None = None,
+        rewire_steps: int = PAPER_SETTINGS["max_steps"],
+        rewire_batch_size: int = PAPER_SETTINGS["per_device_train_batch_size"],
+        temperature: float = TEMPERATURE,
+        rewire_learning_rate: float = PAPER_SETTINGS["learning_rate"],
+        rewire_max_length: int = MAX_LENGTH,
+        rewire_mask_ratio: float = MASK_RATIO,
+        checkpoint_every: int | None = None,
+        save_rewired: str | None = None,
+    ) -> ContrastiveProbe:
+        """The prober of `medprobe probe --prober contrastive` (the registry's options as keywords):
+        loaded from `model`, then rewired on `rewire_corpus` when one is given (seeded with `seed`,
+        by default the paper's, exposed as `probe.seed` for the results file)."""
+        check_rewiring_options(rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length)
+        probe = cls.from_pretrained(model, similarity=similarity, layers=layers, batch_size=batch_size, device=device)
+        if not rewire_corpus:
+            return probe
+        seed = PAPER_SETTINGS["seed"] if seed is None else seed
+        with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
+            training_args = rewiring_arguments(
+                save_rewired or scratch,
+                checkpoint_every=checkpoint_every,
+                max_steps=rewire_steps,
+                per_device_train_batch_size=rewire_batch_size,
+                learning_rate=rewire_learning_rate,
+                seed=seed,
+                use_cpu=probe.device.type == "cpu",
+            )
+            report = probe.rewire(
+                rewire_corpus, training_args, temperature=temperature, max_length=rewire_max_length,
+                mask_ratio=rewire_mask_ratio, save_to=save_rewired,
+            )  # fmt: skip
+        print(f"rewired for {report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.3f} steps/s)")
+        if save_rewired:
+            print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
         return probe
 
     # --- stage 1: rewiring ---------------------------------------------------------------------
@@ -143,6 +202,7 @@ class ContrastiveProbe:
                 trainer.save_model(str(save_to))
         self.model = trainer.model.to(self.device).eval()
         self._name_embeddings.clear()  # the encoder changed: cached names are stale
+        self.seed = args.seed
         self.rewiring = RewiringReport(
             corpus=stats,
             steps=trainer.state.global_step,
@@ -226,6 +286,41 @@ class ContrastiveProbe:
         self._add_time("search", start)
         return ranked
 
+    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One score per candidate of each query, higher = closer: the cosine similarity of the
+        [CLS] vectors, or with `similarity="l2"` the negative squared L2 distance.
+
+        Every distinct name is encoded once (and cached), however many lists hold it; a chunk of
+        queries is scored against all of them at once and each query keeps its own candidates'
+        scores, so `rank` and ranking by these scores agree.
+        """
+        check_candidate_lists(queries, candidates)
+        lists = [list(names) for names in candidates]
+        names = list(dict.fromkeys(name for names in lists for name in names))
+        if not names:
+            return [np.zeros(0, dtype=np.float32) for _ in lists]
+        start = time.perf_counter()
+        distinct, rows = self._encode_distinct_names(names)
+        row_of = dict(zip(names, rows))
+        self._add_time("encode_candidates", start)
+        start = time.perf_counter()
+        query_embeddings = self.encode_queries(queries)
+        self._add_time("encode_queries", start)
+        start = time.perf_counter()
+        prepared, squared_norms = prepare_candidates(distinct, self.similarity)
+        results: list[np.ndarray] = []
+        with torch.inference_mode():
+            for first in range(0, len(lists), SCORE_CHUNK):
+                chunk = query_embeddings[first : first + SCORE_CHUNK]
+                block = scores(chunk, prepared, squared_norms, self.similarity)
+                if self.similarity == "l2":  # scores() leaves out -||q||^2, which orders nothing within a row
+                    block = block - (chunk * chunk).sum(-1, keepdim=True)
+                block = block.float().cpu().numpy()
+                for row_scores, names_of_query in zip(block, lists[first : first + SCORE_CHUNK]):
+                    results.append(row_scores[[row_of[name] for name in names_of_query]])
+        self._add_time("score_candidates", start)
+        return results
+
     def _add_time(self, phase: str, start: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - start
 
@@ -239,6 +334,7 @@ class ContrastiveProbe:
             "query_max_length": self.query_max_length,
             "name_max_length": self.name_max_length,
             "rewired": self.rewiring is not None,
+            "batch_size": self.batch_size,
         }
         if self.rewiring is not None:
             settings["rewiring"] = {
@@ -249,3 +345,25 @@ class ContrastiveProbe:
                 "steps_per_second": round(self.rewiring.steps_per_second, 4),
             }
         return settings
+
+
+def check_rewiring_options(
+    corpus: str | None,
+    checkpoint_every: int | None,
+    save_rewired: str | None,
+    steps: int,
+    batch_size: int,
+    max_length: int,
+) -> None:
+    """Option errors that must stop the run before the model is loaded."""
+    if checkpoint_every and not save_rewired:
+        raise UserError("--checkpoint-every needs --save-rewired DIR: the checkpoints are written under DIR")
+    if not corpus:
+        given = [flag for flag, value in (("--save-rewired", save_rewired), ("--checkpoint-every", checkpoint_every)) if value]
+        if given:
+            raise UserError(f"{' and '.join(given)} need(s) --rewire-corpus FILE: there is nothing to rewire without a corpus")
+        return
+    for flag, value in (("--rewire-steps", steps), ("--rewire-batch-size", batch_size), ("--rewire-max-length", max_length)):
+        if value < 1:
+            raise UserError(f"{flag} must be a positive integer, got {value}")
+    check_corpus(corpus)

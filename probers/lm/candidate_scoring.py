@@ -18,18 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
-from probers.api import UserError
 
-
-class CandidateScorer(Protocol):
-    settings: dict  # recorded in the results file
-
-    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """One score per candidate of each query (higher = better); queries hold the [Y] slot."""
-        ...
+from probers.api import CandidateScorer, Prober, UserError
 
 
 def top_k(candidates: Sequence[str], scores: np.ndarray, k: int) -> list[str]:
@@ -145,14 +137,25 @@ def shortlists_by_query(
     return by_query
 
 
-class ShortlistProber:
-    """Rank, per query, only its shortlisted names that are also in the candidate set, by a scorer."""
+class ShortlistProber(Prober):
+    """Rank, per query, only its shortlisted names that are also in the candidate set, by a scorer.
+
+    Not a registered prober: the MedLAMA task wraps the run's prober in it for --rerank.
+    """
+
+    name = "shortlist"
+    kinds = ("ranking",)
 
     def __init__(self, scorer: CandidateScorer, shortlists: dict[str, list[str]], source: str = ""):
         self.scorer = scorer
         self.shortlists = shortlists
-        self.settings = {**scorer.settings, "shortlist": source, "shortlist_size": max(map(len, shortlists.values()), default=0)}
+        self.source = source
+        self.shortlist_size = max(map(len, shortlists.values()), default=0)
         self.timings = getattr(scorer, "timings", {})
+
+    @property
+    def settings(self) -> dict:
+        return {**getattr(self.scorer, "settings", {}), "shortlist": self.source, "shortlist_size": self.shortlist_size}
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         allowed = set(candidates)

@@ -34,16 +34,17 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from probers.lm.loading import FromPretrained, check_model, model_device, position_limit
-from probers.ranking import MASK_SLOT, fill_mask_slot
-from probers.api import UserError
+from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 
 NORMALIZATIONS = ("mean", "none")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")
 
 
-class CausalLMProbe(FromPretrained):
+class CausalLMProbe(FromPretrained, Prober):
     """Rank candidates by the (mean) log-likelihood of their tokens in the filled prompt."""
 
+    name = "causal-lm"
+    kinds = ("ranking", "candidate-scoring")
     model_kind = "causal-lm"
 
     def __init__(
@@ -51,31 +52,35 @@ class CausalLMProbe(FromPretrained):
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        name: str = "model",
+        model_name: str = "model",
         length_normalization: str = "mean",
         score_suffix: bool = True,
         literal_template: bool = False,
         batch_size: int = 64,
         progress: bool = True,
     ):
-        check_model(model, "causal-lm", name)
+        check_model(model, "causal-lm", model_name)
         if length_normalization not in NORMALIZATIONS:
             raise UserError(f"length_normalization must be one of {NORMALIZATIONS}, got {length_normalization!r}")
-        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.model, self.tokenizer, self.model_name = model.eval(), tokenizer, model_name
         self.length_normalization, self.score_suffix = length_normalization, score_suffix
         self.literal_template = literal_template
         self.batch_size, self.progress = batch_size, progress
         self.limit = position_limit(model, tokenizer)
         pad = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
         self.pad_id = pad  # padded positions are masked out; any id will do
-        self.settings = {
-            "length_normalization": length_normalization,
-            "score_suffix": score_suffix,
-            "literal_template": literal_template,
-            "scoring": f"{'mean' if length_normalization == 'mean' else 'total'} log-probability of the answer"
-            f"{' and suffix' if score_suffix else ''} tokens given the prompt before the slot",
-        }
         self.timings: dict[str, float] = {}
+
+    @property
+    def settings(self) -> dict:
+        return {
+            "length_normalization": self.length_normalization,
+            "score_suffix": self.score_suffix,
+            "literal_template": self.literal_template,
+            "batch_size": self.batch_size,
+            "scoring": f"{'mean' if self.length_normalization == 'mean' else 'total'} log-probability of the answer"
+            f"{' and suffix' if self.score_suffix else ''} tokens given the prompt before the slot",
+        }
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)
@@ -138,17 +143,17 @@ class CausalLMProbe(FromPretrained):
         # the slot's white space belongs to the answer (" fever" is one token in byte-level BPE)
         is_answer = [start < answer_end for _, (start, _) in rest]
         if not any(is_answer):
-            raise UserError(f"{where} gives no answer tokens under the tokenizer of {self.name!r}")
+            raise UserError(f"{where} gives no answer tokens under the tokenizer of {self.model_name!r}")
         if not context:
             if self.tokenizer.bos_token_id is None:
                 raise UserError(
-                    f"{where}: the slot opens the query and the tokenizer of {self.name!r} has no BOS token, "
+                    f"{where}: the slot opens the query and the tokenizer of {self.model_name!r} has no BOS token, "
                     "so nothing conditions the first answer token"
                 )
             context = [self.tokenizer.bos_token_id]
         if self.limit and len(context) + len(continuation) > self.limit:
             raise UserError(
-                f"{where} is {len(context) + len(continuation)} tokens, more than the {self.limit} positions of {self.name!r}"
+                f"{where} is {len(context) + len(continuation)} tokens, more than the {self.limit} positions of {self.model_name!r}"
             )
         return context, continuation, [answer or self.score_suffix for answer in is_answer]
 

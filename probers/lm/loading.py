@@ -157,7 +157,7 @@ class SelectedLogits:
 
 class FromPretrained:
     """`Prober.from_pretrained(name_or_path, device="auto", **options)` for a prober class that
-    takes `(model, tokenizer, name=..., **options)` and names its `model_kind`."""
+    takes `(model, tokenizer, model_name=..., **options)` and names its `model_kind`."""
 
     model_kind: str
 
@@ -165,6 +165,6 @@ class FromPretrained:
     def from_pretrained(cls, name_or_path: str, device: str = "auto", **options):
         start = time.perf_counter()
         model, tokenizer = load_model(name_or_path, cls.model_kind, device)
-        probe = cls(model, tokenizer, name=name_or_path, **options)
+        probe = cls(model, tokenizer, model_name=name_or_path, **options)
         probe.timings["load_model"] = time.perf_counter() - start
         return probe

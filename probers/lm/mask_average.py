@@ -22,13 +22,14 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
-from probers.ranking import fill_mask_slot
-from probers.api import UserError
+from probers.api import Prober, UserError, fill_mask_slot
 
 
-class MaskAverageProbe(FromPretrained):
+class MaskAverageProbe(FromPretrained, Prober):
     """Rank candidates by the mean log-probability of their tokens at L masks (one pass per length)."""
 
+    name = "mask-average"
+    kinds = ("ranking", "candidate-scoring")
     model_kind = "masked-lm"
 
     def __init__(
@@ -36,20 +37,23 @@ class MaskAverageProbe(FromPretrained):
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        name: str = "model",
+        model_name: str = "model",
         batch_size: int = 64,
         progress: bool = True,
     ):
-        check_model(model, "masked-lm", name)
-        self.mask_token = require_mask_token(tokenizer, name)
-        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        check_model(model, "masked-lm", model_name)
+        self.mask_token = require_mask_token(tokenizer, model_name)
+        self.model, self.tokenizer, self.model_name = model.eval(), tokenizer, model_name
         self.batch_size, self.progress = batch_size, progress
         self.limit = position_limit(model, tokenizer)
         self.logits_at = SelectedLogits(model)
-        self.settings = {"scoring": "mean log-probability of the candidate's tokens at L masks"}
         self.timings: dict[str, float] = {}
         self.forward_passes = 0  # input rows run through the model (benchmark figure)
         self._token_ids: dict[str, list[int]] = {}
+
+    @property
+    def settings(self) -> dict:
+        return {"scoring": "mean log-probability of the candidate's tokens at L masks", "batch_size": self.batch_size}
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)
@@ -63,7 +67,7 @@ class MaskAverageProbe(FromPretrained):
             empty = [name for name, ids in zip(new, encoded) if not ids]
             if empty:
                 raise UserError(
-                    f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.name!r}, e.g. {empty[0]!r}"
+                    f"{len(empty)} candidate(s) give no tokens under the tokenizer of {self.model_name!r}, e.g. {empty[0]!r}"
                 )
             self._token_ids.update(zip(new, encoded))
         return self._token_ids
@@ -73,7 +77,7 @@ class MaskAverageProbe(FromPretrained):
         ids = self.tokenizer(fill_mask_slot(query, self.mask_token))["input_ids"]
         positions = [i for i, token in enumerate(ids) if token == self.tokenizer.mask_token_id]
         if len(positions) != 1:
-            raise UserError(f"query {query!r} gives {len(positions)} mask tokens under {self.name!r}; expected exactly one")
+            raise UserError(f"query {query!r} gives {len(positions)} mask tokens under {self.model_name!r}; expected exactly one")
         return ids, positions[0]
 
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
@@ -94,7 +98,7 @@ class MaskAverageProbe(FromPretrained):
                     longest = names[int(positions[0])]
                     raise UserError(
                         f"candidate {longest!r} is {length} tokens: the query {query!r} with {length} masks is "
-                        f"{len(row)} tokens, more than the {self.limit} positions of {self.name!r}"
+                        f"{len(row)} tokens, more than the {self.limit} positions of {self.model_name!r}"
                     )
                 jobs.append((qi, positions, cand_ids))
                 rows.append(row)

@@ -29,14 +29,13 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from probers.lm.answer_pooling import pool_predictions
 from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
-from probers.ranking import fill_mask_slot
-from probers.api import UserError
+from probers.api import Prober, UserError, fill_mask_slot
 
 INIT_METHODS = ("independent", "order", "confidence")
 ITER_METHODS = ("none", "order")
 
 
-class MaskPredictProbe(FromPretrained):
+class MaskPredictProbe(FromPretrained, Prober):
     """Fill 1..M masks by beam search and rank the pooled answers by the product of token probabilities.
 
     `rank(queries, candidates, k)` generates answers; `candidates` only names them (an answer
@@ -44,6 +43,8 @@ class MaskPredictProbe(FromPretrained):
     with `only_candidates=True`, drops answers outside the list.
     """
 
+    name = "mask-predict"
+    kinds = ("ranking",)
     model_kind = "masked-lm"
 
     def __init__(
@@ -51,7 +52,7 @@ class MaskPredictProbe(FromPretrained):
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        name: str = "model",
+        model_name: str = "model",
         num_masks: int = 5,
         init_method: str = "order",
         iter_method: str = "none",
@@ -61,31 +62,35 @@ class MaskPredictProbe(FromPretrained):
         batch_size: int = 64,
         progress: bool = True,
     ):
-        check_model(model, "masked-lm", name)
-        require_mask_token(tokenizer, name)
+        check_model(model, "masked-lm", model_name)
+        require_mask_token(tokenizer, model_name)
         if init_method not in INIT_METHODS or iter_method not in ITER_METHODS:
             raise UserError(f"init_method must be one of {INIT_METHODS} and iter_method one of {ITER_METHODS}")
         if min(num_masks, beam_size, max_iter, batch_size) < 1:
             raise UserError("num_masks, beam_size, max_iter and batch_size must be positive")
-        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.model, self.tokenizer, self.model_name = model.eval(), tokenizer, model_name
         self.num_masks, self.init_method, self.iter_method, self.max_iter = num_masks, init_method, iter_method, max_iter
         self.beam_size, self.only_candidates = beam_size, only_candidates
         self.batch_size, self.progress = batch_size, progress
         self.limit = position_limit(model, tokenizer)
         self.logits_at = SelectedLogits(model)
         self.banned = torch.tensor(sorted(set(tokenizer.all_special_ids)), dtype=torch.long)
-        self.settings = {
-            "num_masks": num_masks, "init_method": init_method, "iter_method": iter_method,
-            "max_iter": max_iter if iter_method != "none" else 0, "beam_size": beam_size,
-            "only_candidates": only_candidates, "scoring": "product of token probabilities, answers of 1..M masks pooled",
-        }  # fmt: skip
         self.timings: dict[str, float] = {}
         self.forward_passes = 0
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        return [[name for name, _ in answers[:k]] for answers in self.predict(queries, candidates)]
+    @property
+    def settings(self) -> dict:
+        return {
+            "num_masks": self.num_masks, "init_method": self.init_method, "iter_method": self.iter_method,
+            "max_iter": self.max_iter if self.iter_method != "none" else 0, "beam_size": self.beam_size,
+            "only_candidates": self.only_candidates, "batch_size": self.batch_size,
+            "scoring": "product of token probabilities, answers of 1..M masks pooled",
+        }  # fmt: skip
 
-    def predict(self, queries: Sequence[str], candidates: Sequence[str] = ()) -> list[list[tuple[str, float]]]:
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+        return [[name for name, _ in answers[:k]] for answers in self.generate_answers(queries, candidates)]
+
+    def generate_answers(self, queries: Sequence[str], candidates: Sequence[str] = ()) -> list[list[tuple[str, float]]]:
         """Per query, the pooled (answer, log-probability) pairs, best first."""
         encoded = [self.query_ids(query) for query in queries]
         generated: list[list[tuple[str, float]]] = [[] for _ in queries]
@@ -106,11 +111,11 @@ class MaskPredictProbe(FromPretrained):
         ids = self.tokenizer(fill_mask_slot(query, self.tokenizer.mask_token))["input_ids"]
         slots = [i for i, token in enumerate(ids) if token == self.tokenizer.mask_token_id]
         if len(slots) != 1:
-            raise UserError(f"query {query!r} gives {len(slots)} mask tokens under {self.name!r}; expected exactly one")
+            raise UserError(f"query {query!r} gives {len(slots)} mask tokens under {self.model_name!r}; expected exactly one")
         if self.limit and len(ids) - 1 + self.num_masks > self.limit:
             raise UserError(
                 f"query {query!r} with {self.num_masks} masks is {len(ids) - 1 + self.num_masks} tokens, "
-                f"more than the {self.limit} positions of {self.name!r}"
+                f"more than the {self.limit} positions of {self.model_name!r}"
             )
         return ids, slots[0]
 

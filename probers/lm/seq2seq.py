@@ -25,15 +25,16 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from probers.lm.answer_pooling import pool_predictions
 from probers.lm.loading import FromPretrained, check_model, model_device
-from probers.ranking import MASK_SLOT, fill_mask_slot
-from probers.api import UserError
+from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 
 SENTINEL = re.compile(r"^<extra_id_\d+>$")
 
 
-class GenerativeProbe(FromPretrained):
+class GenerativeProbe(FromPretrained, Prober):
     """Beam-search answers from an encoder-decoder; `candidates` only name answers (see generated_answers)."""
 
+    name = "generative"
+    kinds = ("ranking",)
     model_kind = "seq2seq"
 
     def __init__(
@@ -41,7 +42,7 @@ class GenerativeProbe(FromPretrained):
         model: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
-        name: str = "model",
+        model_name: str = "model",
         beam_size: int = 10,
         num_return: int = 10,
         max_new_tokens: int = 24,
@@ -50,10 +51,10 @@ class GenerativeProbe(FromPretrained):
         batch_size: int = 16,
         progress: bool = True,
     ):
-        check_model(model, "seq2seq", name)
+        check_model(model, "seq2seq", model_name)
         if not 1 <= num_return <= beam_size:
             raise UserError(f"num_return ({num_return}) must be between 1 and beam_size ({beam_size})")
-        self.model, self.tokenizer, self.name = model.eval(), tokenizer, name
+        self.model, self.tokenizer, self.model_name = model.eval(), tokenizer, model_name
         self.sentinels = {i for token, i in tokenizer.get_vocab().items() if SENTINEL.match(token)}
         if self.sentinels:
             self.blank = "<extra_id_0>"
@@ -61,23 +62,27 @@ class GenerativeProbe(FromPretrained):
             self.blank = tokenizer.mask_token
         else:
             raise UserError(
-                f"the tokenizer of {name!r} has neither a T5 sentinel (<extra_id_0>) nor a mask token; "
+                f"the tokenizer of {model_name!r} has neither a T5 sentinel (<extra_id_0>) nor a mask token; "
                 "GenerativeProbe needs one of them for the [Y] slot"
             )
         self.beam_size, self.num_return, self.max_new_tokens = beam_size, num_return, max_new_tokens
         self.length_penalty, self.only_candidates = length_penalty, only_candidates
         self.batch_size, self.progress = batch_size, progress
-        self.settings = {
-            "blank": self.blank, "beam_size": beam_size, "num_return": num_return, "max_new_tokens": max_new_tokens,
-            "length_penalty": length_penalty, "only_candidates": only_candidates,
-            "scoring": "beam score: sum of token log-probabilities / length ** length_penalty",
-        }  # fmt: skip
         self.timings: dict[str, float] = {}
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        return [[name for name, _ in answers[:k]] for answers in self.predict(queries, candidates)]
+    @property
+    def settings(self) -> dict:
+        return {
+            "blank": self.blank, "beam_size": self.beam_size, "num_return": self.num_return,
+            "max_new_tokens": self.max_new_tokens, "length_penalty": self.length_penalty,
+            "only_candidates": self.only_candidates, "batch_size": self.batch_size,
+            "scoring": "beam score: sum of token log-probabilities / length ** length_penalty",
+        }  # fmt: skip
 
-    def predict(self, queries: Sequence[str], candidates: Sequence[str] = ()) -> list[list[tuple[str, float]]]:
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+        return [[name for name, _ in answers[:k]] for answers in self.generate_answers(queries, candidates)]
+
+    def generate_answers(self, queries: Sequence[str], candidates: Sequence[str] = ()) -> list[list[tuple[str, float]]]:
         """Per query, the merged (answer, beam score) pairs, best first."""
         return [pool_predictions(answers, candidates, self.only_candidates) for answers in self.generate(queries)]
 

@@ -1,0 +1,264 @@
+"""The MedLAMA task: rank the answer space for every cloze query, score acc@k per relation.
+
+    task = MedLAMATask(k=[1, 10], candidates="set")
+    data = task.load("out/medlama", "full", "test")      # rows, answer space, --rerank shortlists
+    outputs = task.predict(prober, data, seed=None)       # the top-k names of every query
+    scored = task.score(data, outputs)                     # acc@k micro, macro and per relation
+
+A ranking prober answers cloze queries such as "Aspirin may treat [Y] ." by ranking candidate
+names (`probers.api.RankingProber`). The candidates are the answer space of the whole set (every
+head and answer name, sorted), or only the answers of the query's relation. Scores come from the
+`acc_at_k` evaluate module, loaded the way any Hub user loads it; there is no second copy of it here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from probers.api import CandidateScorer, RankingProber, UserError
+from probers.atomic import write_all_atomically
+from probers.hub.resources import metric_path
+from probers.registry import PROBERS
+from probers.results import RunRecord, format_table
+from probers.tasks import Scored
+from probers.tasks.loading import check_fields, load_probe_dataset
+
+if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
+    import datasets
+
+MEDLAMA_FIELDS = ("id", "relation", "head_name", "query", "answers")
+CANDIDATE_SETS = ("set", "relation")
+
+Candidates = list[str] | dict[str, list[str]]  # one list for every query, or one per relation
+
+
+@dataclass
+class MedLAMAData:
+    rows: datasets.Dataset  # the rows probed (all, or the first --per-relation N of each relation)
+    candidates: Candidates
+    shortlists: dict[str, list[str]] | None = None  # query -> names, with --rerank
+
+
+@dataclass
+class MedLAMAOutputs:
+    predictions: list[list[str]]  # the top-k names of every probed row, best first
+    unanswered: int  # rows that got no name at all (scored as misses)
+    settings: dict  # what predicting added to the record (the --rerank shortlist)
+
+
+class MedLAMATask:
+    """MedLAMA (Meng, Liu et al., ACL 2022) and any set of the same fields; see `probers.registry`
+    for the options, whose defaults are the defaults of this signature."""
+
+    def __init__(
+        self,
+        *,
+        k: Sequence[int] = [1, 10],  # never mutated; a list, as the registry's default
+        candidates: str = "set",
+        per_relation: int | None = None,
+        exclude_head: bool = False,
+        predictions: str | None = None,
+        rerank: str | None = None,
+        rerank_top: int = 100,
+    ):
+        cutoffs = sorted(set(k))
+        if not cutoffs or cutoffs[0] < 1:
+            raise UserError(f"--k needs positive integers, got {list(k)}")
+        if candidates not in CANDIDATE_SETS:
+            raise UserError(f"--candidates must be one of {', '.join(CANDIDATE_SETS)}, got {candidates!r}")
+        for flag, value in (("--per-relation", per_relation), ("--rerank-top", rerank_top)):
+            if value is not None and value < 1:
+                raise UserError(f"{flag} must be a positive integer, got {value}")
+        self.k, self.candidates, self.per_relation, self.exclude_head = cutoffs, candidates, per_relation, exclude_head
+        self.predictions, self.rerank, self.rerank_top = predictions, rerank, rerank_top
+        self.plot_metric = f"acc@{max(cutoffs)}"
+        self.timings: dict[str, float] = {}
+
+    def load(self, dataset: str, config: str | None, split: str) -> MedLAMAData:
+        """The rows to probe and their candidates, and the --rerank shortlists checked against them,
+        all before any model loads (a file that does not fit fails now, not after the model)."""
+        ds = load_probe_dataset(dataset, config, split)
+        check_fields(ds, MEDLAMA_FIELDS, f"dataset {dataset!r} (config {config!r})")
+        # the answer space of the whole set, also when only a subset is probed
+        candidates = answer_space(ds) if self.candidates == "set" else relation_answer_spaces(ds)
+        rows = ds
+        if self.per_relation:
+            rows = first_per_group(ds, self.per_relation)
+            print(f"probing the first {self.per_relation} queries of each relation: {rows.num_rows:,} of {ds.num_rows:,} queries")
+        data = MedLAMAData(rows, candidates)
+        if self.rerank:
+            data.shortlists = load_rerank_shortlists(self.rerank, self.rerank_top, data)
+        return data
+
+    def predict(self, prober: RankingProber, data: MedLAMAData, seed: int | None = None) -> MedLAMAOutputs:
+        """The top max(k) names of every row; with --rerank, the prober scores only each row's shortlist."""
+        settings: dict = {}
+        if self.rerank:
+            prober = self.shortlist_prober(prober, data)
+            settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
+        predictions = rank_queries(prober, data.rows, max(self.k), data.candidates, exclude_head=self.exclude_head)
+        return MedLAMAOutputs(predictions, report_unanswered(data.rows["id"], predictions), settings)
+
+    def shortlist_prober(self, prober: Any, data: MedLAMAData) -> Any:
+        from probers.lm.candidate_scoring import ShortlistProber
+
+        if not isinstance(prober, CandidateScorer):
+            scorers = [name for name, entry in PROBERS.items() if {"ranking", "candidate-scoring"} <= set(entry.kinds)]
+            raise UserError(
+                f"--rerank works with --prober {', '.join(scorers[:-1])} or {scorers[-1]} (they score a shortlist), "
+                f"not {getattr(prober, 'name', '') or type(prober).__name__}"
+            )
+        assert data.shortlists is not None  # read by `load` whenever --rerank is given
+        return ShortlistProber(prober, data.shortlists, source=f"top {self.rerank_top} of {self.rerank}")
+
+    def score(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Scored:
+        scores = score_ranking(data.rows, outputs.predictions, self.k)
+        candidates = data.candidates
+        return Scored(
+            metrics={key: value for key, value in scores.items() if key != "per_group"},
+            per_group=scores["per_group"],
+            counts={
+                "queries": data.rows.num_rows,
+                "candidates": len(candidates) if isinstance(candidates, list) else sum(map(len, candidates.values())),
+                "queries_without_predictions": outputs.unanswered,
+            },
+            settings={
+                "k": self.k,
+                "candidates": self.candidates,
+                "exclude_head": self.exclude_head,
+                "per_relation": self.per_relation,
+                **outputs.settings,
+            },
+        )
+
+    def table(self, record: RunRecord) -> str:
+        return format_table(record, [f"acc@{k}" for k in self.k], group_label="relation")
+
+    def writers(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> list[tuple[str | Path | None, Callable[[Path], None]]]:
+        return [(self.predictions, lambda temp: dump_predictions(temp, data.rows, outputs.predictions))]
+
+
+# --- the answer space and the rows ------------------------------------------------------------------
+
+
+def answer_space(ds: datasets.Dataset) -> list[str]:
+    """The union of all head names and answer names of a set, sorted.
+
+    A fixed order matters: distinct names can receive identical scores (223 MedLAMA names
+    tokenize identically under an uncased vocabulary), and probers break ties by candidate
+    order, so a sorted space gives the same winners on every run and machine.
+    """
+    names = set(ds["head_name"])
+    for answers in ds["answers"]:
+        names.update(answers)
+    names.discard("")
+    if not names:
+        raise UserError("the answer space is empty: the dataset has no head or answer names")
+    return sorted(names)
+
+
+def relation_answer_spaces(ds: datasets.Dataset) -> dict[str, list[str]]:
+    """Per relation, the sorted union of its answer names (a restricted candidate set)."""
+    spaces: dict[str, set[str]] = {}
+    for relation, answers in zip(ds["relation"], ds["answers"]):
+        spaces.setdefault(relation, set()).update(answers)
+    return {relation: sorted(names) for relation, names in sorted(spaces.items())}
+
+
+def first_per_group(ds: datasets.Dataset, n: int, column: str = "relation") -> datasets.Dataset:
+    """The first `n` rows of every group, in dataset order (a reproducible subset)."""
+    seen: dict[str, int] = {}
+    keep = []
+    for index, group in enumerate(ds[column]):
+        if seen.get(group, 0) < n:
+            seen[group] = seen.get(group, 0) + 1
+            keep.append(index)
+    return ds.select(keep)
+
+
+def load_rerank_shortlists(path: str, top: int, data: MedLAMAData) -> dict[str, list[str]]:
+    """Query -> the first `top` names of the --rerank file, checked against the rows to probe:
+    every row needs a shortlist holding at least one of its candidates."""
+    from probers.lm.candidate_scoring import read_shortlists, shortlists_by_query
+
+    rows, candidates = data.rows, data.candidates
+    if isinstance(candidates, list):
+        allowed = [set(candidates)] * rows.num_rows
+    else:
+        per_relation = {relation: set(names) for relation, names in candidates.items()}
+        allowed = [per_relation.get(relation, set()) for relation in rows["relation"]]
+    probed = list(zip(rows["id"], rows["query"], allowed))
+    return shortlists_by_query(read_shortlists(path, top), probed, f"--rerank {path}")
+
+
+# --- ranking and scoring ----------------------------------------------------------------------------
+
+
+def rank_queries(
+    prober: RankingProber,
+    ds: datasets.Dataset,
+    k: int,
+    candidates: Candidates,
+    exclude_head: bool = False,
+) -> list[list[str]]:
+    """Rank every query of `ds`; `candidates` is one list for all, or one list per relation.
+
+    With `exclude_head`, a query's own head name is left out of its predictions (the answer
+    space holds every head name, and an encoder's nearest name to "Aspirin may treat [MASK] ."
+    is often "Aspirin"); the prober ranks k + 1 names so that k remain.
+    """
+    if exclude_head:
+        ranked = rank_queries(prober, ds, k + 1, candidates)
+        return [[name for name in names if name != head][:k] for names, head in zip(ranked, ds["head_name"])]
+    if isinstance(candidates, list):
+        return prober.rank(ds["query"], candidates, k)
+    predictions: list[list[str] | None] = [None] * ds.num_rows
+    by_relation: dict[str, list[int]] = {}
+    for index, relation in enumerate(ds["relation"]):
+        by_relation.setdefault(relation, []).append(index)
+    queries = ds["query"]
+    for relation, indices in by_relation.items():
+        if relation not in candidates:
+            raise UserError(f"no candidate list for relation {relation!r}")
+        ranked = prober.rank([queries[i] for i in indices], candidates[relation], k)
+        for index, names in zip(indices, ranked):
+            predictions[index] = names
+    return predictions  # type: ignore[return-value]
+
+
+def score_ranking(ds: datasets.Dataset, predictions: list[list[str]], cutoffs: Sequence[int]) -> dict:
+    """acc@k (micro), macro_acc@k and per-relation values from the acc_at_k evaluate module."""
+    import evaluate
+
+    metric = evaluate.load(metric_path("acc_at_k"))
+    return metric.compute(predictions=predictions, references=ds["answers"], groups=ds["relation"], k=list(cutoffs))
+
+
+def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
+    """How many queries got no name at all (scored as misses); said aloud, never a silent 0."""
+    unanswered = [example_id for example_id, names in zip(ids, predictions) if not names]
+    if unanswered:
+        print(
+            f"note: {len(unanswered):,} of {len(ids):,} queries got no predictions and count as misses "
+            f"(e.g. {', '.join(map(str, unanswered[:3]))}); counts.queries_without_predictions in the results file"
+        )
+    return len(unanswered)
+
+
+# --- the --predictions file -------------------------------------------------------------------------
+
+
+def write_predictions(path: str | Path, ds: datasets.Dataset, predictions: list[list[str]]) -> Path:
+    """The top-k names of every query as JSON lines, written atomically."""
+    write_all_atomically([(path, lambda temp: dump_predictions(temp, ds, predictions))])
+    return Path(path)
+
+
+def dump_predictions(path: Path, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        for example_id, names in zip(ds["id"], predictions):
+            handle.write(json.dumps({"id": example_id, "predictions": names}, ensure_ascii=False) + "\n")
