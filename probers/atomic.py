@@ -19,9 +19,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from probers.api import UserError
 
-class UnwritableOutput(ValueError):
-    """An output path that cannot be written; the message names the option and the path."""
+
+class UnwritableOutput(UserError):
+    """An output path that cannot be written; the message names the option and the path (a UserError:
+    the CLI prints it as one line)."""
 
 
 def temporary_sibling(target: Path) -> Path:

@@ -93,11 +93,11 @@ def test_wrong_models_and_long_candidates_are_errors_that_name_the_model():
     tokenizer = byte_bpe_tokenizer()
     t5, _ = tiny_random_t5()
     with pytest.raises(ValueError, match=r"'tiny-t5' cannot be used here: it is an encoder-decoder model \(t5\)"):
-        CausalLMProbe(t5, tokenizer, name="tiny-t5")
+        CausalLMProbe(t5, tokenizer, model_name="tiny-t5")
     bert, _ = tiny_random_bert_mlm()
     with pytest.raises(ValueError, match=r"'tiny-bert' cannot be used here: .*not a causal LM"):
-        CausalLMProbe(bert, tokenizer, name="tiny-bert")
-    probe = CausalLMProbe(tiny_random_gpt2(tokenizer), tokenizer, name="tiny-gpt2", progress=False)
+        CausalLMProbe(bert, tokenizer, model_name="tiny-bert")
+    probe = CausalLMProbe(tiny_random_gpt2(tokenizer), tokenizer, model_name="tiny-gpt2", progress=False)
     with pytest.raises(ValueError, match=r"more than the 64 positions of 'tiny-gpt2'"):
         probe.score_candidates(QUERIES[:1], [["fever", " ".join(["chronic heart failure"] * 30)]])
     with pytest.raises(ValueError, match="blank candidate"):

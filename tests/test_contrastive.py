@@ -184,6 +184,30 @@ def test_names_that_tokenize_alike_tie_and_keep_answer_space_order_plumbing_tiny
         assert where == sorted(where) and where[2] - where[0] == 2  # adjacent, in answer-space order
 
 
+def test_score_candidates_ranks_as_rank_does_plumbing_tiny_random_bert():
+    """Contrastive-Probe is a CandidateScorer: ranking by its scores gives rank()'s names, ties included."""
+    from probers.api import CandidateScorer
+    from probers.lm.candidate_scoring import rank_by_scores
+
+    probe = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False, batch_size=3)
+    assert isinstance(probe, CandidateScorer) and probe.name == "contrastive"
+    queries = [f"{w} might treat [Y] ." for w in ("alpha", "beta", "gamma", "aspirin")]
+    names = [*toy_corpus(12), "Aspirin", "aspirin", "ASPIRIN"]  # three spellings, one embedding: exact ties
+    for similarity in ("cos", "l2"):
+        probe.similarity = similarity
+        assert rank_by_scores(probe, queries, names, 8) == probe.rank(queries, names, 8)
+    # its own candidates per query, in their order, each name encoded once
+    lists = [["gout", "lung"], ["lung"], [], ["heart", "gout", "lung"]]
+    scores = probe.score_candidates(queries, lists)
+    assert [len(row) for row in scores] == [2, 1, 0, 3]
+    [[alone]] = probe.score_candidates(queries[:1], [["lung"]])
+    assert float(scores[0][1]) == pytest.approx(float(alone), rel=1e-5)  # a name scores the same in any list
+    expected = -((probe.encode_queries(queries[:1]) - probe.encode_names(["gout"])) ** 2).sum()
+    assert float(scores[0][0]) == pytest.approx(float(expected), abs=1e-5)  # l2: the negative squared distance
+    with pytest.raises(ValueError, match="one candidate list per query"):
+        probe.score_candidates(queries, [["gout"]])
+
+
 def test_untuned_retrieval_is_deterministic_plumbing_tiny_random_bert():
     queries = [f"{w} might treat [Y] ." for w in ("alpha", "beta", "gamma", "delta", "aspirin")] * 3
     names = toy_corpus(40)

@@ -11,7 +11,7 @@ import pytest
 
 from probers.cli import main
 from probers.cli.demo import SAMPLE_DATASET
-from probers.ranking import answer_space, first_per_group
+from probers.tasks.medlama import answer_space, first_per_group
 from probers.hub.resources import load_builder_module
 from tiny_bert import save_tiny_bert, toy_corpus
 

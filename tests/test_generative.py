@@ -33,7 +33,7 @@ def test_beam_output_is_sorted_by_the_documented_score_tiny_random_t5():
             expected = teacher_forced_score(model, tokenizer, query, sequences[r].tolist(), eos=1)
             assert scores[r].item() == pytest.approx(expected, abs=1e-4)
     # rank keeps that order, merges duplicates, and returns at most num_return answers
-    for answers, pooled in zip(probe.generate(QUERIES), probe.predict(QUERIES)):
+    for answers, pooled in zip(probe.generate(QUERIES), probe.generate_answers(QUERIES)):
         assert len(answers) == 10 and 0 < len(pooled) <= 10
         assert [s for _, s in pooled] == sorted((s for _, s in pooled), reverse=True)
         assert pooled[0] == next(a for a in answers if a[0])
@@ -66,9 +66,9 @@ def test_wrong_models_and_tokenizers_are_errors_that_name_the_model():
     model, _ = tiny_random_t5()
     plain = word_level_tokenizer(["<pad>", "</s>", "<unk>"], "$A </s>", pad_token="<pad>", eos_token="</s>")
     with pytest.raises(ValueError, match=r"tokenizer of 'plain-t5' has neither a T5 sentinel"):
-        GenerativeProbe(model, plain, name="plain-t5")
+        GenerativeProbe(model, plain, model_name="plain-t5")
     bert, bert_tokenizer = tiny_random_bert_mlm()
     with pytest.raises(ValueError, match=r"'tiny-bert' cannot be used here: BertForMaskedLM is not a seq2seq class"):
-        GenerativeProbe(bert, bert_tokenizer, name="tiny-bert")
+        GenerativeProbe(bert, bert_tokenizer, model_name="tiny-bert")
     with pytest.raises(ValueError, match="num_return"):
         GenerativeProbe(*tiny_random_t5(), beam_size=2, num_return=3)

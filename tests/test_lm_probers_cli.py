@@ -91,8 +91,9 @@ def test_wrong_model_kinds_are_one_line_errors(hub, model_dirs, tmp_path, capsys
     assert "expected a decoder-only causal LM" in capsys.readouterr().err
     assert probe(hub, tmp_path, "mask-predict", model_dirs / "gpt2")[0] == 2
     assert "expected a model with a masked-LM head" in capsys.readouterr().err
-    assert main(["probe", "--dataset", str(hub), "--prober", "mask-average"]) == 2
-    assert "needs --model" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["probe", "--dataset", str(hub), "--prober", "mask-average"])
+    assert exit_info.value.code == 2 and "the following arguments are required: --model" in capsys.readouterr().err
 
 
 def test_encoder_without_mlm_head_is_refused_minilm():
@@ -125,15 +126,10 @@ def test_smollm2_scores_equal_direct_log_likelihood(smollm2):
 
 
 @pytest.mark.slow
-def test_smollm2_ranks_a_medlama_format_set(smollm2, hub, tmp_path):
-    from argparse import Namespace
+def test_smollm2_ranks_a_medlama_format_set(smollm2, hub):
+    from probers.tasks.medlama import MedLAMATask
 
-    from probers.probe import run_ranking
-
-    args = Namespace(
-        dataset=str(hub), config="full", split="test", prober="causal-lm", model="smollm2", seed=None, batch_size=16,
-        k=[1, 3], candidates="relation", exclude_head=False, per_relation=1, out=str(tmp_path / "r.json"), plot=None, predictions=None,
-    )  # fmt: skip
-    assert run_ranking(args, smollm2) == 0
-    record = json.loads((tmp_path / "r.json").read_text())
-    assert record["counts"]["queries"] == 19 and 0.0 <= record["metrics"]["acc@1"] <= record["metrics"]["acc@3"] <= 1.0
+    task = MedLAMATask(k=[1, 3], candidates="relation", per_relation=1)
+    data = task.load(str(hub), "full", "test")
+    scored = task.score(data, task.predict(smollm2, data))
+    assert scored.counts["queries"] == 19 and 0.0 <= scored.metrics["acc@1"] <= scored.metrics["acc@3"] <= 1.0

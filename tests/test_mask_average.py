@@ -74,7 +74,7 @@ def test_equal_scores_keep_candidate_order_bias_only_bert():
 
 def test_bad_candidates_are_errors_that_name_the_model_tiny_random_bert():
     model, tokenizer = tiny_random_bert_mlm(max_position_embeddings=16)
-    probe = MaskAverageProbe(model, tokenizer, name="tiny-bert", progress=False)
+    probe = MaskAverageProbe(model, tokenizer, model_name="tiny-bert", progress=False)
     with pytest.raises(ValueError, match=r"more than the 16 positions of 'tiny-bert'"):
         probe.score_candidates(QUERIES[:1], [["fever", " ".join(["heart failure"] * 8)]])
     with pytest.raises(ValueError, match="give no tokens"):

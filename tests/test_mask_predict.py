@@ -45,7 +45,7 @@ def test_scores_are_products_of_known_token_probabilities_bias_only_bert(init_me
     probe = MaskPredictProbe(model, tokenizer, num_masks=3, beam_size=4, init_method=init_method, progress=False)
     expected = brute_force_ranking(logp, num_masks=3, beam_size=4)
     assert len(expected) >= 6
-    for answers in probe.predict(QUERIES):
+    for answers in probe.generate_answers(QUERIES):
         top = answers[: len(expected)]
         # the same scores in the same order (log of the product of token probabilities, no length
         # normalisation); names compared as a set because "fever cough" and "cough fever" tie
@@ -59,7 +59,7 @@ def test_scores_are_products_of_known_token_probabilities_bias_only_bert(init_me
 def test_order_refinement_moves_every_beam_to_the_best_token_bias_only_bert(init_method):
     model, tokenizer, logp = bias_only_bert()
     probe = MaskPredictProbe(model, tokenizer, num_masks=3, init_method=init_method, iter_method="order", progress=False)
-    for answers in probe.predict(QUERIES):  # every position re-predicted as fever; merged duplicates
+    for answers in probe.generate_answers(QUERIES):  # every position re-predicted as fever; merged duplicates
         assert answers == [(" ".join(["fever"] * n), pytest.approx(n * logp["fever"], abs=1e-5)) for n in (1, 2, 3)]
 
 
@@ -89,7 +89,7 @@ def test_order_beam_scores_equal_direct_left_to_right_computation_tiny_random_be
 def test_forward_passes_follow_the_decoding_method_tiny_random_bert(init_method):
     model, tokenizer = tiny_random_bert_mlm()
     probe = MaskPredictProbe(model, tokenizer, num_masks=3, beam_size=4, init_method=init_method, batch_size=8, progress=False)
-    answers = probe.predict(QUERIES)
+    answers = probe.generate_answers(QUERIES)
     q = len(QUERIES)
     # independent: one pass of q rows per mask count; order/confidence: q rows, then q*B rows per further mask
     expected = 3 * q if init_method == "independent" else sum(q + q * 4 * (n - 1) for n in (1, 2, 3))
@@ -118,6 +118,6 @@ def test_bad_settings_and_queries_are_errors_tiny_random_bert():
     model, tokenizer = tiny_random_bert_mlm(max_position_embeddings=12)
     with pytest.raises(ValueError, match="init_method must be one of"):
         MaskPredictProbe(model, tokenizer, init_method="random")
-    probe = MaskPredictProbe(model, tokenizer, name="tiny-bert", num_masks=5, progress=False)
+    probe = MaskPredictProbe(model, tokenizer, model_name="tiny-bert", num_masks=5, progress=False)
     with pytest.raises(ValueError, match=r"with 5 masks is 16 tokens, more than the 12 positions of 'tiny-bert'"):
-        probe.predict(["the gene has [Y] , the disease is alpha ."])
+        probe.generate_answers(["the gene has [Y] , the disease is alpha ."])

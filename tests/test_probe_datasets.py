@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from probers.cli import main
-from probers.probe import load_probe_dataset
+from probers.tasks.loading import load_probe_dataset
 
 
 @pytest.fixture

@@ -19,17 +19,20 @@ from pathlib import Path
 import pytest
 
 from probers.atomic import UnwritableOutput, atomic_output, check_writable, write_all_atomically
+import probers.run
+from probers.api import Prober
 from probers.cli import main
-from probers.probe import run_ranking
+from probers.run import RunRequest, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROBERS = ["contrastive", "mask-average", "rank-change", "pair-classifier", "mlm-head"]  # every runner
 
 
-class LookupProber:
+class LookupProber(Prober):
     """Ranks the candidates in their order (plumbing only)."""
 
-    settings = {"kind": "lookup"}
+    name = "lookup"
+    kinds = ("ranking",)
 
     def rank(self, queries, candidates, k):
         return [list(candidates[:k]) for _ in queries]
@@ -124,8 +127,10 @@ def test_two_options_naming_one_file_fail_before_anything_loads(tmp_path, nothin
 
 @pytest.mark.parametrize("prober", ["pair-classifier", "mlm-head"])
 def test_predictions_for_a_prober_that_writes_none_is_an_error_not_ignored(tmp_path, prober, nothing_loads, capsys):
-    assert probe(tmp_path, prober, "--out", tmp_path / "r.json", "--predictions", tmp_path / "p.jsonl") == 2
-    assert f"--prober {prober} writes no predictions file" in one_error_line(capsys)
+    with pytest.raises(SystemExit) as exit_info:
+        probe(tmp_path, prober, "--out", tmp_path / "r.json", "--predictions", tmp_path / "p.jsonl")
+    assert exit_info.value.code == 2
+    assert f"--predictions is an option of --task medlama, --task context_variance, not of --prober {prober}" in capsys.readouterr().err
 
 
 def test_check_writable_creates_nothing_that_stays(tmp_path):
@@ -212,20 +217,21 @@ def writes_fail_after(monkeypatch):
     return install
 
 
-def ranking_args(hub, out_dir, **overrides):
-    import argparse
-
-    values = dict(
-        dataset=str(hub), config="full", split="test", prober="lookup", model="none", seed=None, batch_size=8, k=[1, 10],
-        candidates="set", exclude_head=False, per_relation=None, out=str(out_dir / "results.json"), plot=None,
-        predictions=str(out_dir / "predictions.jsonl"),
+def run_lookup(monkeypatch, hub, out_dir, plot=None, **task_options):
+    """The medlama task through `run`, with LookupProber standing in for the contrastive prober."""
+    monkeypatch.setattr(probers.run, "make_prober", lambda *args, **kwargs: LookupProber())
+    task_options.setdefault("predictions", str(out_dir / "predictions.jsonl"))
+    request = RunRequest(
+        task="medlama", prober="contrastive", dataset=str(hub), config="full", model="none",
+        task_options=task_options, out=str(out_dir / "results.json"), plot=plot,
     )  # fmt: skip
-    values.update(overrides)
-    return argparse.Namespace(**values)
+    return run(request)
 
 
 @pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()], ids=["disk_full", "ctrl_c"])
-def test_failed_write_of_a_run_leaves_its_previous_outputs_byte_identical(synthetic_medlama_hub, tmp_path, writes_fail_after, error):
+def test_failed_write_of_a_run_leaves_its_previous_outputs_byte_identical(
+    synthetic_medlama_hub, tmp_path, writes_fail_after, error, monkeypatch
+):
     out_dir = tmp_path / "outputs"
     out_dir.mkdir()
     old = {"results.json": b'{"metrics": {"acc@1": 0.42}}\n', "predictions.jsonl": b'{"id": "x", "predictions": ["a"]}\n'}
@@ -233,20 +239,19 @@ def test_failed_write_of_a_run_leaves_its_previous_outputs_byte_identical(synthe
         (out_dir / name).write_bytes(content)
     writes_fail_after(out_dir, 300, error)  # both files are longer: the results JSON fails first
     with pytest.raises(type(error)):
-        run_ranking(ranking_args(synthetic_medlama_hub, out_dir), LookupProber())
+        run_lookup(monkeypatch, synthetic_medlama_hub, out_dir)
     assert {p.name: p.read_bytes() for p in out_dir.iterdir()} == old
 
 
-def test_failed_predictions_write_keeps_the_previous_results_too(synthetic_medlama_hub, tmp_path, writes_fail_after):
+def test_failed_predictions_write_keeps_the_previous_results_too(synthetic_medlama_hub, tmp_path, writes_fail_after, monkeypatch):
     """The results JSON is written in full, then the predictions fail: neither file changes."""
     out_dir = tmp_path / "outputs"
     out_dir.mkdir()
     (out_dir / "results.json").write_text("old results\n")
     (out_dir / "predictions.jsonl").write_text("old predictions\n")
     writes_fail_after(out_dir, 500, OSError(28, "No space left on device"), name_part="predictions")
-    args = ranking_args(synthetic_medlama_hub, out_dir, per_relation=1)
     with pytest.raises(OSError):
-        run_ranking(args, LookupProber())
+        run_lookup(monkeypatch, synthetic_medlama_hub, out_dir, per_relation=1)
     assert (out_dir / "results.json").read_text() == "old results\n"
     assert (out_dir / "predictions.jsonl").read_text() == "old predictions\n"
 
@@ -284,9 +289,9 @@ def test_killed_run_leaves_the_previous_results_byte_identical(tmp_path):
     assert all(name.startswith(".results-tmp-") for name in leftovers)  # hidden, beside the target
 
 
-def test_plot_path_without_a_suffix_is_written_as_png_at_that_path(synthetic_medlama_hub, tmp_path):
+def test_plot_path_without_a_suffix_is_written_as_png_at_that_path(synthetic_medlama_hub, tmp_path, monkeypatch):
     out_dir = tmp_path / "outputs"
-    run_ranking(ranking_args(synthetic_medlama_hub, out_dir, plot=str(out_dir / "bars"), predictions=None), LookupProber())
+    run_lookup(monkeypatch, synthetic_medlama_hub, out_dir, plot=str(out_dir / "bars"), predictions=None)
     assert (out_dir / "bars").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(os.listdir(out_dir)) == ["bars", "results.json"]  # not bars.png beside it
     assert json.loads((out_dir / "results.json").read_text())["counts"]["queries"] == 57

@@ -9,17 +9,36 @@ import json
 import numpy as np
 import pytest
 
-from probers.lm.candidate_scoring import ShortlistProber, read_shortlists, shortlists_by_query
+from probers.api import Prober
 from probers.cli import main
+from probers.lm.candidate_scoring import ShortlistProber, rank_by_scores, read_shortlists, shortlists_by_query
 
 
-class ShortlistOrderScorer:
+class ShortlistOrderScorer(Prober):
     """Scores candidates in the order given: the first is best."""
 
-    settings = {"kind": "shortlist-order"}
+    name = "mask-average"
+    kinds = ("ranking", "candidate-scoring")
+
+    @property
+    def settings(self):
+        return {"kind": "shortlist-order"}
 
     def score_candidates(self, queries, candidates):
         return [np.arange(len(names), 0, -1, dtype=float) for names in candidates]
+
+    def rank(self, queries, candidates, k):
+        return rank_by_scores(self, queries, candidates, k)
+
+
+class RankOnlyProber(Prober):
+    """A ranking prober that scores no candidates (as mask-predict and generative)."""
+
+    name = "mask-predict"
+    kinds = ("ranking",)
+
+    def rank(self, queries, candidates, k):
+        return [list(candidates[:k]) for _ in queries]
 
 
 @pytest.fixture
@@ -70,7 +89,8 @@ def test_rerank_of_gold_first_shortlists_scores_one(synthetic_medlama_hub, rows,
     code, out = rerank(synthetic_medlama_hub, tmp_path, write_lines(tmp_path / "p.jsonl", gold_first(rows)), "--rerank-top", 3)
     record = json.loads(out.read_text())
     assert code == 0 and record["metrics"]["acc@1"] == 1.0 and record["counts"]["queries_without_predictions"] == 0
-    assert record["settings"]["shortlist"].startswith("top 3 of ")
+    assert record["settings"]["shortlist"].startswith("top 3 of ") and record["settings"]["shortlist_size"] == 3
+    assert record["settings"]["kind"] == "shortlist-order"
 
 
 @pytest.mark.parametrize("top", ["0", "-2", "x"])
@@ -151,10 +171,16 @@ def test_queries_left_with_no_prediction_are_counted_and_reported(synthetic_medl
     assert f"note: 1 of 57 queries got no predictions and count as misses (e.g. {lines[0]['id']})" in capsys.readouterr().out
 
 
-def test_rerank_with_a_prober_that_cannot_use_it_is_an_error(synthetic_medlama_hub, tmp_path, capsys):
-    assert main(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", "minilm",
-                 "--rerank", "p.jsonl", "--out", str(tmp_path / "r.json")]) == 2  # fmt: skip
-    assert "--rerank works with --prober mask-average or causal-lm" in last_error(capsys)
+def test_rerank_with_a_prober_that_cannot_use_it_is_an_error(synthetic_medlama_hub, rows, tmp_path, capsys, monkeypatch):
+    from probers.lm.mask_predict import MaskPredictProbe
+
+    monkeypatch.setattr(MaskPredictProbe, "from_pretrained", lambda *args, **kwargs: RankOnlyProber())
+    path = write_lines(tmp_path / "p.jsonl", gold_first(rows))
+    assert main(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "mask-predict", "--model", "tiny",
+                 "--rerank", path, "--out", str(tmp_path / "r.json")]) == 2  # fmt: skip
+    error = last_error(capsys)
+    assert "--rerank works with --prober contrastive, mask-average or causal-lm (they score a shortlist), not mask-predict" in error
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_empty_file_is_an_error(tmp_path):
