@@ -68,6 +68,16 @@ def test_rewired_checkpoints_and_saved_model_can_be_probed_plumbing_tiny_random_
     assert probe(hub, saved / "checkpoint-2", tmp_path / "step2.json") == 0
 
 
+def test_contrastive_reranks_its_own_shortlist_unchanged_plumbing_tiny_random_bert(hub, tiny_model, tmp_path):
+    """--rerank with contrastive scores each shortlist by score_candidates: its own top 3, re-scored, keep their order."""
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    assert probe(hub, tiny_model, tmp_path / "a.json", "--k", "1,3", "--predictions", first) == 0
+    assert probe(hub, tiny_model, tmp_path / "b.json", "--k", "1,3", "--predictions", second, "--rerank", first, "--rerank-top", 3) == 0
+    assert second.read_bytes() == first.read_bytes()
+    record = json.loads((tmp_path / "b.json").read_text())
+    assert record["settings"]["shortlist_size"] == 3 and "score_candidates" in record["timings"]
+
+
 @pytest.fixture(scope="module")
 def no_mask_model(tmp_path_factory):
     return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert_no_mask"), mask=False)
