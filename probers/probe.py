@@ -24,7 +24,6 @@ from probers.ranking import (
     relation_answer_spaces,
     score_ranking,
 )
-from probers.tasks.mst import add_mlm_head_arguments, run_mlm_head
 from probers.atomic import check_distinct_outputs, check_writable, write_all_atomically
 from probers.results import RunRecord, format_table, plot_format, save_run
 from probers.api import UserError
@@ -271,7 +270,6 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     add_training_arguments(parser)
     add_pair_classifier_arguments(parser)
     add_contrastive_arguments(parser)
-    add_mlm_head_arguments(parser)
     parser.set_defaults(func=run_probe)
 
 
@@ -345,14 +343,8 @@ def run_probe(args: argparse.Namespace) -> int:
         shortlists = load_rerank_shortlists(args, ds) if getattr(args, "rerank", None) else None
         timings = {"load_dataset": time.perf_counter() - start}
         return run_ranking(args, make_ranking_prober(args, shortlists), timings, ds=ds)
-    if args.prober in RANK_CHANGE_PROBERS:
-        from probers.tasks.context_variance import run_rank_change
-
-        return run_rank_change(args)
     if args.prober == PAIR_CLASSIFIER:
         return run_pair_classifier(args)
-    if args.prober in CHOICE_PROBERS:
-        return run_mlm_head(args)
     raise UserError(f"unknown prober {args.prober!r}")
 
 
