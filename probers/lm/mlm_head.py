@@ -205,8 +205,8 @@ class MLMHeadProbe(Prober):
         if training_args is not None and (epochs, learning_rate) != (DEFAULT_EPOCHS, DEFAULT_LEARNING_RATE):
             # one of them would be ignored: say so rather than train with something else than asked
             raise UserError("pass epochs and learning_rate inside training_args (num_train_epochs, learning_rate), not beside it")
-        if not (epochs > 0 and learning_rate > 0):
-            raise UserError(f"epochs and learning_rate must be positive, got {epochs} and {learning_rate}")
+        if not (epochs > 0 and learning_rate >= 0):
+            raise UserError(f"epochs must be positive and learning_rate not negative, got {epochs} and {learning_rate}")
         self.model_name = model
         self.epochs = epochs
         self.learning_rate = learning_rate
