@@ -268,3 +268,31 @@ def test_mask_average_with_task_context_variance_equals_rank_change_plumbing_tin
         assert rank_change[key] == mask_average[key], key
     assert rank_change["benchmark"] == "context_variance" and rank_change["counts"]["instances"] == 3
     assert (tmp_path / "rc.jsonl").read_bytes() == (tmp_path / "ma.jsonl").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def tiny_causal_lm(tmp_path_factory):
+    from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
+
+    tokenizer = byte_bpe_tokenizer()
+    folder = tmp_path_factory.mktemp("tiny_gpt2")
+    tiny_random_gpt2(tokenizer, n_positions=1024).save_pretrained(folder)  # context steps are long in byte pieces
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_rank_change_builds_causal_lm_for_a_causal_model_as_the_causal_lm_prober_plumbing_tiny_random_gpt2(hub, tiny_causal_lm):
+    from probers.run import check_request, make_prober
+    from probers.tasks.context_variance import ContextVarianceTask
+
+    scorer = RankChangeProbe.scorer_for(tiny_causal_lm, device="cpu", batch_size=8)
+    assert type(scorer).__name__ == "CausalLMProbe" and scorer.batch_size == 8
+    direct = make_prober("causal-lm", tiny_causal_lm, device="cpu")
+    rows = load(hub, "real-negative").select(range(2))  # two rows are enough to compare the ranks
+    task = ContextVarianceTask()
+    through_rank_change, through_causal_lm = task.predict(scorer, rows, None), task.predict(direct, rows, None)
+    assert [r.ranks for r in through_rank_change.row_ranks] == [r.ranks for r in through_causal_lm.row_ranks]
+    assert through_rank_change.settings["batch_size"] == 8 and through_causal_lm.settings["batch_size"] == 64
+    assert through_causal_lm.settings["scorer"] == "CausalLMProbe"
+    for prober in ("causal-lm", "mask-average", "contrastive"):  # every candidate scorer may run the task
+        check_request(RunRequest(task="context_variance", prober=prober, dataset=str(hub), model="m", out=None))
