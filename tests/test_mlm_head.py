@@ -6,15 +6,16 @@ runs the real packaged MiniLM through the demo entry at tiny sizes.
 """
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer, TrainingArguments
 
-from probers.hub.build import build
 from probers.cli import main
+from probers.hub.build import build
 from probers.lm.mlm_head import MLMHeadProbe
-from probers.tasks.mst import run_mst_demo
+from probers.tasks.mst import MSTTask, run_mst_demo
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta", "gamma", "is", "the", "colour", "of", ".",
          "red", "blue", "green", "dark", "##er", "larger", "smaller", "largest", "smallest", "middle", "increasing",
@@ -100,7 +101,7 @@ def test_each_text_is_encoded_once_across_fit_score_and_seeds_plumbing_tiny_rand
     for seed in (0, 1, 2):
         probe.reset(seed)
         probe.fit(texts, choices, labels)
-        probe.score(test_texts, [COLOURS] * 2)
+        probe.score_choices(test_texts, [COLOURS] * 2)
     assert sum(encoded) == len(set(texts)) + len(test_texts)  # 3 distinct training texts + 2 test texts, once
 
 
@@ -110,7 +111,7 @@ def test_scratch_draws_one_encoder_per_seed_and_is_deterministic_plumbing_tiny_r
     def scores(probe, seed):
         probe.reset(seed)
         probe.fit(texts, choices, labels)
-        return probe.score(texts, choices)
+        return probe.score_choices(texts, choices)
 
     args = fast_args(tmp_path, num_train_epochs=2)
     first = MLMHeadProbe(with_head, scratch=True, training_args=args, progress=False, device="cpu")
@@ -130,7 +131,7 @@ def test_multi_piece_choice_is_the_mean_log_prob_at_as_many_masks_plumbing_tiny_
     probe = MLMHeadProbe(with_head, vocabulary=vocabulary, progress=False, device="cpu")
     text, options = "the colour of alpha is [MASK] .", ["darker", "red"]  # darker = dark ##er
     assert [len(probe.choice_ids(c)) for c in options] == [2, 1]
-    got = probe.score([text], [options])[0]
+    got = probe.score_choices([text], [options])[0]
 
     model = BertForMaskedLM.from_pretrained(with_head).eval()
     tokenizer = probe.tokenizer
@@ -159,15 +160,33 @@ def test_training_arguments_pass_through_plumbing_tiny_random_bert(without_head,
 def test_bad_items_are_clear_errors(with_head):
     probe = MLMHeadProbe(with_head, progress=False, device="cpu", max_length=6)
     with pytest.raises(ValueError, match=r"exactly one \[MASK\]"):
-        probe.score(["no slot here ."], [COLOURS])
+        probe.score_choices(["no slot here ."], [COLOURS])
     with pytest.raises(ValueError, match="item 0 has label 3 but only 3 choices"):
         probe.fit(["alpha is [MASK] ."], [COLOURS], [3])
     with pytest.raises(ValueError, match="item 0 has 1 choice"):
-        probe.score(["alpha is [MASK] ."], [["red"]])
+        probe.score_choices(["alpha is [MASK] ."], [["red"]])
     with pytest.raises(ValueError, match="keeps 0 of its 1 mask"):
-        probe.score(["alpha is the colour of the [MASK] ."], [COLOURS])
+        probe.score_choices(["alpha is the colour of the [MASK] ."], [COLOURS])
     with pytest.raises(ValueError, match="vocabulary must be one of"):
         MLMHeadProbe(with_head, vocabulary="some", device="cpu")
+    with pytest.raises(ValueError, match="pass epochs and learning_rate inside training_args"):
+        MLMHeadProbe(with_head, epochs=3, training_args=TrainingArguments(output_dir="unused"), device="cpu")
+
+
+def test_epochs_and_learning_rate_set_the_probes_own_training_arguments_plumbing_tiny_random_bert(with_head):
+    from probers.api import ChoiceScorer, Prober
+
+    probe = MLMHeadProbe(with_head, epochs=1, learning_rate=0.0, seed=3, progress=False, device="cpu")
+    assert isinstance(probe, Prober) and isinstance(probe, ChoiceScorer) and probe.name == "mlm-head"
+    args = probe._args()
+    assert (args.num_train_epochs, args.learning_rate, args.seed) == (1, 0.0, 3)
+    assert Path(args.output_dir).is_dir()  # the probe's own temporary folder: nothing is passed in for it
+    before = {k: v.clone() for k, v in probe.head.state_dict().items()}
+    assert probe.fit(*colour_task(6))["epoch"] == 1
+    assert all(torch.equal(before[k], v) for k, v in probe.head.state_dict().items())  # lr 0: nothing moves
+    assert probe.settings["epochs"] == 1 and probe.settings["learning_rate"] == 0.0
+    default = MLMHeadProbe(with_head, progress=False, device="cpu")._args()
+    assert (default.num_train_epochs, default.learning_rate) == (20, 1e-3)
 
 
 @pytest.fixture(scope="module")
@@ -190,9 +209,13 @@ def test_cli_probes_every_task_with_seeds_and_writes_the_record_plumbing_tiny_ra
         assert len(group["accuracy_per_seed"]) == 2 and group["chance"] == pytest.approx(chance)
         assert all(acc * 20 == round(acc * 20) for acc in group["accuracy_per_seed"])  # 20 test rows
     assert 0 <= record["metrics"]["accuracy"] <= 1 and "accuracy_std" in record["metrics"]
-    assert record["settings"]["epochs"] == 2 and record["timings"]["encode"] > 0
+    assert record["settings"]["epochs"] == 2 and record["timings"]["encode"] > 0 and record["seed"] == 4
+    assert record["settings"]["train_split"] == "train" and record["settings"]["batch_size"] == 64
+    assert record["counts"] == {"tasks": 2, "comparison_rows": {"train": 30, "test": 20}, "sorting_rows": {"train": 30, "test": 20}}
+    assert {"load_dataset", "load_model", "probe", "score", "train", "score_choices"} <= set(record["timings"])
     table = capsys.readouterr().out
-    assert "comparison" in table and "mean over tasks" in table and " ± " in table
+    assert "mlm-head probe, 2 seed(s), accuracy in % (mean ± std over seeds):" in table
+    assert "comparison" in table and "mean over tasks" in table and " ± " in table and "probed in " in table
 
     assert main(["probe", "--dataset", str(small_mst), "--config", "sorting", "--prober", "mlm-head", "--model", with_head,
                  "--scratch", "--seeds", "1", "--epochs", "1", "--out", str(out), "--device", "cpu"]) == 0  # fmt: skip
@@ -200,11 +223,36 @@ def test_cli_probes_every_task_with_seeds_and_writes_the_record_plumbing_tiny_ra
     assert list(record["per_group"]) == ["sorting"] and record["settings"]["scratch"] is True
 
 
+def exit_code(argv: list[str]) -> int:
+    """`medprobe ARGV`'s exit status, whether main returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
 def test_cli_errors_are_one_line(small_mst, tmp_path, capsys):
-    assert main(["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--out", str(tmp_path / "r.json")]) == 2
-    assert "needs --model" in capsys.readouterr().err
-    assert main(["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", "minilm", "--seeds", "0"]) == 2
-    assert "--seeds must be at least 1" in capsys.readouterr().err
+    assert exit_code(["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--out", str(tmp_path / "r.json")]) == 2
+    assert "the following arguments are required: --model" in capsys.readouterr().err
+    assert exit_code(["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", "minilm", "--seeds", "0"]) == 2
+    assert "argument --seeds: expected a positive integer, got 0" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="--seeds must be at least 1"):
+        MSTTask(seeds=0)
+
+
+def test_task_probes_every_config_in_mst_order_with_seeds_from_the_given_one_plumbing_tiny_random_bert(small_mst, with_head, tmp_path):
+    task = MSTTask(seeds=2)
+    data = task.load(str(small_mst), None, "validation")
+    assert list(data) == ["comparison", "sorting"] and data["sorting"][1].num_rows == 3
+    probe = MLMHeadProbe(with_head, training_args=fast_args(tmp_path, num_train_epochs=1), progress=False, device="cpu")
+    outputs = task.predict(probe, data, None)
+    assert outputs.seeds == [0, 1] and probe.seed == 1
+    scored = task.score(data, outputs)
+    assert scored.seed == 0 and scored.settings["seeds"] == [0, 1] and scored.settings["train_split"] == "train"
+    assert scored.counts["sorting_rows"] == {"train": 30, "test": 3}
+    means = [(a + b) / 2 for a, b in zip(*(scored.per_group[t]["accuracy_per_seed"] for t in data))]
+    assert scored.metrics["accuracy"] == pytest.approx(sum(means) / 2)
+    assert task.predict(probe, data, 7).seeds == [7, 8] and probe.seed == 8
 
 
 @pytest.mark.slow

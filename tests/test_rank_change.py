@@ -1,19 +1,22 @@
-"""RankChangeProbe and `medprobe probe --prober rank-change` with stand-in scorers (plumbing, no model).
+"""RankChangeProbe and the context_variance task (`medprobe probe --prober rank-change`, or any candidate
+scorer with `--task context_variance`) with stand-in scorers (plumbing, no model), and once on a tiny
+random masked LM.
 
 The real scorers (probers.lm.mask_average.MaskAverageProbe, probers.lm.causal_lm.CausalLMProbe) share
 the interface the stand-ins implement: score_candidates(queries with [Y], candidates) -> arrays.
 """
 
-import argparse
+import dataclasses
 import json
 import re
 
 import numpy as np
 import pytest
 
-from probers.hub.build import build
 from probers.cli import main
+from probers.hub.build import build
 from probers.lm.rank_change import RankChangeProbe, ranks_from_scores, slot_query, ucm_inputs
+from probers.run import RunRequest, run
 
 NOTE = "notes/ent_clinic_nasal_polyp.txt"
 FIGURE1 = f"mp:nasal_polyp-has_symptom|discolored nasal discharge|{NOTE}"
@@ -90,7 +93,7 @@ def test_figure1_rank_changes_through_the_probe(hub):
             input5: {"discolored nasal discharge": 1, "nasal stuffiness": 2, "postnasal drip": 3, "sick feeling": 10, "heartburn": 6},
         }
     )
-    row_ranks = RankChangeProbe(scorer, progress=False).rank(rows)
+    row_ranks = RankChangeProbe(scorer, progress=False).rank_rows(rows)
     assert row_ranks[4]["nasal stuffiness"] == 20  # the object added next is ranked before it is added
     inputs = ucm_inputs(rows, row_ranks)
     step5 = 4  # entries are steps 1..10
@@ -114,7 +117,7 @@ def test_probe_scores_each_distinct_query_once_in_batches(hub):
     ds = load(hub)
     scorer = MentionCountScorer()
     probe = RankChangeProbe(scorer, batch_size=50, progress=False)
-    row_ranks = probe.rank(ds)
+    row_ranks = probe.rank_rows(ds)
     distinct = len(set(ds["text"]))
     assert distinct < ds.num_rows  # step 0 (the prompt alone) repeats across documents
     assert scorer.calls == -(-distinct // 50)
@@ -130,26 +133,34 @@ def test_scorer_returning_the_wrong_number_of_scores_is_an_error(hub):
             return [np.zeros(2) for _ in queries]
 
     with pytest.raises(ValueError, match="returned 2 scores for"):
-        RankChangeProbe(Broken(), progress=False).rank(load(hub).select(range(3)))
+        RankChangeProbe(Broken(), progress=False).rank_rows(load(hub).select(range(3)))
     with pytest.raises(TypeError, match="has no score_candidates"):
         RankChangeProbe(object())
 
 
-def probe_args(hub, tmp_path, **overrides):
-    values = dict(
-        dataset=str(hub), config="real-target", split="test", prober="rank-change", model="stand-in", seed=None, batch_size=64,
-        k=[1, 10], candidates="set", per_relation=None, out=str(tmp_path / "results.json"), plot=None, predictions=None, scorer="auto",
+@pytest.fixture
+def stand_in(monkeypatch):
+    """`run` builds a MentionCountScorer for whatever prober it is asked for (the list holds the ones built)."""
+    built = []
+
+    def make_prober(name, model, **kwargs):
+        built.append(MentionCountScorer())
+        return built[-1]
+
+    monkeypatch.setattr("probers.run.make_prober", make_prober)
+    return built
+
+
+def request(hub, tmp_path, prober="rank-change", **task_options):
+    return RunRequest(
+        task="context_variance", prober=prober, dataset=str(hub), config=task_options.pop("config", "real-target"),
+        model="stand-in", out=str(tmp_path / "results.json"), plot=task_options.pop("plot", None), task_options=task_options,
     )  # fmt: skip
-    values.update(overrides)
-    return argparse.Namespace(**values)
 
 
-def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys):
-    from probers.tasks.context_variance import run_rank_change
-
+def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys, stand_in):
     ds = load(hub)
-    args = probe_args(hub, tmp_path, predictions=str(tmp_path / "ranks.jsonl"), plot=str(tmp_path / "ucm.png"))
-    assert run_rank_change(args, scorer=MentionCountScorer()) == 0
+    run(request(hub, tmp_path, predictions=str(tmp_path / "ranks.jsonl"), plot=str(tmp_path / "ucm.png")))
     record = json.loads((tmp_path / "results.json").read_text())
     metrics = record["metrics"]
     steps = ds.num_rows - len(set(ds["instance_id"]))
@@ -162,44 +173,126 @@ def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys)
     # a copying model gains from context: the answers it is shown rise
     assert metrics["acc@10_with_context"] > metrics["acc@10_without_context"]
     assert metrics["rank_change"]["correct_added"]["RC-Oa"] < 0
-    assert record["settings"]["scorer"] == "MentionCountScorer" and "probe" in record["timings"]
+    assert record["prober"] == "rank-change" and record["benchmark"] == "context_variance"
+    assert record["settings"]["scorer"] == "MentionCountScorer" and record["settings"]["kind"] == "mention-count"
+    assert record["settings"]["k"] == [1, 10] and record["settings"]["batch_size"] == 64 and "probe" in record["timings"]
     table = capsys.readouterr().out
     assert "UCM_m (all)" in table and "has_symptom" in table and "RC-Oincor" in table
     assert len((tmp_path / "ranks.jsonl").read_text().splitlines()) == ds.num_rows
     assert (tmp_path / "ucm.png").stat().st_size > 1000
 
 
-def test_per_relation_keeps_whole_instances(hub, tmp_path):
-    from probers.tasks.context_variance import run_rank_change
-
-    run_rank_change(probe_args(hub, tmp_path, config="real-negative", per_relation=2), scorer=MentionCountScorer())
+def test_per_relation_keeps_whole_instances(hub, tmp_path, capsys, stand_in):
+    ds = load(hub, "real-negative")
+    first_two = {r: list(dict.fromkeys(i for i, rel in zip(ds["instance_id"], ds["relation"]) if rel == r))[:2] for r in set(ds["relation"])}
+    kept = sum(i in {x for two in first_two.values() for x in two} for i in ds["instance_id"])
+    run(request(hub, tmp_path, config="real-negative", per_relation=2, k=[1, 5]))
+    assert f"probing the first 2 instances of each relation: {kept} of {ds.num_rows} rows" in capsys.readouterr().out
     record = json.loads((tmp_path / "results.json").read_text())
-    assert record["counts"]["instances"] == 6
+    assert record["counts"]["instances"] == 6 and record["counts"]["rows"] == kept < ds.num_rows
     assert record["counts"]["steps"] == record["counts"]["rows"] - 6
+    assert record["settings"]["per_relation"] == 2 and "acc@5_with_context" in record["metrics"]
 
 
-def test_cli_rank_change_errors_are_one_line(hub, capsys):
-    assert main(["probe", "--dataset", str(hub), "--prober", "rank-change"]) == 2
-    assert "--prober rank-change needs --model" in capsys.readouterr().err
-    assert main(["probe", "--dataset", str(hub), "--config", "nope", "--prober", "rank-change", "--model", "x"]) == 2
+def test_a_folder_named_otherwise_records_the_benchmark_context_variance(hub, tmp_path, stand_in):
+    renamed = tmp_path / "my probes" / "cv-2021"
+    renamed.parent.mkdir()
+    renamed.symlink_to(hub, target_is_directory=True)
+    record = run(request(renamed, tmp_path))
+    assert record.benchmark == "context_variance" and record.dataset == str(renamed)
+    assert json.loads((tmp_path / "results.json").read_text())["benchmark"] == "context_variance"
+
+
+def exit_code(argv: list[str]) -> int:
+    """`medprobe ARGV`'s exit status, whether main returns it or argparse exits with it."""
+    try:
+        return main(argv)
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def test_cli_rank_change_errors_are_one_line(hub, tmp_path, capsys):
+    assert exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change"]) == 2
+    assert "the following arguments are required: --model" in capsys.readouterr().err
+    out = str(tmp_path / "r.json")
+    assert exit_code(["probe", "--dataset", str(hub), "--config", "nope", "--prober", "rank-change", "--model", "x", "--out", out]) == 2
     assert "does not load (config 'nope', split 'test'): BuilderConfig 'nope' not found" in capsys.readouterr().err
+    assert exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change", "--model", "x", "--scorer", "bm25", "--out", out]) == 2
+    assert "argument --scorer: invalid choice: 'bm25'" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
 
 
 def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
-    import probers.tasks.context_variance as runner
+    from probers.registry import PROBERS
 
-    monkeypatch.setitem(runner.SCORER_CLASSES, "causal-lm", ("probers.not_there", "CausalLMProbe"))
-    args = argparse.Namespace(model=str(tmp_path), scorer="causal-lm")
+    broken = dataclasses.replace(PROBERS["causal-lm"], target="probers.not_there:CausalLMProbe")
+    monkeypatch.setitem(PROBERS, "causal-lm", broken)
     with pytest.raises(ValueError, match=r"the causal-lm scorer \(probers.not_there.CausalLMProbe\) is not available"):
-        runner.make_rank_change_scorer(args)
+        RankChangeProbe.scorer_for(str(tmp_path), scorer="causal-lm")
+    with pytest.raises(ValueError, match="--scorer must be auto or one of mask-average, causal-lm"):
+        RankChangeProbe.scorer_for(str(tmp_path), scorer="bm25")
 
 
 def test_auto_scorer_follows_the_model_config(tmp_path):
     from transformers import BertConfig, LlamaConfig
 
-    from probers.tasks.context_variance import scorer_kind
+    from probers.lm.rank_change import scorer_kind
 
     BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "bert")
     LlamaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "llama")
     assert scorer_kind(str(tmp_path / "bert")) == "mask-average"
     assert scorer_kind(str(tmp_path / "llama")) == "causal-lm"
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm(tmp_path_factory):
+    from tiny_models import tiny_random_bert_mlm
+
+    model, tokenizer = tiny_random_bert_mlm(max_position_embeddings=256)  # context steps run to ~150 word pieces
+    folder = tmp_path_factory.mktemp("tiny_mlm")
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_mask_average_with_task_context_variance_equals_rank_change_plumbing_tiny_random_bert(hub, tiny_mlm, tmp_path, capsys):
+    common = ["--dataset", str(hub), "--config", "real-negative", "--model", tiny_mlm, "--device", "cpu", "--per-relation", "1"]
+    assert main(["probe", "--prober", "rank-change", *common, "--out", str(tmp_path / "rc.json"),
+                 "--predictions", str(tmp_path / "rc.jsonl")]) == 0  # fmt: skip
+    assert main(["probe", "--prober", "mask-average", "--task", "context_variance", *common, "--out", str(tmp_path / "ma.json"),
+                 "--predictions", str(tmp_path / "ma.jsonl")]) == 0  # fmt: skip
+    rank_change, mask_average = (json.loads((tmp_path / name).read_text()) for name in ("rc.json", "ma.json"))
+    assert (rank_change["prober"], mask_average["prober"]) == ("rank-change", "mask-average")
+    assert rank_change["settings"]["scorer"] == mask_average["settings"]["scorer"] == "MaskAverageProbe"
+    for key in ("benchmark", "metrics", "per_group", "counts"):
+        assert rank_change[key] == mask_average[key], key
+    assert rank_change["benchmark"] == "context_variance" and rank_change["counts"]["instances"] == 3
+    assert (tmp_path / "rc.jsonl").read_bytes() == (tmp_path / "ma.jsonl").read_bytes()
+
+
+@pytest.fixture(scope="module")
+def tiny_causal_lm(tmp_path_factory):
+    from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
+
+    tokenizer = byte_bpe_tokenizer()
+    folder = tmp_path_factory.mktemp("tiny_gpt2")
+    tiny_random_gpt2(tokenizer, n_positions=1024).save_pretrained(folder)  # context steps are long in byte pieces
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_rank_change_builds_causal_lm_for_a_causal_model_as_the_causal_lm_prober_plumbing_tiny_random_gpt2(hub, tiny_causal_lm):
+    from probers.run import check_request, make_prober
+    from probers.tasks.context_variance import ContextVarianceTask
+
+    scorer = RankChangeProbe.scorer_for(tiny_causal_lm, device="cpu", batch_size=8)
+    assert type(scorer).__name__ == "CausalLMProbe" and scorer.batch_size == 8
+    direct = make_prober("causal-lm", tiny_causal_lm, device="cpu")
+    rows = load(hub, "real-negative").select(range(2))  # two rows are enough to compare the ranks
+    task = ContextVarianceTask()
+    through_rank_change, through_causal_lm = task.predict(scorer, rows, None), task.predict(direct, rows, None)
+    assert [r.ranks for r in through_rank_change.row_ranks] == [r.ranks for r in through_causal_lm.row_ranks]
+    assert through_rank_change.settings["batch_size"] == 8 and through_causal_lm.settings["batch_size"] == 64
+    assert through_causal_lm.settings["scorer"] == "CausalLMProbe"
+    for prober in ("causal-lm", "mask-average", "contrastive"):  # every candidate scorer may run the task
+        check_request(RunRequest(task="context_variance", prober=prober, dataset=str(hub), model="m", out=None))

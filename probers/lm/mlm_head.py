@@ -39,6 +39,7 @@ import dataclasses
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +56,7 @@ from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging as hf_logging
 
 from probers.models import load_config, load_tokenizer, require_mask_token, resolve_device, resolve_model
-from probers.api import UserError
+from probers.api import Prober, UserError
 
 MASK_SLOT = "[MASK]"  # how the benchmark marks the slot; replaced by the model's own mask token
 IGNORE_INDEX = -100
@@ -108,15 +109,22 @@ def collate_mask_states(batch: list[dict]) -> dict[str, torch.Tensor]:
     return {"hidden_states": states, "labels": labels}
 
 
-def default_training_args(seed: int, use_cpu: bool, progress: bool, output_dir: str) -> TrainingArguments:
+DEFAULT_EPOCHS = 20
+DEFAULT_LEARNING_RATE = 1e-3
+
+
+def default_training_args(
+    seed: int, use_cpu: bool, progress: bool, output_dir: str,
+    epochs: float = DEFAULT_EPOCHS, learning_rate: float = DEFAULT_LEARNING_RATE,
+) -> TrainingArguments:  # fmt: skip
     """What the probe trains with unless TrainingArguments are given: AdamW, lr 1e-3, 20 epochs,
     batch 32, linear decay; nothing saved or reported. (The head is small and the states are
     cached, so epochs are cheap; on MST comparison, 5 epochs leave the head under-fitted.)"""
     return TrainingArguments(
         output_dir=output_dir,
         per_device_train_batch_size=32,
-        learning_rate=1e-3,
-        num_train_epochs=20,
+        learning_rate=learning_rate,
+        num_train_epochs=epochs,
         lr_scheduler_type="linear",
         save_strategy="no",
         logging_strategy="no",
@@ -166,8 +174,16 @@ def head_of(model: PreTrainedModel) -> tuple[nn.Module, str]:
     return head, decoders[0]
 
 
-class MLMHeadProbe:
-    """Score fixed choices at [MASK] with a frozen encoder and a trained masked-LM head."""
+class MLMHeadProbe(Prober):
+    """Score fixed choices at [MASK] with a frozen encoder and a trained masked-LM head.
+
+    Training: `epochs` and `learning_rate` over the probe's own defaults (`default_training_args`,
+    with a Trainer output folder of its own that nothing is saved to), or `training_args` passed
+    through as they are (with the probe's seed) for anything else the Trainer can do.
+    """
+
+    name: ClassVar[str] = "mlm-head"
+    kinds: ClassVar[tuple[str, ...]] = ("choice-scoring",)
 
     def __init__(
         self,
@@ -176,6 +192,8 @@ class MLMHeadProbe:
         scratch: bool = False,
         seed: int = 0,
         vocabulary: str = "choices",
+        epochs: float = DEFAULT_EPOCHS,
+        learning_rate: float = DEFAULT_LEARNING_RATE,
         training_args: TrainingArguments | None = None,
         batch_size: int = 64,
         device: str = "auto",
@@ -184,7 +202,14 @@ class MLMHeadProbe:
     ):
         if vocabulary not in VOCABULARIES:
             raise UserError(f"vocabulary must be one of {', '.join(VOCABULARIES)}, got {vocabulary!r}")
+        if training_args is not None and (epochs, learning_rate) != (DEFAULT_EPOCHS, DEFAULT_LEARNING_RATE):
+            # one of them would be ignored: say so rather than train with something else than asked
+            raise UserError("pass epochs and learning_rate inside training_args (num_train_epochs, learning_rate), not beside it")
+        if not (epochs > 0 and learning_rate >= 0):
+            raise UserError(f"epochs must be positive and learning_rate not negative, got {epochs} and {learning_rate}")
         self.model_name = model
+        self.epochs = epochs
+        self.learning_rate = learning_rate
         self.scratch = scratch
         self.vocabulary = vocabulary
         self.training_args = training_args
@@ -192,6 +217,7 @@ class MLMHeadProbe:
         self.device = resolve_device(device)
         self.max_length = max_length
         self.progress = progress
+        self.trainer_progress = progress  # the Trainer's bar per fit; off where a caller shows one bar over all fits
         self.tokenizer = load_tokenizer(model)
         self.mask_token = require_mask_token(self.tokenizer, model)
         self.config = load_config(model)
@@ -203,7 +229,8 @@ class MLMHeadProbe:
         self._choice_ids: dict[str, list[int]] = {}
         self._head_checked = False
         self._output_dir = tempfile.TemporaryDirectory(prefix="medprobe-mlm-head-")  # the Trainer's; nothing is saved
-        self.timings: dict[str, float] = {"load": 0.0, "encode": 0.0, "train": 0.0, "score": 0.0}
+        # "score_choices", not "score": a run's own "score" phase is the metric's
+        self.timings = {"load": 0.0, "encode": 0.0, "train": 0.0, "score_choices": 0.0}
         if not scratch:
             self._load_pretrained()
         self.reset(seed)
@@ -271,7 +298,9 @@ class MLMHeadProbe:
 
     def _args(self) -> TrainingArguments:
         if self.training_args is None:
-            return default_training_args(self.seed, self.device.type == "cpu", self.progress, self._output_dir.name)
+            return default_training_args(
+                self.seed, self.device.type == "cpu", self.trainer_progress, self._output_dir.name, self.epochs, self.learning_rate
+            )
         return dataclasses.replace(self.training_args, seed=self.seed)
 
     @contextlib.contextmanager
@@ -384,7 +413,7 @@ class MLMHeadProbe:
         return output.metrics
 
     @torch.inference_mode()
-    def score(self, texts: Sequence[str], choices: Sequence[Sequence[str]]) -> list[list[float]]:
+    def score_choices(self, texts: Sequence[str], choices: Sequence[Sequence[str]]) -> list[list[float]]:
         """Per item, the mean log-probability of each choice's pieces at as many masks."""
         check_items(texts, choices)
         self.head.eval()
@@ -404,12 +433,12 @@ class MLMHeadProbe:
                             if len(ids) == count:
                                 ids = [column[i] for i in ids] if column else ids
                                 scores[row][index] = log_probs[offset, torch.arange(count), ids].mean().item()
-            self.timings["score"] += time.perf_counter() - start
+            self.timings["score_choices"] += time.perf_counter() - start
         return scores
 
     def predict(self, texts: Sequence[str], choices: Sequence[Sequence[str]]) -> list[int]:
         """The index of the best choice per item (the first one on a tie)."""
-        return [max(range(len(row)), key=row.__getitem__) for row in self.score(texts, choices)]
+        return [max(range(len(row)), key=row.__getitem__) for row in self.score_choices(texts, choices)]
 
 
 def check_items(texts: Sequence[str], choices: Sequence[Sequence[str]], labels: Sequence[int] | None = None) -> None:

@@ -10,9 +10,11 @@ A scorer is any object with
 
     score_candidates(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[numpy.ndarray]
 
-where each query holds the answer slot `[Y]` (`probers.api.MASK_SLOT`) and each array holds
-one score per candidate of that query, higher = better: `probers.lm.mask_average.MaskAverageProbe`
-(masked LMs) and `probers.lm.causal_lm.CausalLMProbe` (causal LMs) are two.
+(`probers.api.CandidateScorer`) where each query holds the answer slot `[Y]` (`probers.api.MASK_SLOT`)
+and each array holds one score per candidate of that query, higher = better:
+every prober registered with the candidate-scoring kind, e.g. `probers.lm.mask_average.MaskAverageProbe`
+(masked LMs) and `probers.lm.causal_lm.CausalLMProbe` (causal LMs). `RankChangeProbe.scorer_for`
+picks one of these two from a model's config (`--prober rank-change`).
 
 Ranks are 1-based. Equal scores are broken by candidate order: of two candidates with the same
 score, the one listed first in the row's `candidates` (sorted names) gets the better rank, so
@@ -24,19 +26,42 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import datasets
 import numpy as np
 from tqdm.auto import tqdm
 
-from probers.lm.candidate_scoring import CandidateScorer
-from probers.api import MASK_SLOT, UserError
+from probers.api import MASK_SLOT, CandidateScorer, Prober, UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (
     "row_id", "instance_id", "relation", "step", "text", "target", "added_object", "added_is_correct",
     "correct_objects", "incorrect_objects", "gold_objects", "candidates",
 )  # fmt: skip
+
+
+# the registered probers `--prober rank-change --scorer NAME` can build (both score candidates at the slot)
+SCORERS = ("mask-average", "causal-lm")
+
+
+def scorer_kind(model: str) -> str:
+    """`causal-lm` for a causal LM, `mask-average` for a masked LM (from the model's config)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    from probers.models import load_config
+
+    config = load_config(model)
+    architectures = " ".join(config.architectures or [])
+    if "ForMaskedLM" in architectures or "ForPreTraining" in architectures:
+        return "mask-average"
+    if "ForCausalLM" in architectures:
+        return "causal-lm"
+    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "mask-average"
+    if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal-lm"
+    raise UserError(f"cannot tell how to score candidates with {model!r} (model type {config.model_type!r}); pass --scorer")
 
 
 def slot_query(text: str, row_id: str) -> str:
@@ -71,13 +96,19 @@ class RowRanks:
         return self.ranks[name]
 
 
-class RankChangeProbe:
+class RankChangeProbe(Prober):
     """Ranks of the target, the added object and each correct and incorrect object, per row.
 
-    >>> probe = RankChangeProbe(scorer)          # e.g. CausalLMProbe(...) or MaskAverageProbe(...)
-    >>> row_ranks = probe.rank(dataset)          # one RowRanks per row, in dataset order
-    >>> inputs = ucm_inputs(dataset, row_ranks)  # the ucm metric's keyword arguments
+    >>> probe = RankChangeProbe(scorer)              # any CandidateScorer, e.g. CausalLMProbe or MaskAverageProbe
+    >>> row_ranks = probe.rank_rows(dataset)         # one RowRanks per row, in dataset order
+    >>> inputs = ucm_inputs(dataset, row_ranks)      # the ucm metric's keyword arguments
+
+    A wrapper, not a prober of its own kind: `--prober rank-change` builds its scorer with
+    `RankChangeProbe.scorer_for(model)`, and the context-variance task wraps whatever scorer ran.
     """
+
+    name: ClassVar[str] = "rank-change"
+    kinds: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, scorer: CandidateScorer, batch_size: int = 64, progress: bool = True):
         if not callable(getattr(scorer, "score_candidates", None)):
@@ -85,9 +116,30 @@ class RankChangeProbe:
         self.scorer = scorer
         self.batch_size = batch_size
         self.progress = progress
-        self.settings = {"scorer": type(scorer).__name__, "tie_break": "candidate order", **getattr(scorer, "settings", {})}
 
-    def score(self, queries: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
+    @property
+    def settings(self) -> dict:
+        return {"scorer": type(self.scorer).__name__, "tie_break": "candidate order", **getattr(self.scorer, "settings", {})}
+
+    @classmethod
+    def scorer_for(cls, model: str, *, scorer: str = "auto", device: str = "auto", batch_size: int = 64) -> CandidateScorer:
+        """The candidate scorer `--prober rank-change` runs: the registered prober named by `scorer`
+        (auto: causal-lm for a causal LM, mask-average otherwise, read from the model's config),
+        built the way `--prober <scorer>` builds it, with its own defaults for everything else."""
+        from probers.registry import load, prober_entry
+        from probers.run import make_prober
+
+        if scorer not in SCORERS and scorer != "auto":
+            raise UserError(f"--scorer must be auto or one of {', '.join(SCORERS)}, got {scorer!r}")
+        kind = scorer_kind(model) if scorer == "auto" else scorer
+        target = prober_entry(kind).target
+        try:
+            load(target)
+        except ImportError as err:
+            raise UserError(f"the {kind} scorer ({target.replace(':', '.')}) is not available in this installation: {err}") from err
+        return make_prober(kind, model, device=device, options={"batch_size": batch_size})
+
+    def score_queries(self, queries: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
         """Scores for each distinct (query, candidates) pair once, in batches of `batch_size` queries."""
         keys = [(query, tuple(names)) for query, names in zip(queries, candidates)]
         unique = list(dict.fromkeys(keys))
@@ -106,11 +158,12 @@ class RankChangeProbe:
                 scores[key] = np.asarray(values)
         return [scores[key] for key in keys]
 
-    def rank(self, ds: datasets.Dataset) -> list[RowRanks]:
+    def rank_rows(self, ds: datasets.Dataset) -> list[RowRanks]:
+        """One RowRanks per row of a context-variance dataset, in dataset order."""
         rows = ds.select_columns(list(CONTEXT_VARIANCE_FIELDS)).to_list()
         next_added = {(r["instance_id"], r["step"]): r["added_object"] for r in rows}
         queries = [slot_query(r["text"], r["row_id"]) for r in rows]
-        all_scores = self.score(queries, [r["candidates"] for r in rows])
+        all_scores = self.score_queries(queries, [r["candidates"] for r in rows])
         ranked = []
         for row, scores in zip(rows, all_scores):
             ranks = ranks_from_scores(scores)

@@ -27,12 +27,15 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from probers.tasks.loading import check_fields
-from probers.results import RunRecord, save_run
 from probers.api import UserError
+from probers.tasks import Scored
+from probers.tasks.loading import check_fields
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
+
+    from probers.lm.mlm_head import MLMHeadProbe
+    from probers.results import RunRecord
 
 MST_TASKS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
 ITEM_FIELDS = ("text", "choices", "label")
@@ -58,32 +61,6 @@ class TaskScores:
         return statistics.pstdev(self.accuracy)
 
 
-def add_mlm_head_arguments(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "mlm-head prober (MST: frozen encoder, trained masked-LM head)",
-        "Trains on --train-split, scores --split. Without --config, every task of the dataset is probed.",
-    )
-    group.add_argument("--scratch", action="store_true", help="same architecture with random weights (the floor)")
-    group.add_argument("--train-split", default="train", help="split the head is trained on (default: train)")
-    group.add_argument(
-        "--vocabulary", choices=["choices", "full"], default="choices",
-        help="softmax over the choices' word pieces (default, fast) or the whole vocabulary",
-    )  # fmt: skip
-
-
-def training_arguments(epochs: float | None, learning_rate: float | None, use_cpu: bool, output_dir: str):
-    """TrainingArguments with the probe's defaults (no Trainer bars: `probe_tasks` shows one over
-    all fits), overriding only what was asked for."""
-    from probers.lm.mlm_head import default_training_args
-
-    args = default_training_args(0, use_cpu, False, output_dir)
-    if epochs is not None:
-        args.num_train_epochs = epochs
-    if learning_rate is not None:
-        args.learning_rate = learning_rate
-    return args
-
-
 def probe_tasks(
     model: str,
     tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
@@ -96,39 +73,51 @@ def probe_tasks(
     device: str = "auto",
     progress: bool = True,
     metric=None,
-) -> tuple[dict[str, TaskScores], object]:
+) -> tuple[dict[str, TaskScores], MLMHeadProbe]:
+    """Build an MLMHeadProbe for `model` and run `probe_with` (the demo's entry; `medprobe probe`
+    builds the probe through the registry and calls `MSTTask`). Returns the scores and the probe."""
+    from probers.lm.mlm_head import MLMHeadProbe
+
+    seeds = list(seeds)
+    probe = MLMHeadProbe(
+        model, scratch=scratch, seed=seeds[0], vocabulary=vocabulary, training_args=training_args,
+        batch_size=batch_size, device=device, progress=progress,
+    )  # fmt: skip
+    return probe_with(probe, tasks, seeds=seeds, progress=progress, metric=metric), probe
+
+
+def probe_with(
+    probe: MLMHeadProbe,
+    tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
+    *,
+    seeds: Sequence[int],
+    progress: bool = True,
+    metric=None,
+) -> dict[str, TaskScores]:
     """Train a head per (seed, task) on the first dataset of each pair, score the second.
 
     One probe serves every task and seed: a pretrained encoder is encoded once per text; a
-    scratch encoder is drawn once per seed. Returns the scores per task and the probe (for its
-    settings and timings). `metric` is the loaded acc_at_k module (loaded here when None).
+    scratch encoder is drawn once per seed. Every (seed, task) starts from `probe.reset(seed)`.
+    `metric` is the loaded acc_at_k module (loaded here when None).
     """
-    from probers.lm.mlm_head import MLMHeadProbe
-
     metric = metric or load_accuracy_metric()
     scores = {
         task: TaskScores(task, 1 / len(test[0]["choices"]), train.num_rows, test.num_rows)
         for task, (train, test) in tasks.items()
     }
-    probe = None
     runs = [(seed, task) for seed in seeds for task in tasks]
+    probe.trainer_progress = False  # one bar over all fits instead of the Trainer's per fit
     with tqdm(total=len(runs), desc="training heads", unit="head", disable=not progress) as bar:
         for seed, task in runs:
             train, test = tasks[task]
             bar.set_postfix_str(f"seed {seed}, {task}")
-            if probe is None:
-                probe = MLMHeadProbe(
-                    model, scratch=scratch, seed=seed, vocabulary=vocabulary, training_args=training_args,
-                    batch_size=batch_size, device=device, progress=progress,
-                )  # fmt: skip
-            else:
-                probe.reset(seed)
+            probe.reset(seed)
             probe.fit(train["text"], train["choices"], train["label"])
-            ranked = rank_choices(probe.score(test["text"], test["choices"]), test["choices"])
+            ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
             gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
             scores[task].accuracy.append(metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"])
             bar.update()
-    return scores, probe
+    return scores
 
 
 def load_accuracy_metric():
@@ -170,63 +159,84 @@ def format_scores(columns: dict[str, dict[str, TaskScores]]) -> str:
     return "\n".join(lines)
 
 
-def run_mlm_head(args: argparse.Namespace) -> int:
-    """`medprobe probe --prober mlm-head`: probe one or all tasks of an MST-format dataset."""
-    from probers.models import resolve_device
-    from probers.probe import apply_training_defaults, dataset_config_names, load_probe_dataset
+@dataclass
+class MSTOutputs:
+    """What `MSTTask.predict` returns: the accuracies per task and seed, and the probe's settings."""
 
-    if not args.model:
-        raise UserError("--prober mlm-head needs --model (a masked-LM or encoder folder, a Hub id, or minilm)")
-    apply_training_defaults(args, seeds=3)  # epochs and learning rate: the head's own defaults (20, 1e-3)
-    started = time.perf_counter()
-    if args.config:
-        task_names = [args.config]
-    else:  # every config, the five MST tasks in their usual order first
-        names = dataset_config_names(args.dataset)
-        task_names = sorted(names, key=lambda n: (MST_TASKS.index(n) if n in MST_TASKS else len(MST_TASKS), n))
-    tasks = {}
-    for task in task_names:
-        train = load_probe_dataset(args.dataset, task, args.train_split)
-        test = load_probe_dataset(args.dataset, task, args.split)
-        for split, ds in ((args.train_split, train), (args.split, test)):
-            check_fields(ds, ITEM_FIELDS, f"dataset {args.dataset!r} (config {task!r}, split {split!r})")
-        tasks[task] = (train, test)
-    loaded = time.perf_counter() - started
+    scores: dict[str, TaskScores]
+    seeds: list[int]
+    settings: dict
 
-    first_seed = 0 if args.seed is None else args.seed
-    seeds = list(range(first_seed, first_seed + args.seeds))
-    use_cpu = resolve_device(args.device).type == "cpu"
-    with tempfile.TemporaryDirectory(prefix="medprobe-mlm-head-") as trainer_dir:  # the Trainer's; nothing is kept
-        training_args = training_arguments(args.epochs, args.learning_rate, use_cpu, trainer_dir)
-        scores, probe = probe_tasks(
-            args.model, tasks, seeds=seeds, scratch=args.scratch, vocabulary=args.vocabulary,
-            training_args=training_args, batch_size=args.batch_size, device=args.device,
-        )  # fmt: skip
-    name = f"{Path(args.model).name}{' (scratch)' if args.scratch else ''}"
-    per_seed_means = [statistics.fmean(values) for values in zip(*(s.accuracy for s in scores.values()))]
-    record = RunRecord(
-        benchmark="mst",
-        dataset=args.dataset,
-        config=args.config,
-        split=args.split,
-        prober=args.prober,
-        model=args.model,
-        seed=first_seed,
-        settings={"seeds": seeds, "train_split": args.train_split, "batch_size": args.batch_size, **probe.settings},
-        metrics={"accuracy": statistics.fmean(per_seed_means), "accuracy_std": statistics.pstdev(per_seed_means)},
-        per_group={
-            task: {"accuracy": s.mean, "accuracy_std": s.std, "accuracy_per_seed": s.accuracy, "chance": s.chance}
-            for task, s in scores.items()
-        },
-        timings={"load_dataset": round(loaded, 3), **{k: round(v, 3) for k, v in probe.timings.items()},
-                 "total": round(time.perf_counter() - started, 3)},  # fmt: skip
-        counts={"tasks": len(tasks), **{f"{t}_rows": {"train": s.train_rows, "test": s.test_rows} for t, s in scores.items()}},
-    )
-    print(f"mlm-head probe, {len(seeds)} seed(s), accuracy in % (mean ± std over seeds):")
-    print(format_scores({name: scores}))
-    print(f"probed in {record.timings['total']:.0f} s")
-    save_run(record, args.out, plot=args.plot, plot_metric="accuracy")
-    return 0
+
+class MSTTask:
+    """`medprobe probe --prober mlm-head`: one task (--config) or every task of an MST-format dataset."""
+
+    plot_metric = "accuracy"
+
+    def __init__(self, train_split: str = "train", seeds: int = 3):
+        if seeds < 1:
+            raise UserError(f"--seeds must be at least 1, got {seeds}")
+        self.train_split = train_split
+        self.seeds = seeds
+        self.timings: dict[str, float] = {}
+
+    def load(self, dataset: str, config: str | None, split: str) -> dict[str, tuple[datasets.Dataset, datasets.Dataset]]:
+        """(train split, evaluated split) per task: `config`, or every config of the dataset, the
+        five MST tasks first in their usual order."""
+        from probers.tasks.loading import dataset_config_names, load_probe_dataset
+
+        if config:
+            task_names = [config]
+        else:
+            names = dataset_config_names(dataset)
+            task_names = sorted(names, key=lambda n: (MST_TASKS.index(n) if n in MST_TASKS else len(MST_TASKS), n))
+        tasks = {}
+        for task in task_names:
+            train = load_probe_dataset(dataset, task, self.train_split)
+            test = load_probe_dataset(dataset, task, split)
+            for name, ds in ((self.train_split, train), (split, test)):
+                check_fields(ds, ITEM_FIELDS, f"dataset {dataset!r} (config {task!r}, split {name!r})")
+            tasks[task] = (train, test)
+        return tasks
+
+    def predict(self, prober: MLMHeadProbe, data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], seed: int | None) -> MSTOutputs:
+        """Seeds `seed`, `seed`+1, ... (`seed` None: 0); a new head per seed and task."""
+        first_seed = 0 if seed is None else seed
+        seeds = list(range(first_seed, first_seed + self.seeds))
+        scores = probe_with(prober, data, seeds=seeds, progress=getattr(prober, "progress", True))
+        return MSTOutputs(scores, seeds, {"batch_size": prober.batch_size, **prober.settings})
+
+    def score(self, data: dict, outputs: MSTOutputs) -> Scored:
+        scores = outputs.scores
+        # the mean over tasks per seed, then the mean and spread of those over seeds
+        per_seed_means = [statistics.fmean(values) for values in zip(*(s.accuracy for s in scores.values()))]
+        return Scored(
+            metrics={"accuracy": statistics.fmean(per_seed_means), "accuracy_std": statistics.pstdev(per_seed_means)},
+            per_group={
+                task: {"accuracy": s.mean, "accuracy_std": s.std, "accuracy_per_seed": s.accuracy, "chance": s.chance}
+                for task, s in scores.items()
+            },
+            counts={"tasks": len(scores), **{f"{t}_rows": {"train": s.train_rows, "test": s.test_rows} for t, s in scores.items()}},
+            settings={"seeds": outputs.seeds, "train_split": self.train_split, **outputs.settings},
+            seed=outputs.seeds[0],
+        )
+
+    def table(self, record: RunRecord) -> str:
+        """The accuracy table of `format_scores`, rebuilt from the record, and the seconds it took."""
+        scores = {
+            task: TaskScores(task, values["chance"], 0, 0, list(values["accuracy_per_seed"]))
+            for task, values in record.per_group.items()
+        }
+        name = f"{Path(record.model or 'model').name}{' (scratch)' if record.settings.get('scratch') else ''}"
+        seconds = sum(record.timings.get(phase, 0.0) for phase in ("load_dataset", "load_model", "probe", "score"))
+        return "\n".join([
+            f"mlm-head probe, {len(record.settings['seeds'])} seed(s), accuracy in % (mean ± std over seeds):",
+            format_scores({name: scores}),
+            f"probed in {seconds:.0f} s",
+        ])  # fmt: skip
+
+    def writers(self, data: dict, outputs: MSTOutputs) -> list:
+        return []
 
 
 def run_mst_demo(
