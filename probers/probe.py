@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from probers.tasks.disknE import PAIR_CLASSIFIER, add_pair_classifier_arguments, run_pair_classifier
 from probers.ranking import (
     MEDLAMA_FIELDS,
     RankingProber,
@@ -208,7 +207,7 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
     parser.add_argument(
-        "--prober", required=True, choices=sorted({*RANKING_PROBERS, *RANK_CHANGE_PROBERS, PAIR_CLASSIFIER, *CHOICE_PROBERS}), help="which prober"
+        "--prober", required=True, choices=sorted({*RANKING_PROBERS, *RANK_CHANGE_PROBERS, *CHOICE_PROBERS}), help="which prober"
     )
     parser.add_argument("--model", help="a model folder or Hub id")
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
@@ -269,7 +268,6 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     scoring.add_argument("--rerank", metavar="JSONL", help="rank only the names another run wrote with --predictions, per query")
     scoring.add_argument("--rerank-top", type=positive_int, default=100, metavar="N", help="with --rerank: the first N names of each query (default: 100)")
     add_training_arguments(parser)
-    add_pair_classifier_arguments(parser)
     add_contrastive_arguments(parser)
     add_mlm_head_arguments(parser)
     parser.set_defaults(func=run_probe)
@@ -349,8 +347,6 @@ def run_probe(args: argparse.Namespace) -> int:
         from probers.tasks.context_variance import run_rank_change
 
         return run_rank_change(args)
-    if args.prober == PAIR_CLASSIFIER:
-        return run_pair_classifier(args)
     if args.prober in CHOICE_PROBERS:
         return run_mlm_head(args)
     raise UserError(f"unknown prober {args.prober!r}")
