@@ -110,6 +110,19 @@ def test_probe_command_reports_per_disease_f1_plumbing_tiny_random_bert(tiny_ran
     assert "macro F1" in table and "weighted F1 (by positive test rows)" in table and "±" in table
 
 
+def test_hypothesis_only_in_one_category_through_run_plumbing_tiny_random_bert(tiny_random_bert, built_disknE, tmp_path):
+    request = RunRequest(
+        task="disknE", prober="pair-classifier", dataset=str(built_disknE), config="medical_similar", model=tiny_random_bert,
+        device="cpu", prober_options={"epochs": 1, "hypothesis_only": True}, task_options={"category": "tests_diseases", "diseases": 1},
+        out=str(tmp_path / "results.json"),
+    )  # fmt: skip
+    record = run(request, print_fn=lambda _: None)
+    assert record.seed == 42 and record.settings["category"] == "tests_diseases" and record.settings["hypothesis_only"] is True
+    (values,) = record.per_group.values()
+    assert values["removed_from_training"]["hypothesis_contains_a_test_hypothesis"] > 0
+    assert json.loads((tmp_path / "results.json").read_text())["per_group"] == json.loads(json.dumps(record.per_group))
+
+
 def test_probe_command_errors(built_disknE, tmp_path, capsys):
     args = ["probe", "--dataset", str(built_disknE), "--config", "terminological_similar", "--prober", "pair-classifier"]
     with pytest.raises(SystemExit) as exit_:  # argparse: --model is required
