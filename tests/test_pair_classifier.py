@@ -151,6 +151,9 @@ def test_task_options_are_checked():
         DisKnETask(seeds=0)
     with pytest.raises(UserError, match="--diseases N needs N >= 1"):
         DisKnETask(diseases=0)
+    assert DisKnETask(diseases="3").diseases == 3 and DisKnETask(diseases="C1, C2").diseases == ["C1", "C2"]
+    with pytest.raises(UserError, match="--diseases: expected a number or comma-separated CUIs"):
+        DisKnETask(diseases=",")
 
 
 def test_load_picks_the_diseases_and_says_how_many(built_disknE, capsys):

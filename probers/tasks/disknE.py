@@ -14,6 +14,7 @@ drops training rows that contain a Test_X hypothesis (`exclude_test_hypotheses`)
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from probers.api import UserError
+from probers.registry import parse_diseases
 from probers.tasks import Scored
 from probers.tasks.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
 
@@ -65,6 +67,8 @@ class DisKnETask:
     plot_metric = "f1"
 
     def __init__(self, category: str | None = None, diseases: int | list[str] | None = None, seeds: int = 1):
+        if isinstance(diseases, str):  # as typed on the command line: "3" or "C0020538,C0011849"
+            diseases = read_diseases(diseases)
         if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
             raise UserError(f"--seeds needs a positive number of seeds, got {seeds!r}")
         if isinstance(diseases, int) and (isinstance(diseases, bool) or diseases < 1):
@@ -138,6 +142,14 @@ class DisKnETask:
 
     def writers(self, data: DisKnEData, outputs: DisKnEOutputs) -> list:
         return []  # the results JSON holds every per-disease number; no predictions file
+
+
+def read_diseases(text: str) -> int | list[str]:
+    """--diseases as typed (for callers that pass the text, not the parsed value)."""
+    try:
+        return parse_diseases(text)
+    except argparse.ArgumentTypeError as err:
+        raise UserError(f"--diseases: {err}") from None
 
 
 def choose_diseases(
