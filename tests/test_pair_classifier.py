@@ -1,4 +1,4 @@
-"""PairClassifierProbe and `medprobe probe --prober pair-classifier` with a tiny random BERT.
+"""PairClassifierProbe, the DisKnE task and `medprobe probe --prober pair-classifier` with a tiny random BERT.
 
 A 1-layer BERT with a hand-written vocabulary checks the plumbing (splits, Trainer, early
 stopping, prediction, scoring, results file); it knows nothing, so no test asserts a score
@@ -11,9 +11,13 @@ import string
 import pytest
 from datasets import load_dataset
 
+from probers.api import DiseaseClassifier, Prober, UserError
 from probers.cli import main
-from probers.tasks.disknE_splits import disease_splits, eligible_diseases
 from probers.lm.pair_classifier import PairClassifierProbe
+from probers.registry import PROBERS, TASKS
+from probers.run import RunRequest, run
+from probers.tasks.disknE import DisKnETask, mean_std
+from probers.tasks.disknE_splits import disease_splits, eligible_diseases
 
 WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "noted", "the", "to", "have", "disease"]
 
@@ -87,6 +91,8 @@ def test_probe_command_reports_per_disease_f1_plumbing_tiny_random_bert(tiny_ran
     assert code == 0
     record = json.loads(out.read_text())
     assert record["prober"] == "pair-classifier" and record["settings"]["seeds"] == [11, 12]
+    assert record["benchmark"] == "disknE" and record["seed"] == 11 and record["settings"]["category"] is None
+    assert record["settings"]["eval_batch_size"] == 64 and record["settings"]["hypothesis_only"] is False
     assert record["settings"]["max_epochs"] == 1 and record["settings"]["learning_rate"] == 2e-5
     assert len(record["per_group"]) == 2 and record["counts"]["trainings"] == 4
     for values in record["per_group"].values():
@@ -99,18 +105,130 @@ def test_probe_command_reports_per_disease_f1_plumbing_tiny_random_bert(tiny_ran
     weights = [v["test_positives"] for v in per_group]
     weighted = sum(v["f1"] * w for v, w in zip(per_group, weights)) / sum(weights)
     assert record["metrics"]["weighted_f1"] == pytest.approx(weighted)
-    assert record["timings"]["per_disease_mean"] > 0
+    assert record["timings"]["per_disease_mean"] > 0 and {"load_dataset", "load_model", "probe", "encode"} <= set(record["timings"])
     table = capsys.readouterr().out
     assert "macro F1" in table and "weighted F1 (by positive test rows)" in table and "±" in table
 
 
+def test_hypothesis_only_in_one_category_through_run_plumbing_tiny_random_bert(tiny_random_bert, built_disknE, tmp_path):
+    request = RunRequest(
+        task="disknE", prober="pair-classifier", dataset=str(built_disknE), config="medical_similar", model=tiny_random_bert,
+        device="cpu", prober_options={"epochs": 1, "hypothesis_only": True}, task_options={"category": "tests_diseases", "diseases": 1},
+        out=str(tmp_path / "results.json"),
+    )  # fmt: skip
+    record = run(request, print_fn=lambda _: None)
+    assert record.seed == 42 and record.settings["category"] == "tests_diseases" and record.settings["hypothesis_only"] is True
+    (values,) = record.per_group.values()
+    assert values["removed_from_training"]["hypothesis_contains_a_test_hypothesis"] > 0
+    assert json.loads((tmp_path / "results.json").read_text())["per_group"] == json.loads(json.dumps(record.per_group))
+
+
 def test_probe_command_errors(built_disknE, tmp_path, capsys):
     args = ["probe", "--dataset", str(built_disknE), "--config", "terminological_similar", "--prober", "pair-classifier"]
-    assert main(args) == 2 and "needs --model" in capsys.readouterr().err
-    assert main([*args, "--model", "minilm", "--category", "tests_diseases"]) == 2
+    with pytest.raises(SystemExit) as exit_:  # argparse: --model is required
+        main([*args, "--out", str(tmp_path / "r.json")])
+    assert exit_.value.code == 2 and "--model" in capsys.readouterr().err
+    # the dataset's problems stop the run before the model loads (minilm is never loaded here)
+    assert main([*args, "--model", "minilm", "--category", "tests_diseases", "--out", str(tmp_path / "r.json")]) == 2
     assert "has no categories" in capsys.readouterr().err
-    assert main([*args, "--model", "minilm", "--diseases", "C0000000"]) == 2
+    assert main([*args, "--model", "minilm", "--diseases", "C0000000", "--out", str(tmp_path / "r.json")]) == 2
     assert "C0000000: not a target disease of this config" in capsys.readouterr().err
+    # a flag of another prober or task is refused, naming its owner
+    with pytest.raises(SystemExit) as exit_:
+        main([*args, "--model", "minilm", "--num-masks", "3"])
+    assert exit_.value.code == 2 and "--prober mask-predict" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_run_without_model_is_a_user_error(built_disknE):
+    request = RunRequest(task="disknE", prober="pair-classifier", dataset=str(built_disknE), config="terminological_similar")
+    with pytest.raises(UserError, match="needs --model"):
+        run(request)
+
+
+def test_task_options_are_checked():
+    with pytest.raises(UserError, match="--seeds"):
+        DisKnETask(seeds=0)
+    with pytest.raises(UserError, match="--diseases N needs N >= 1"):
+        DisKnETask(diseases=0)
+    assert DisKnETask(diseases="3").diseases == 3 and DisKnETask(diseases="C1, C2").diseases == ["C1", "C2"]
+    with pytest.raises(UserError, match="--diseases: expected a number or comma-separated CUIs"):
+        DisKnETask(diseases=",")
+
+
+def test_load_picks_the_diseases_and_says_how_many(built_disknE, capsys):
+    eligible, skipped = eligible_diseases(load_dataset(str(built_disknE), "terminological_similar", split="test"))
+    data = DisKnETask(diseases=2).load(str(built_disknE), "terminological_similar", "test")
+    assert data.diseases == eligible[:2] and data.eligible == eligible and data.skipped == skipped
+    assert f"probing 2 of the {len(eligible)} target diseases with at least 2 positive test rows" in capsys.readouterr().out
+    chosen = DisKnETask(diseases=[eligible[1]]).load(str(built_disknE), "terminological_similar", "test")
+    assert chosen.diseases == [eligible[1]]
+
+
+class FakeClassifier:
+    """A DiseaseClassifier that predicts every test row positive: checks the task's splits and seeds."""
+
+    def __init__(self, hypothesis_only: bool):
+        self.hypothesis_only = hypothesis_only
+        self.calls: list[tuple[str, int, int]] = []
+
+    def encode(self, ds):
+        return ds
+
+    def run_disease(self, encoded, splits, seed):
+        from probers.lm.pair_classifier import DiseaseRun
+
+        self.calls.append((splits.cui, seed, len(splits.train) + len(splits.validation)))
+        labels = list(encoded.select(splits.test)["label"])
+        return DiseaseRun(splits.cui, seed, [1] * len(labels), labels, epochs=1.0, best_validation_loss=None, seconds=0.0)
+
+
+def test_predict_derives_splits_for_the_prober_and_seeds(built_disknE):
+    task = DisKnETask(diseases=2, seeds=2)
+    data = task.load(str(built_disknE), "terminological_similar", "test")
+    standard, only = FakeClassifier(hypothesis_only=False), FakeClassifier(hypothesis_only=True)
+    assert isinstance(standard, DiseaseClassifier)
+    outputs = task.predict(standard, data, seed=None)
+    assert outputs.seeds == [42, 43] and [(cui, seed) for cui, seed, _ in standard.calls] == [
+        (cui, seed) for seed in (42, 43) for cui in data.diseases
+    ]
+    task.predict(only, data, seed=7)
+    assert [seed for _, seed, _ in only.calls] == [7, 7, 8, 8]
+    # the hypothesis-only baseline also drops training rows holding a Test_X hypothesis (exclude_test_hypotheses)
+    for cui in data.diseases:
+        assert "hypothesis_contains_a_test_hypothesis" not in outputs.splits[cui].removed
+        expected = disease_splits(data.ds, cui, exclude_test_hypotheses=True)
+        assert expected.removed["hypothesis_contains_a_test_hypothesis"] > 0  # so the two pools differ
+        assert next(n for c, _, n in only.calls if c == cui) == len(expected.train) + len(expected.validation)
+        assert next(n for c, _, n in standard.calls if c == cui) > len(expected.train) + len(expected.validation)
+    scored = task.score(data, outputs)
+    assert scored.seed == 42 and scored.settings == {"category": None, "seeds": [42, 43]}
+    assert scored.counts == {"rows": data.ds.num_rows, "diseases": 2, "skipped_diseases": len(data.skipped), "trainings": 4}
+    assert set(task.timings) == {"split", "encode", "fine_tune_and_predict", "per_disease_mean"}
+    for cui, values in scored.per_group.items():  # all-positive predictions: recall 1, F1 the same for both seeds
+        assert values["recall"] == 1 and values["f1_std"] == 0 and values["f1_per_seed"][0] == values["f1_per_seed"][1]
+
+
+def test_mean_std_is_the_sample_std():
+    assert mean_std([0.5]) == (0.5, 0.0)
+    mean, std = mean_std([0.2, 0.4, 0.6])
+    assert mean == pytest.approx(0.4) and std == pytest.approx(0.2)  # n - 1: population std would be 0.163
+
+
+def test_defaults_are_the_registry_options(tiny_random_bert):
+    import inspect
+
+    parameters = inspect.signature(PairClassifierProbe.__init__).parameters
+    for option in PROBERS["pair-classifier"].options:
+        assert parameters[option.dest].default == option.default, option.flag
+    parameters = inspect.signature(DisKnETask.__init__).parameters
+    for option in TASKS["disknE"].options:
+        assert parameters[option.dest].default == option.default, option.flag
+    prober = PairClassifierProbe(tiny_random_bert, epochs=1.5, device="cpu")
+    assert isinstance(prober, Prober) and prober.name == "pair-classifier" and prober.kinds == ("disease-classification",)
+    assert isinstance(prober, DiseaseClassifier)
+    assert prober.training_arguments("unused", seed=1).num_train_epochs == 1.5
+    assert prober.settings["eval_batch_size"] == 64 and prober.settings["max_epochs"] == 1.5
 
 
 def test_the_prober_is_exported_by_the_package():

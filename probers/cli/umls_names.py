@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from probers.api import UserError
 from probers.atomic import atomic_output, check_writable
 from probers.hub.resources import load_builder_module
 
@@ -80,8 +81,11 @@ def run_umls_names(args: argparse.Namespace) -> int:
         )
     check_writable(args.out, "--out")  # before a multi-GB read, not after it
     paths = annotation_paths(args.cuis_from)
-    cuis = disknE.annotation_cuis(paths)
-    names = disknE.read_mrconso(mrconso, cuis, progress=not args.no_progress)
+    try:
+        cuis = disknE.annotation_cuis(paths)
+        names = disknE.read_mrconso(mrconso, cuis, progress=not args.no_progress)
+    except disknE.DisknEInputError as err:  # the builder cannot import probers.api; its message names file and line
+        raise UserError(str(err)) from err
     with atomic_output(args.out) as temp:  # a failed or interrupted write keeps the previous TSV
         rows = disknE.write_names_tsv(names, temp)
     print(

@@ -31,9 +31,9 @@ from transformers import (
 )
 from transformers.utils import logging as transformers_logging
 
-from probers.tasks.disknE_splits import DiseaseSplits
+from probers.api import Prober, UserError
 from probers.models import load_tokenizer, resolve_device, resolve_model
-from probers.api import UserError
+from probers.tasks.disknE_splits import DiseaseSplits
 
 HYPOTHESES = ("canonical", "full")
 
@@ -66,8 +66,15 @@ class DiseaseRun:
     seconds: float
 
 
-class PairClassifierProbe:
-    """Fine-tune a (premise, hypothesis) classifier on Train_X and label Test_X, per disease."""
+class PairClassifierProbe(Prober):
+    """Fine-tune a (premise, hypothesis) classifier on Train_X and label Test_X, per disease.
+
+    The defaults are those of the registry's "pair-classifier" options (the CLI passes only the
+    options given). `epochs` may be fractional (TrainingArguments.num_train_epochs is a float).
+    """
+
+    name = "pair-classifier"
+    kinds = ("disease-classification",)
 
     def __init__(
         self,
@@ -78,7 +85,7 @@ class PairClassifierProbe:
         learning_rate: float = 2e-5,
         train_batch_size: int = 8,
         eval_batch_size: int = 64,
-        epochs: int = 8,
+        epochs: float = 8,
         patience: int = 2,
         max_length: int = 256,
         device: str = "auto",
@@ -103,16 +110,21 @@ class PairClassifierProbe:
             "num_train_epochs": epochs,
             **(training_args or {}),
         }
-        self.settings = {
+        self._settings = {
             "hypothesis": hypothesis,
             "hypothesis_only": hypothesis_only,
             "learning_rate": learning_rate,
             "train_batch_size": train_batch_size,
+            "eval_batch_size": eval_batch_size,
             "max_epochs": epochs,
             "early_stopping_patience": patience,
             "max_length": max_length,
             "device": str(self.device),
         }
+
+    @property
+    def settings(self) -> dict:
+        return dict(self._settings)
 
     def encode(self, ds: datasets.Dataset) -> datasets.Dataset:
         """Token ids and labels of every row, in dataset order (splits select rows of it)."""
