@@ -55,8 +55,8 @@ from transformers import (
 from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging as hf_logging
 
-from probers.models import load_config, load_tokenizer, require_mask_token, resolve_device, resolve_model
 from probers.api import Prober, UserError
+from probers.models import load_config, load_tokenizer, require_mask_token, resolve_device, resolve_model
 
 MASK_SLOT = "[MASK]"  # how the benchmark marks the slot; replaced by the model's own mask token
 IGNORE_INDEX = -100
