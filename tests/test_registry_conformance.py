@@ -331,6 +331,25 @@ def documented_outputs(metric: str) -> str:
     return evaluate.load(metric_path(metric)).inputs_description + (card.read_text(encoding="utf-8") if card.is_file() else "")
 
 
+def task_documentation(entry: TaskEntry) -> str:
+    cls = load(entry.target)
+    return f"{sys.modules[cls.__module__].__doc__ or ''}\n{cls.__doc__ or ''}\n{entry.description}"
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_grouping_and_headline_are_documented(name):
+    entry = TASKS[name]
+    words = lambda text, word: re.search(rf"(?<![\w@]){re.escape(word)}(?![\w@])", text)  # noqa: E731
+    assert entry.group_by in entry.fields or words(task_documentation(entry), entry.group_by), (
+        f"{name} groups by {entry.group_by!r}: neither a field it reads nor named in {entry.target}'s documentation"
+    )
+    headline = re.sub(r"\d+$", "k", entry.headline)  # acc@10 is documented as acc@k
+    documented = task_documentation(entry) + documented_outputs(entry.metric)
+    assert words(documented, entry.headline) or words(documented, headline), (
+        f"{name}'s headline {entry.headline!r} is documented neither by {entry.target} nor by the {entry.metric} metric"
+    )
+
+
 def test_every_task_has_a_tiny_run():
     assert set(TASK_RUNS) == set(TASKS), "add the new task's tiny dataset and prober to TASK_RUNS"
 
@@ -357,6 +376,11 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
     )  # fmt: skip
     assert entry.headline in record.metrics, f"{name}: headline {entry.headline!r} not in {sorted(record.metrics)}"
     assert record.per_group and record.benchmark == entry.benchmark
+    if entry.group_by in entry.fields:  # the groups are values of that field
+        from datasets import load_dataset
+
+        values = set(load_dataset(str(dataset), config, split="test")[entry.group_by])
+        assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {entry.group_by} values"
     if entry.floor:
         assert entry.floor in record.metrics or all(entry.floor in group for group in record.per_group.values())
     assert json.loads((tmp_path / "r.json").read_text())["metrics"] == json.loads(json.dumps(record.metrics))
