@@ -14,9 +14,10 @@ option's default is the class's own default, the class implements the Protocols 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any
 
 
 def positive_int(text: str) -> int:
@@ -134,9 +135,7 @@ class TaskEntry:
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
 PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int, metavar="N")
-ONLY_CANDIDATES = Option(
-    "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
-)
+ONLY_CANDIDATES = Option("--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False)
 
 PROBERS: dict[str, ProberEntry] = {
     entry.name: entry

@@ -40,8 +40,7 @@ from pathlib import Path
 import datasets
 import numpy as np
 from datasets.utils import tqdm
-from rouge_score import rouge_scorer
-from rouge_score import tokenizers
+from rouge_score import rouge_scorer, tokenizers
 
 RELEASE_COMMIT = "8a314d11c3b8538a7ec522f668b7fbe0394caa9d"
 RELEASE_URL = f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/medlama"
