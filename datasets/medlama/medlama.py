@@ -1424,7 +1424,7 @@ Not done, as in the notebook: no semantic-type filter (MRSTY.RRF is not read), n
 
 Counts at every filter:
 
-{umls_counts_table(stats)}{short_note}"""
+{umls_counts_table(stats)}{short_note}"""  # noqa: E501 - one markdown paragraph a line, as the card shows it
 
 
 def _sab_totals(extraction: UmlsExtraction, settings: UmlsSettings, selected: bool) -> list[tuple[str, int]]:
