@@ -2,7 +2,7 @@
 
 A prober wraps a model (and its tokenizer) and answers one kind of question. Each prober class
 declares which of these Protocols it implements (`Prober.kinds`); a task accepts the kinds it can
-use (see `probers.registry`), and `tests/test_prober_conformance.py` checks every registered
+use (see `probers.registry`), and `tests/test_registry_conformance.py` checks every registered
 class against its declared Protocols on a tiny model.
 
 - `RankingProber.rank(queries, candidates, k)`: the top-k names per cloze query (MedLAMA).

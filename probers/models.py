@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
+
 from probers.api import UserError
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

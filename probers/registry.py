@@ -14,9 +14,10 @@ option's default is the class's own default, the class implements the Protocols 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
-from typing import Any, Callable
+from typing import Any
 
 
 def positive_int(text: str) -> int:

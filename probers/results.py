@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from probers.atomic import Writer, write_all_atomically, write_text_atomically
 from probers.api import UserError
+from probers.atomic import Writer, write_all_atomically, write_text_atomically
 
 LIBRARIES = ("medprobe", "torch", "transformers", "datasets", "evaluate", "huggingface-hub", "accelerate")
 

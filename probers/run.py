@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from probers.api import PROTOCOLS, UserError
 from probers.atomic import check_distinct_outputs, check_writable

@@ -110,7 +110,7 @@ _CITATION = """\
     year = "2022",
     pages = "4798--4810",
 }
-"""
+"""  # noqa: E501 - BibTeX entries keep one field a line
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)

@@ -13,10 +13,9 @@
 # limitations under the License.
 """UCM: Understand / Confuse / Misunderstand shares from rank changes under growing context."""
 
-import numpy as np
-
 import datasets
 import evaluate
+import numpy as np
 
 _DESCRIPTION = """\
 UCM (Yao et al., AMIA 2023) measures how a language model's ranking of the answer of a cloze

@@ -36,14 +36,13 @@ import hashlib
 import string
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from probers.hub.resources import card_template, resource_root
 from probers.api import UserError
+from probers.hub.resources import card_template, resource_root
 
 if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and --help import this module
     import datasets

@@ -12,6 +12,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+
 from probers.api import UserError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent.parent  # probers/

@@ -1,0 +1,148 @@
+"""Import hygiene of the package: no import cycle inside probers/, a light `import probers`,
+registry and CLI parser (what keeps `medprobe --help` fast), and every prober class exported."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import probers
+from probers.registry import PROBERS, load
+
+PACKAGE = Path(probers.__file__).resolve().parent
+HEAVY = ("torch", "transformers", "datasets", "evaluate")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[str]:
+    """Every module named by an import statement anywhere in the file (inside functions too: lazy
+    imports hid the old probe <-> runners cycle), except in `if TYPE_CHECKING:` blocks."""
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and is_type_checking(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from the package of this module, up level - 1 more
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            found.append(source)
+            found.extend(f"{source}.{alias.name}" for alias in node.names)  # `from pkg import submodule`
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules of probers/ it imports (only names that are modules of probers/)."""
+    files = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        names = imported_names(tree, module, path.name == "__init__.py")
+        graph[module] = {name for name in names if name in files and name != module}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle as [a, b, ..., a], or None (depth-first search; the graph has ~60 modules)."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        if module in path:
+            return path[path.index(module) :] + [module]
+        if module in done:
+            return None
+        path.append(module)
+        for following in sorted(graph.get(module, ())):
+            cycle = visit(following)
+            if cycle:
+                return cycle
+        path.pop()
+        done.add(module)
+        return None
+
+    for start in sorted(graph):
+        cycle = visit(start)
+        if cycle:
+            return cycle
+    return None
+
+
+def test_the_import_graph_sees_lazy_imports_and_skips_type_checking_blocks():
+    source = (
+        "from typing import TYPE_CHECKING\nimport probers.api\nif TYPE_CHECKING:\n    from probers import run\n"
+        "def f():\n    from probers.lm import loading\n    from . import probe\n"
+    )
+    names = imported_names(ast.parse(source), "probers.cli.demo", is_package=False)
+    assert {"probers.api", "probers.lm.loading", "probers.cli.probe"} <= set(names) and "probers.run" not in names
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_no_import_cycle_inside_probers():
+    graph = import_graph()
+    assert "probers.run" in graph and "probers.registry" in graph["probers.run"]  # the graph is the package's
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def loaded_after(code: str) -> list[str]:
+    """The heavy libraries in sys.modules after running `code` in a fresh interpreter."""
+    script = f"import json, sys\n{code}\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import probers",
+        "import probers.registry",
+        "import probers.cli; probers.cli.build_parser()",
+        # what `medprobe probe --prober X --task T --help` builds, for every prober and task
+        "from probers.cli.probe import probe_parser; from probers.registry import PROBERS, tasks_for\n"
+        "for p in PROBERS:\n    for t in tasks_for(p): probe_parser(p, t).format_help()",
+    ],
+    ids=["probers", "registry", "cli-parser", "probe-parsers"],
+)
+def test_light_imports_load_no_torch_transformers_or_datasets(code):
+    assert loaded_after(code) == []
+
+
+def test_every_prober_class_is_exported_lazily():
+    registered = {target.split(":")[1]: target.split(":")[0] for target in (e.target for e in PROBERS.values())}
+    assert {**registered, "ShortlistProber": "probers.lm.candidate_scoring"} == probers._LAZY
+    assert set(probers.__all__) == {"__version__", *probers._LAZY}
+    for entry in PROBERS.values():
+        cls = getattr(probers, entry.target.split(":")[1])
+        assert cls is load(entry.target)
+    assert probers.ShortlistProber.__name__ == "ShortlistProber" and "ShortlistProber" in dir(probers)
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchProbe'"):
+        probers.NoSuchProbe  # noqa: B018

@@ -1,0 +1,545 @@
+"""Conformance of every registered prober and task with the code it names (probers.registry).
+
+One set of checks that every entry of a kind must pass, parametrized over PROBERS and TASKS (the
+models are evaluate's tests/test_metric_common.py and BigBio's hub test): the target imports; a
+prober class is an api.Prober with the registry's name and kinds, its options' defaults are the
+code's own defaults, and built through `make_prober` on a tiny random model it answers every verb
+of its kinds with the documented shapes; a task's options match its class, its metric folder
+loads, its builder's FEATURES hold its fields in every config, and a run reports its headline. The
+CLI shows each prober's own options only and refuses a foreign one. Last, a toy task and a toy
+prober defined here are registered for one test: a new benchmark or prober is its module plus one
+registry entry.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from probers import registry
+from probers.api import PROTOCOLS, Prober
+from probers.cli import main
+from probers.cli.probe import probe_parser
+from probers.registry import PROBERS, TASKS, Option, ProberEntry, TaskEntry, load
+from probers.tasks import Scored
+
+# --- probers: the entry against its class ---------------------------------------------------------
+
+# Factories whose product is another registered prober (rank-change builds the mask-average or
+# causal-lm scorer); the others return an instance of the entry's class.
+BUILDS_ANOTHER_PROBER = {"scorer_for"}
+
+
+def factory_signature(entry: ProberEntry, dest: str) -> inspect.Signature:
+    """The signature that takes the keyword `dest`: from_pretrained forwards its **options to the
+    class, so for it (and for "__init__") that is the class's __init__; otherwise the classmethod."""
+    cls = load(entry.target)
+    if entry.factory == "__init__":
+        return inspect.signature(cls.__init__)
+    factory = inspect.signature(getattr(cls, entry.factory))
+    forwards = any(p.kind is p.VAR_KEYWORD for p in factory.parameters.values())
+    if entry.factory == "from_pretrained" and dest not in factory.parameters and forwards:
+        return inspect.signature(cls.__init__)
+    return factory
+
+
+def same_value(a, b) -> bool:
+    """Equal, reading a tuple as the list it shows as (`--k 1,10`)."""
+    norm = lambda v: list(v) if isinstance(v, tuple) else v  # noqa: E731
+    return norm(a) == norm(b) and type(norm(a)) is type(norm(b))
+
+
+def common_flags() -> set[str]:
+    """The options `medprobe probe` has for every prober and task (--dataset, --model, --seed, ...)."""
+    return {flag for action in probe_parser(None, None)._actions for flag in action.option_strings}
+
+
+@pytest.mark.parametrize("name", PROBERS)
+def test_prober_class_is_an_api_prober_with_the_registry_name_and_kinds(name):
+    entry = PROBERS[name]
+    cls = load(entry.target)
+    assert issubclass(cls, Prober), f"{entry.target} does not subclass probers.api.Prober"
+    assert cls.name == name, f"{entry.target}.name is {cls.name!r}, registered as {name!r}"
+    assert set(entry.kinds) <= set(PROTOCOLS), f"unknown kinds {set(entry.kinds) - set(PROTOCOLS)}"
+    assert entry.default_task in TASKS and set(entry.kinds) & set(TASKS[entry.default_task].accepts)
+    assert callable(cls if entry.factory == "__init__" else getattr(cls, entry.factory, None))
+    if entry.factory in BUILDS_ANOTHER_PROBER:  # the kinds are those of what it builds (checked on a model below)
+        assert set(cls.kinds) <= set(entry.kinds)
+    else:
+        assert tuple(cls.kinds) == tuple(entry.kinds), f"{entry.target}.kinds is {cls.kinds}, registered {entry.kinds}"
+
+
+@pytest.mark.parametrize("name", PROBERS)
+def test_prober_option_defaults_are_the_code_defaults(name):
+    entry = PROBERS[name]
+    for option in entry.options:
+        parameters = factory_signature(entry, option.dest).parameters
+        assert option.dest in parameters, f"{option.flag} passes {option.dest}=, which {entry.target} {entry.factory} does not take"
+        code = parameters[option.dest].default
+        assert code is not inspect.Parameter.empty, f"{option.flag}: {option.dest} has no default in {entry.target}"
+        assert same_value(option.default, code), f"{option.flag}: the registry shows {option.default!r}, the code uses {code!r}"
+
+
+def options_in_one_parser(prober: str) -> list[tuple[str, list[Option]]]:
+    """(task, options) of every parser `medprobe probe --prober <prober> --task <task>` builds."""
+    return [(task, [*PROBERS[prober].options, *TASKS[task].options]) for task in registry.tasks_for(prober)]
+
+
+@pytest.mark.parametrize("name", PROBERS)
+def test_no_two_options_share_a_flag_or_a_destination(name):
+    # a shared dest would hand one value to both the prober and the task (the CLI splits by dest)
+    common = common_flags()
+    for task, options in options_in_one_parser(name):
+        flags = [o.flag for o in options]
+        dests = [o.dest for o in options]
+        assert len(set(flags)) == len(flags), f"{name} with {task}: a flag twice in {flags}"
+        assert len(set(dests)) == len(dests), f"{name} with {task}: a destination twice in {dests}"
+        assert not common & set(flags), f"{name} with {task}: {common & set(flags)} shadow a common option"
+        for option in options:
+            assert option.flag.startswith("--") and option.help, option
+            if option.choices and option.default is not None:
+                assert option.default in option.choices, option
+
+
+# --- probers on tiny random models ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Tiny models spend their time synchronising threads; on a shared 2-core machine one thread is faster."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny_folders(tmp_path_factory) -> dict[str, str]:
+    """One saved model folder per model kind, as `--model` takes it."""
+    from tiny_bert import save_tiny_bert
+    from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_t5
+
+    root = tmp_path_factory.mktemp("tiny_models")
+    folders = {"encoder": str(save_tiny_bert(root / "encoder", layers=2))}
+    for kind, (model, tokenizer) in {
+        "masked-lm": tiny_random_bert_mlm(max_position_embeddings=512),  # context-variance texts are long
+        "seq2seq": tiny_random_t5(),
+        "causal-lm": (tiny_random_gpt2(byte_bpe_tokenizer()), byte_bpe_tokenizer()),
+    }.items():
+        model.save_pretrained(root / kind)
+        tokenizer.save_pretrained(root / kind)
+        folders[kind] = str(root / kind)
+    return folders
+
+
+# Per registered prober: the tiny model kind it is built on and the options that keep it fast. A new
+# prober must add its line here (the test fails until it does), so that no prober goes unchecked.
+TINY = {
+    "contrastive": ("encoder", {"batch_size": 4}),
+    "mask-predict": ("masked-lm", {"num_masks": 2, "beam_size": 2, "max_iter": 1}),
+    "mask-average": ("masked-lm", {"batch_size": 4}),
+    "generative": ("seq2seq", {"beam_size": 2, "num_return": 2, "max_new_tokens": 3}),
+    "causal-lm": ("causal-lm", {"batch_size": 4}),
+    "rank-change": ("masked-lm", {"batch_size": 4}),
+    "pair-classifier": ("encoder", {"epochs": 1, "max_length": 32, "train_batch_size": 2, "eval_batch_size": 4}),
+    "mlm-head": ("masked-lm", {"epochs": 1, "batch_size": 4}),
+}
+QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
+CANDIDATES = ["fever", "heart failure", "cough", "renal failure", "pain"]
+
+
+def check_ranking(prober, candidates_scored: bool) -> None:
+    ranked = prober.rank(QUERIES, CANDIDATES, k=3)
+    assert isinstance(ranked, list) and len(ranked) == len(QUERIES)
+    for names in ranked:
+        assert all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names) <= 3, names
+        if candidates_scored:  # a scorer ranks the candidates given, k of them; generators may return fewer
+            assert len(names) == 3 and set(names) <= set(CANDIDATES), names
+
+
+def check_candidate_scoring(prober) -> None:
+    lists = [CANDIDATES, CANDIDATES[::-1][:3]]
+    scores = prober.score_candidates(QUERIES, lists)
+    assert isinstance(scores, list) and len(scores) == len(QUERIES)
+    for names, row in zip(lists, scores):
+        row = np.asarray(row)
+        assert row.shape == (len(names),) and np.issubdtype(row.dtype, np.floating) and np.isfinite(row).all(), row
+    if isinstance(prober, PROTOCOLS["ranking"]):  # a scorer's ranking is its scores' order (ties: candidate order)
+        from probers.lm.candidate_scoring import top_k
+
+        full = prober.score_candidates(QUERIES, [CANDIDATES] * 2)
+        assert prober.rank(QUERIES, CANDIDATES, k=3) == [top_k(CANDIDATES, np.asarray(row), 3) for row in full]
+
+
+def check_choice_scoring(prober) -> None:
+    texts = ["aspirin may treat [MASK] .", "the disease is heart [MASK] .", "ibuprofen might treat [MASK] ."]
+    choices = [["fever", "cough"], ["failure", "attack", "pain"], ["pain", "fever"]]
+    report = prober.fit(texts, choices, [0, 0, 1])
+    assert isinstance(report, dict)
+    scores = prober.score_choices(texts, choices)
+    assert [len(row) for row in scores] == [2, 3, 2] and all(np.isfinite(s) for row in scores for s in row)
+
+
+def check_disease_classification(prober) -> None:
+    import datasets
+
+    from probers.tasks.disknE_splits import DiseaseSplits
+
+    rows = 8
+    ds = datasets.Dataset.from_dict({
+        "premise": ["the patient has a cough and fever ."] * rows,
+        "hypothesis": ["asthma", "gout"] * (rows // 2),
+        "full_hypothesis": ["the patient has asthma .", "the patient has gout ."] * (rows // 2),
+        "label": [1, 0] * (rows // 2),
+    })  # fmt: skip
+    encoded = prober.encode(ds)
+    assert len(encoded) == rows and {"input_ids", "labels"} <= set(encoded.column_names)
+    splits = DiseaseSplits(cui="C0004096", name="asthma", category=None, train=[0, 1, 2, 3], validation=[4, 5], test=[6, 7], test_positives=1)
+    result = prober.run_disease(encoded, splits, seed=0)
+    assert list(result.references) == [1, 0] and len(result.predictions) == 2 and set(result.predictions) <= {0, 1}
+
+
+VERB_CHECKS = {
+    "ranking": lambda prober, entry: check_ranking(prober, "candidate-scoring" in entry.kinds),
+    "candidate-scoring": lambda prober, entry: check_candidate_scoring(prober),
+    "choice-scoring": lambda prober, entry: check_choice_scoring(prober),
+    "disease-classification": lambda prober, entry: check_disease_classification(prober),
+}
+
+
+def test_every_registered_prober_and_kind_has_a_tiny_check():
+    assert set(TINY) == set(PROBERS), "add the new prober's tiny model and fast options to TINY"
+    assert set(VERB_CHECKS) == set(PROTOCOLS), "add a check of the new kind's verbs to VERB_CHECKS"
+
+
+@pytest.mark.parametrize("name", PROBERS)
+def test_prober_built_by_make_prober_answers_every_verb_of_its_kinds_tiny_random_models(name, tiny_folders):
+    from probers.run import make_prober
+
+    entry = PROBERS[name]
+    kind, options = TINY[name]
+    prober = make_prober(name, tiny_folders[kind], device="cpu", seed=0, options=options)
+    for protocol in entry.kinds:
+        assert isinstance(prober, PROTOCOLS[protocol]), f"{name} does not implement {protocol}"
+    if entry.factory in BUILDS_ANOTHER_PROBER:  # it built a registered prober that does (at least) these kinds
+        assert isinstance(prober, Prober) and prober.name in PROBERS and set(entry.kinds) <= set(prober.kinds)
+    else:
+        assert type(prober) is load(entry.target)
+    assert isinstance(prober.settings, dict) and isinstance(prober.timings, dict)
+    for protocol in entry.kinds:
+        VERB_CHECKS[protocol](prober, entry)
+
+
+# --- tasks: the entry against its class, metric and builder ---------------------------------------
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_option_defaults_are_the_class_defaults(name):
+    entry = TASKS[name]
+    cls = load(entry.target)
+    parameters = inspect.signature(cls.__init__).parameters
+    for option in entry.options:
+        assert option.dest in parameters, f"{option.flag} passes {option.dest}=, which {entry.target} does not take"
+        code = parameters[option.dest].default
+        assert code is not inspect.Parameter.empty, f"{option.flag}: {option.dest} has no default in {entry.target}"
+        assert same_value(option.default, code), f"{option.flag}: the registry shows {option.default!r}, the class uses {code!r}"
+    task = cls()  # every option has a default: the task runs without any
+    for method in ("load", "predict", "score", "table", "writers"):
+        assert callable(getattr(task, method, None)), f"{entry.target} has no {method}"
+    assert isinstance(task.plot_metric, str) and isinstance(task.timings, dict)
+    assert set(entry.accepts) <= set(PROTOCOLS) and any(set(p.kinds) & set(entry.accepts) for p in PROBERS.values())
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_metric_folder_loads(name):
+    import evaluate
+
+    from probers.hub.resources import metric_path
+
+    metric = evaluate.load(metric_path(TASKS[name].metric))
+    assert metric.name and metric.inputs_description
+
+
+def builder_features(benchmark: str) -> dict[str, set[str]]:
+    """Per BUILDER_CONFIG of datasets/<benchmark>/<benchmark>.py: the field names of its _info()."""
+    from probers.hub.build import builder_class
+
+    cls = builder_class(benchmark)
+    configs = cls.BUILDER_CONFIGS or [cls.BUILDER_CONFIG_CLASS(name="default")]
+    return {config.name: set(cls._info(SimpleNamespace(config=config)).features) for config in configs}
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_builder_features_hold_the_task_fields_in_every_config(name):
+    entry = TASKS[name]
+    per_config = builder_features(entry.benchmark)
+    assert per_config, f"datasets/{entry.benchmark} has no builder config"
+    for config, fields in per_config.items():
+        missing = set(entry.fields) - fields
+        assert not missing, f"{entry.benchmark}/{config} has no field {', '.join(sorted(missing))} that task {name} reads"
+
+
+# Per task: a tiny dataset (a conftest fixture, or a small build), its config, the prober that runs
+# on it and the task options that keep the run to seconds. None: no run is cheap (DisKnE fine-tunes
+# on 1,000+ training rows per disease even for one disease; tests/test_pair_classifier.py runs it),
+# so its headline is checked against the metric's documented outputs only.
+TASK_RUNS = {
+    "medlama": ("synthetic_medlama_hub", None, "mask-average", {"per_relation": 2}),
+    "context_variance": ("small_context_variance", "real-target", "rank-change", {"per_relation": 1}),
+    "mst": ("small_mst", "comparison", "mlm-head", {"seeds": 1}),
+    "disknE": None,
+}
+
+
+@pytest.fixture(scope="module")
+def small_context_variance(tmp_path_factory):
+    from probers.hub.build import build
+
+    out = tmp_path_factory.mktemp("cv_conformance") / "hub"
+    build("context_variance", out, configs=["real-target"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_mst(tmp_path_factory):
+    from probers.hub.build import build
+
+    out = tmp_path_factory.mktemp("mst_conformance") / "hub"
+    build("mst", out, configs=["comparison"], params={"train_size": 12, "validation_size": 3, "test_size": 8})
+    return out
+
+
+def documented_outputs(metric: str) -> str:
+    """The metric module's documentation of what it returns (its inputs_description and card)."""
+    from pathlib import Path
+
+    import evaluate
+
+    from probers.hub.resources import metric_path
+
+    card = Path(metric_path(metric)) / "README.md"
+    return evaluate.load(metric_path(metric)).inputs_description + (card.read_text(encoding="utf-8") if card.is_file() else "")
+
+
+def task_documentation(entry: TaskEntry) -> str:
+    cls = load(entry.target)
+    return f"{sys.modules[cls.__module__].__doc__ or ''}\n{cls.__doc__ or ''}\n{entry.description}"
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_grouping_and_headline_are_documented(name):
+    entry = TASKS[name]
+    words = lambda text, word: re.search(rf"(?<![\w@]){re.escape(word)}(?![\w@])", text)  # noqa: E731
+    assert entry.group_by in entry.fields or words(task_documentation(entry), entry.group_by), (
+        f"{name} groups by {entry.group_by!r}: neither a field it reads nor named in {entry.target}'s documentation"
+    )
+    headline = re.sub(r"\d+$", "k", entry.headline)  # acc@10 is documented as acc@k
+    documented = task_documentation(entry) + documented_outputs(entry.metric)
+    assert words(documented, entry.headline) or words(documented, headline), (
+        f"{name}'s headline {entry.headline!r} is documented neither by {entry.target} nor by the {entry.metric} metric"
+    )
+
+
+def test_every_task_has_a_tiny_run():
+    assert set(TASK_RUNS) == set(TASKS), "add the new task's tiny dataset and prober to TASK_RUNS"
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, tiny_folders, request, tmp_path):
+    """A real run through probers.run.run: the headline is a key of the metrics it reports, the
+    floor (if any) a key of every group, and the record names the task's benchmark."""
+    from probers.run import RunRequest, run
+
+    entry = TASKS[name]
+    if TASK_RUNS[name] is None:
+        text = documented_outputs(entry.metric)
+        assert re.search(rf"\b{re.escape(entry.headline)}\b", text), f"{entry.headline} is not an output of {entry.metric}"
+        return
+    fixture, config, prober, task_options = TASK_RUNS[name]
+    assert set(PROBERS[prober].kinds) & set(entry.accepts)
+    dataset = request.getfixturevalue(fixture)
+    kind, options = TINY[prober]
+    record = run(
+        RunRequest(task=name, prober=prober, dataset=str(dataset), config=config, model=tiny_folders[kind], seed=0,
+                   device="cpu", prober_options=options, task_options=task_options, out=str(tmp_path / "r.json")),
+        print_fn=lambda text: None,
+    )  # fmt: skip
+    assert entry.headline in record.metrics, f"{name}: headline {entry.headline!r} not in {sorted(record.metrics)}"
+    assert record.per_group and record.benchmark == entry.benchmark
+    if entry.group_by in entry.fields:  # the groups are values of that field
+        from datasets import load_dataset
+
+        values = set(load_dataset(str(dataset), config, split="test")[entry.group_by])
+        assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {entry.group_by} values"
+    if entry.floor:
+        assert entry.floor in record.metrics or all(entry.floor in group for group in record.per_group.values())
+    assert json.loads((tmp_path / "r.json").read_text())["metrics"] == json.loads(json.dumps(record.metrics))
+
+
+# --- the CLI: each prober's own options only ------------------------------------------------------
+
+
+def flag_pattern(flag: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(flag)}(?![\w-])")
+
+
+def help_text(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", PROBERS)
+def test_probe_help_lists_the_prober_and_task_options_and_no_other(name, capsys):
+    all_flags = {o.flag for e in [*PROBERS.values(), *TASKS.values()] for o in e.options}
+    for task in registry.tasks_for(name):
+        text = help_text(["probe", "--prober", name, "--task", task, "--help"], capsys)
+        own = {o.flag for o in [*PROBERS[name].options, *TASKS[task].options]}
+        for flag in own:
+            assert flag_pattern(flag).search(text), f"--prober {name} --task {task} --help does not list {flag}"
+        foreign = [flag for flag in all_flags - own if flag_pattern(flag).search(text)]
+        assert not foreign, f"--prober {name} --task {task} --help lists {foreign} of other probers or tasks"
+
+
+def test_mask_average_help_has_none_of_the_other_probers_options(capsys):
+    text = help_text(["probe", "--prober", "mask-average", "--help"], capsys)
+    for flag in ("--num-masks", "--similarity", "--rewire-corpus", "--beam-size", "--scorer", "--epochs"):
+        assert not flag_pattern(flag).search(text), flag
+    assert flag_pattern("--batch-size").search(text) and "(default: 64)" in text
+
+
+@pytest.mark.parametrize("name", PROBERS)
+def test_a_foreign_option_exits_2_naming_its_owner(name, capsys):
+    task = PROBERS[name].default_task
+    own = {o.flag for o in [*PROBERS[name].options, *TASKS[task].options]}
+    owners: dict[str, list[str]] = {}
+    for kind, entries in (("--prober", PROBERS), ("--task", TASKS)):
+        for owner, entry in entries.items():
+            for option in entry.options:
+                owners.setdefault(option.flag, []).append(f"{kind} {owner}")
+    foreign = sorted(set(owners) - own)
+    assert foreign
+    for flag in foreign:
+        with pytest.raises(SystemExit) as exited:
+            main(["probe", "--prober", name, flag, "3", "--dataset", "d", "--model", "m"])
+        assert exited.value.code == 2, flag
+        error = capsys.readouterr().err
+        assert flag_pattern(flag).search(error) and all(o in error for o in owners[flag]), error
+
+
+def test_contrastive_with_num_masks_exits_2_naming_mask_predict_console():
+    # as a user runs it: the exit status and stderr of the command, not of a function
+    done = subprocess.run(
+        [sys.executable, "-m", "probers.cli", "probe", "--prober", "contrastive", "--num-masks", "3", "--dataset", "d", "--model", "m"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done
+    assert "--num-masks" in done.stderr and "--prober mask-predict" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- a toy task and a toy prober: one module + one registry entry each ----------------------------
+
+
+class ToyTask:
+    """Counts how often the prober's top-1 is the row's label (a task is these five methods)."""
+
+    plot_metric = "hits"
+
+    def __init__(self, limit: int | None = None):
+        self.limit = limit
+        self.timings: dict[str, float] = {}
+
+    def load(self, dataset: str, config: str | None, split: str):
+        from datasets import load_dataset
+
+        ds = load_dataset(dataset, config, split=split)
+        return ds.select(range(min(self.limit, len(ds)))) if self.limit else ds
+
+    def predict(self, prober, data, seed: int | None) -> list[str]:
+        return [prober.rank([row["query"]], row["candidates"], k=1)[0][0] for row in data]
+
+    def score(self, data, outputs: list[str]) -> Scored:
+        hits = sum(top == label for top, label in zip(outputs, data["label"]))
+        return Scored(metrics={"hits": hits}, per_group={"all": {"hits": hits, "rows": len(outputs)}}, counts={"rows": len(outputs)})
+
+    def table(self, record) -> str:
+        return f"toy: {record.metrics['hits']} hits"
+
+    def writers(self, data, outputs) -> list:
+        return []
+
+
+class ToyProber(Prober):
+    """Ranks the candidates alphabetically (or reversed): a RankingProber in ten lines."""
+
+    name = "toy-alphabet"
+    kinds = ("ranking",)
+
+    def __init__(self, model: str, *, reverse: bool = False):
+        self.model, self.reverse = model, reverse
+
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+        return [sorted(candidates, reverse=self.reverse)[:k] for _ in queries]
+
+
+TOY_TASK = TaskEntry(
+    "toy", f"{__name__}:ToyTask", "toy", "toy: top-1 equals the label", ("query", "candidates", "label"), "none",
+    ("ranking",), "all", "hits", options=(Option("--limit", "limit", "only the first N rows", type=registry.positive_int),),
+)  # fmt: skip
+TOY_PROBER = ProberEntry(
+    "toy-alphabet", f"{__name__}:ToyProber", ("ranking",), "alphabetical order", "any string", "toy",
+    options=(Option("--reverse", "reverse", "reverse alphabetical order", switch=True, default=False),), factory="__init__",
+)  # fmt: skip
+
+
+@pytest.fixture
+def toy_dataset(tmp_path) -> str:
+    from datasets import Dataset
+
+    rows = {
+        "query": ["aspirin may treat [Y] .", "the disease is [Y] .", "ibuprofen might treat [Y] ."],
+        "candidates": [["fever", "cough", "pain"], ["gout", "asthma"], ["pain", "fever"]],
+        "label": ["cough", "asthma", "pain"],
+    }
+    (tmp_path / "toy" / "data").mkdir(parents=True)
+    Dataset.from_dict(rows).to_parquet(str(tmp_path / "toy" / "data" / "test-00000-of-00001.parquet"))
+    return str(tmp_path / "toy")
+
+
+def test_a_toy_task_and_prober_run_with_one_registry_entry_each(toy_dataset, tiny_folders, tmp_path, monkeypatch, capsys):
+    from probers.run import RunRequest, run
+
+    with monkeypatch.context() as patch:
+        patch.setitem(TASKS, "toy", TOY_TASK)
+        patch.setitem(PROBERS, "toy-alphabet", TOY_PROBER)
+        # through the run loop, with the toy prober and with a real one
+        record = run(RunRequest(task="toy", prober="toy-alphabet", dataset=toy_dataset, model="-", out=None), print_fn=print)
+        assert record.metrics == {"hits": 2} and record.benchmark == "toy" and "toy: 2 hits" in capsys.readouterr().out
+        real = run(RunRequest(task="toy", prober="mask-average", dataset=toy_dataset, model=tiny_folders["masked-lm"],
+                              device="cpu", task_options={"limit": 2}, out=None), print_fn=lambda _: None)  # fmt: skip
+        assert real.per_group["all"]["rows"] == 2 and real.prober == "mask-average"
+        # through the CLI: the options of both are there, and the toy prober's default task is the toy task
+        out = tmp_path / "toy.json"
+        assert main(["probe", "--prober", "toy-alphabet", "--dataset", toy_dataset, "--model", "-", "--reverse", "--out", str(out)]) == 0
+        saved = json.loads(out.read_text())
+        assert saved["metrics"] == {"hits": 1} and saved["benchmark"] == "toy" and saved["prober"] == "toy-alphabet"
+        text = help_text(["probe", "--prober", "toy-alphabet", "--help"], capsys)
+        assert flag_pattern("--reverse").search(text) and flag_pattern("--limit").search(text)
+        assert "toy-alphabet" in help_text(["probe", "--help"], capsys)
+        assert registry.tasks_for("toy-alphabet") == ["medlama", "toy"]
+    # removed again: the CLI no longer knows them
+    assert "toy" not in TASKS and "toy-alphabet" not in PROBERS
+    with pytest.raises(SystemExit) as exited:
+        main(["probe", "--prober", "toy-alphabet", "--dataset", toy_dataset, "--model", "-"])
+    assert exited.value.code == 2
