@@ -134,7 +134,9 @@ class TaskEntry:
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
 PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int, metavar="N")
-ONLY_CANDIDATES = Option("--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False)
+ONLY_CANDIDATES = Option(
+    "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
+)
 
 PROBERS: dict[str, ProberEntry] = {
     entry.name: entry
@@ -269,7 +271,7 @@ TASKS: dict[str, TaskEntry] = {
                        "encoders rank the head first for most queries; the paper keeps it)", switch=True, default=False),
                 Option("--predictions", "predictions", "also write the top-k names of every query", metavar="JSONL", output=True),
                 Option("--rerank", "rerank", "rank only the names another run wrote with --predictions, per query "
-                       "(probers that score candidates: mask-average, causal-lm)", metavar="JSONL"),
+                       "(probers that score candidates: contrastive, mask-average, causal-lm)", metavar="JSONL"),
                 Option("--rerank-top", "rerank_top", "with --rerank: the first N names of each query", type=positive_int,
                        default=100, metavar="N"),
             ),

@@ -61,7 +61,10 @@ class ContrastiveProbe(Prober):
 
     name = "contrastive"
     kinds = ("ranking", "candidate-scoring")
-    citation = "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge of Pre-trained Language Models. ACL."
+    citation = (
+        "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge "
+        "of Pre-trained Language Models. ACL."
+    )
 
     def __init__(
         self,
