@@ -10,7 +10,7 @@ A scorer is any object with
 
     score_candidates(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[numpy.ndarray]
 
-where each query holds the answer slot `[Y]` (`probers.api.MASK_SLOT`) and each array holds
+where each query holds the answer slot `[Y]` (`probers.ranking.MASK_SLOT`) and each array holds
 one score per candidate of that query, higher = better: `probers.lm.mask_average.MaskAverageProbe`
 (masked LMs) and `probers.lm.causal_lm.CausalLMProbe` (causal LMs) are two.
 
@@ -30,7 +30,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from probers.lm.candidate_scoring import CandidateScorer
-from probers.api import MASK_SLOT, UserError
+from probers.ranking import MASK_SLOT
+from probers.api import UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import evaluate
 
-from probers.tasks.loading import check_fields, load_probe_dataset
+from probers.probe import check_fields, load_probe_dataset, make_ranking_prober
 from probers.lm.rank_change import (
     CONTEXT_VARIANCE_FIELDS,
     RankChangeProbe,
@@ -62,9 +62,7 @@ def make_rank_change_scorer(args: argparse.Namespace):
         importlib.import_module(module)
     except ImportError as err:
         raise UserError(f"the {kind} scorer ({module}.{name}) is not available in this installation: {err}") from err
-    from probers.run import make_prober
-
-    scorer = make_prober(kind, args.model, device=args.device, options={"batch_size": args.batch_size})
+    scorer = make_ranking_prober(argparse.Namespace(**{**vars(args), "prober": kind}))
     if not callable(getattr(scorer, "score_candidates", None)):
         raise UserError(f"the {kind} prober has no score_candidates(queries, candidates); the rank-change prober needs it")
     return scorer

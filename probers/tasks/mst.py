@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
-from probers.tasks.loading import check_fields
+from probers.ranking import check_fields
 from probers.results import RunRecord, save_run
 from probers.api import UserError
 
