@@ -23,8 +23,7 @@ from probers.api import UserError
 
 
 class UnwritableOutput(UserError):
-    """An output path that cannot be written; the message names the option and the path (a UserError:
-    the CLI prints it as one line)."""
+    """An output path that cannot be written; the message names the option and the path."""
 
 
 def temporary_sibling(target: Path) -> Path:

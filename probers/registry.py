@@ -270,7 +270,7 @@ TASKS: dict[str, TaskEntry] = {
                        "encoders rank the head first for most queries; the paper keeps it)", switch=True, default=False),
                 Option("--predictions", "predictions", "also write the top-k names of every query", metavar="JSONL", output=True),
                 Option("--rerank", "rerank", "rank only the names another run wrote with --predictions, per query "
-                       "(probers that score candidates: mask-average, causal-lm)", metavar="JSONL"),
+                       "(probers that score candidates: contrastive, mask-average, causal-lm)", metavar="JSONL"),
                 Option("--rerank-top", "rerank_top", "with --rerank: the first N names of each query", type=positive_int,
                        default=100, metavar="N"),
             ),

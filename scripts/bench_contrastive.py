@@ -30,11 +30,11 @@ import torch
 from datasets import load_dataset
 from transformers import TrainerCallback
 
+from probers.api import fill_mask_slot
 from probers.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, rewiring_arguments
 from probers.contrastive.encoding import tokenize_keeping_mask, tokenize_truncated
 from probers.contrastive.pairs import read_sentences
 from probers.contrastive.rewiring import train_pairs
-from probers.api import fill_mask_slot
 from probers.tasks.medlama import answer_space
 
 

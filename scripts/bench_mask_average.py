@@ -37,6 +37,7 @@ def real_queries_and_space(n_queries: int) -> tuple[list[str], list[str], str] |
     if not release.exists():
         return None
     from datasets import load_dataset
+
     from probers.hub.build import build
     from probers.tasks.medlama import answer_space, first_per_group
 

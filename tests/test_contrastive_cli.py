@@ -11,8 +11,8 @@ import pytest
 
 from probers.cli import main
 from probers.cli.demo import SAMPLE_DATASET
-from probers.tasks.medlama import answer_space, first_per_group
 from probers.hub.resources import load_builder_module
+from probers.tasks.medlama import answer_space, first_per_group
 from tiny_bert import save_tiny_bert, toy_corpus
 
 

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 from probers.api import UserError
 
 

@@ -23,6 +23,7 @@ import random
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
 from probers.api import UserError
 
 MIN_WORDS = 2  # one visible word of context and one masked word

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
+from probers.api import Prober, UserError, fill_mask_slot
 from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from probers.contrastive.pairs import build_pairs, check_corpus, read_sentences
 from probers.contrastive.rewiring import (
@@ -36,7 +37,6 @@ from probers.contrastive.rewiring import (
     rewiring_arguments,
     train_pairs,
 )
-from probers.api import Prober, UserError, fill_mask_slot
 from probers.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
 from probers.lm.candidate_scoring import check_candidate_lists
 from probers.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
@@ -61,7 +61,10 @@ class ContrastiveProbe(Prober):
 
     name = "contrastive"
     kinds = ("ranking", "candidate-scoring")
-    citation = "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge of Pre-trained Language Models. ACL."
+    citation = (
+        "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge "
+        "of Pre-trained Language Models. ACL."
+    )
 
     def __init__(
         self,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+
 from probers.api import UserError
 
 SIMILARITIES = ("cos", "l2")

@@ -32,9 +32,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from probers.lm.loading import FromPretrained, check_model, model_device, position_limit
-from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 
 NORMALIZATIONS = ("mean", "none")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")

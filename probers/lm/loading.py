@@ -25,8 +25,8 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
 )
 
-from probers.models import load_config, load_tokenizer, resolve_device, resolve_model
 from probers.api import UserError
+from probers.models import load_config, load_tokenizer, resolve_device, resolve_model
 
 # kind -> (Auto class, model types -> class names, what a user should give instead)
 KINDS = {

@@ -19,10 +19,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from probers.api import Prober, UserError, fill_mask_slot
 from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
-from probers.api import Prober, UserError, fill_mask_slot
 
 
 class MaskAverageProbe(FromPretrained, Prober):

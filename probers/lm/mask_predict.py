@@ -26,10 +26,10 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from probers.api import Prober, UserError, fill_mask_slot
 from probers.lm.answer_pooling import pool_predictions
 from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from probers.models import require_mask_token
-from probers.api import Prober, UserError, fill_mask_slot
 
 INIT_METHODS = ("independent", "order", "confidence")
 ITER_METHODS = ("none", "order")

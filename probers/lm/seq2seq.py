@@ -23,9 +23,9 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 from probers.lm.answer_pooling import pool_predictions
 from probers.lm.loading import FromPretrained, check_model, model_device
-from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 
 SENTINEL = re.compile(r"^<extra_id_\d+>$")
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from probers.api import CandidateScorer, RankingProber, UserError
-from probers.atomic import write_all_atomically
 from probers.hub.resources import metric_path
 from probers.registry import PROBERS
 from probers.results import RunRecord, format_table
@@ -252,13 +251,8 @@ def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
 # --- the --predictions file -------------------------------------------------------------------------
 
 
-def write_predictions(path: str | Path, ds: datasets.Dataset, predictions: list[list[str]]) -> Path:
-    """The top-k names of every query as JSON lines, written atomically."""
-    write_all_atomically([(path, lambda temp: dump_predictions(temp, ds, predictions))])
-    return Path(path)
-
-
 def dump_predictions(path: Path, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
+    """The top-k names of every query as JSON lines (`run` writes them atomically with the results JSON)."""
     with open(path, "w", encoding="utf-8") as handle:
         for example_id, names in zip(ds["id"], predictions):
             handle.write(json.dumps({"id": example_id, "predictions": names}, ensure_ascii=False) + "\n")
