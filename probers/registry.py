@@ -135,7 +135,9 @@ class TaskEntry:
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
 PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int, metavar="N")
-ONLY_CANDIDATES = Option("--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False)
+ONLY_CANDIDATES = Option(
+    "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
+)
 
 PROBERS: dict[str, ProberEntry] = {
     entry.name: entry

@@ -24,9 +24,9 @@ from datasets import load_dataset
 
 import probers.hub.atomic_folder as atomic_folder
 import probers.hub.build as build_module
+from probers.cli import main
 from probers.hub.atomic_folder import FolderLocked, exchange, out_lock
 from probers.hub.build import BuildError, build
-from probers.cli import main
 from probers.hub.checks import PublishError, check_dataset_folder
 from synthetic_medlama import release_row, write_release
 

@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 from datasets import load_dataset
 
-from probers.hub.build import build
 from probers.cli import main
-from probers.tasks.disknE_splits import DISKNE_FIELDS
+from probers.hub.build import build
 from probers.hub.resources import load_builder_module
+from probers.tasks.disknE_splits import DISKNE_FIELDS
 from synthetic_disknE import spelling
 
 disknE = load_builder_module("disknE")

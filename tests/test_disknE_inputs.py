@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from datasets import load_dataset
 
-from probers.hub.build import build
 from probers.cli import main
+from probers.hub.build import build
 from probers.hub.resources import load_builder_module
 from synthetic_disknE import GROUND_TRUTH, NLI_FILES, write_data_dir
 

@@ -5,9 +5,9 @@ import shutil
 import pytest
 from datasets import load_dataset
 
+from probers.cli import main
 from probers.hub.build import build
 from probers.hub.resources import load_builder_module
-from probers.cli import main
 from synthetic_medlama import BUILD_PARAMS, CLI_PARAMS, COLUMNS, ROWS, release_row, write_csv, write_release
 
 medlama = load_builder_module("medlama")

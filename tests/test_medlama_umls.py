@@ -19,8 +19,9 @@ import pytest
 import yaml
 from datasets import load_dataset
 
-from probers.hub.build import build
+from probers.api import UserError
 from probers.cli import main
+from probers.hub.build import build
 from probers.hub.resources import load_builder_module
 from synthetic_medlama import BUILD_PARAMS, write_release
 from synthetic_umls import RELATIONS, SHORT_RELATION, VERSION, Truth, write_meta, write_prompts
@@ -262,8 +263,9 @@ def test_an_mrrel_line_with_a_missing_field_is_named_by_file_and_line(release, p
     fields = lines[36].split("|")
     lines[36] = "|".join(fields[:5] + fields[6:])  # AUI2 dropped: 15 fields
     path.write_text("".join(lines), encoding="utf-8")
-    with pytest.raises(medlama.UmlsInputError, match=r"MRREL\.RRF, line 37: expected 16 fields, each ended by '\|'.*found 15 '\|'"):
+    with pytest.raises(UserError, match=r"MRREL\.RRF, line 37: expected 16 fields, each ended by '\|'.*found 15 '\|'") as err:
         build_umls(copy, prompts_dir, tmp_path / "out")
+    assert isinstance(err.value.__cause__, medlama.UmlsInputError)  # the builder's own error, one line for the CLI
 
 
 def test_an_mrrel_line_without_its_last_separator_is_named(release, prompts_dir, tmp_path):
@@ -272,7 +274,7 @@ def test_an_mrrel_line_without_its_last_separator_is_named(release, prompts_dir,
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[-1] = lines[-1].rstrip("|\n") + "|extra\n"  # 17 parts, but text after the last '|'
     path.write_text("".join(lines), encoding="utf-8")
-    with pytest.raises(medlama.UmlsInputError, match=rf"MRREL\.RRF, line {len(lines)}: expected 16 fields"):
+    with pytest.raises(UserError, match=rf"MRREL\.RRF, line {len(lines)}: expected 16 fields"):
         build_umls(copy, prompts_dir, tmp_path / "out")
 
 
@@ -282,7 +284,7 @@ def test_an_mrconso_line_with_a_wrong_field_count_is_named(release, prompts_dir,
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[9] = lines[9].replace("|", "||", 1)
     path.write_text("".join(lines), encoding="utf-8")
-    with pytest.raises(medlama.UmlsInputError, match=r"MRCONSO\.RRF, line 10: expected 18 fields"):
+    with pytest.raises(UserError, match=r"MRCONSO\.RRF, line 10: expected 18 fields"):
         build_umls(copy, prompts_dir, tmp_path / "out")
 
 
@@ -297,7 +299,7 @@ def test_a_relation_absent_from_the_release_stops_naming_it(release, prompts_dir
             continue
         kept.append(line)
     path.write_text("".join(kept), encoding="utf-8")
-    with pytest.raises(medlama.UmlsInputError, match=rf"absent from this release.*{absent} \(no row at all\); {msh_only} \(3 rows with SAB MSH\)") as err:
+    with pytest.raises(UserError, match=rf"absent from this release.*{absent} \(no row at all\); {msh_only} \(3 rows with SAB MSH\)") as err:
         build_umls(copy, prompts_dir, tmp_path / "out")
     assert "--set relations=" in str(err.value)
     full = build_umls(copy, prompts_dir, tmp_path / "out", relations=",".join(r for r in RELATIONS if r not in (absent, msh_only)))
@@ -305,7 +307,7 @@ def test_a_relation_absent_from_the_release_stops_naming_it(release, prompts_dir
 
 
 def test_a_chosen_sab_that_gives_no_row_is_named(release, prompts_dir, tmp_path):
-    with pytest.raises(medlama.UmlsInputError, match="sabs SNOMEDCT_UK give no row"):
+    with pytest.raises(UserError, match="sabs SNOMEDCT_UK give no row"):
         build_umls(release[0], prompts_dir, tmp_path, sabs="SNOMEDCT_US,NCI,MED-RT,SNOMEDCT_UK")
 
 
@@ -449,7 +451,7 @@ def test_a_failed_umls_build_leaves_the_previous_folder_byte_for_byte(hub, relea
     copy = copy_release(release[0], tmp_path)
     with open(copy / "META" / "MRREL.RRF", "a", encoding="utf-8") as handle:
         handle.write("C9000001|A1|SCUI|RO|C9000002|\n")  # a truncated last line
-    with pytest.raises(medlama.UmlsInputError, match=r"MRREL\.RRF, line \d+: expected 16 fields"):
+    with pytest.raises(UserError, match=r"MRREL\.RRF, line \d+: expected 16 fields"):
         build("medlama", out, data_dir=str(prompts_dir), params={"umls_dir": str(copy / "META"), "per_relation": PER_RELATION})
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 

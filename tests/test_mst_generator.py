@@ -13,8 +13,8 @@ from fractions import Fraction
 import pytest
 from datasets import load_dataset
 
-from probers.hub.build import build
 from probers.cli import main
+from probers.hub.build import build
 from probers.hub.resources import load_builder_module
 
 mst = load_builder_module("mst")
@@ -161,7 +161,7 @@ def test_checker_agrees_with_every_label_at_default_sizes(loaded, task):
     dataset_dict = loaded[task]
     assert {split: ds.num_rows for split, ds in dataset_dict.items()} == DEFAULT_SIZES
     problems = []
-    for split, ds in dataset_dict.items():
+    for ds in dataset_dict.values():
         for row in ds:
             assert row["choices"] == CHOICES[task]
             problems += [f"{row['id']}: {p}: {row['text']}" for p in check_row(task, row)]
@@ -213,7 +213,7 @@ def test_same_seed_gives_byte_identical_parquet_and_another_seed_differs(hub, tm
 
 @pytest.mark.parametrize("length", [2, 5])
 def test_other_list_lengths_pass_the_checker(tmp_path, length):
-    build("mst", tmp_path, configs=["argminmax", "sorting"], params={"list_length": length, "train_size": 300, "validation_size": 30, "test_size": 90})
+    build("mst", tmp_path, configs=["argminmax", "sorting"], params={"list_length": length, "train_size": 300, "validation_size": 30, "test_size": 90})  # noqa: E501
     for task in ("argminmax", "sorting"):
         ds = load_dataset(str(tmp_path), task, split="train")
         expected = CHOICES[task][:2] if length == 2 else CHOICES[task]

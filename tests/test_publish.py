@@ -22,9 +22,9 @@ from probers.hub.checks import (
     access_for,
     check_dataset_folder,
     check_metric_folder,
+    folder_files,
     raw_data_dirs,
     raw_file_findings,
-    folder_files,
 )
 from probers.hub.resources import available, card_template, metric_path
 from probers.results import RunRecord
@@ -492,14 +492,14 @@ def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, cap
 
 
 NETWORK_FAILURES = {
-    "no_route": (httpx2.ConnectError("[Errno 113] No route to host"), "cannot reach https://huggingface.co (ConnectError: [Errno 113] No route to host) — check the network"),
-    "dns": (httpx2.ConnectError("[Errno -2] Name or service not known"), "cannot resolve https://huggingface.co ([Errno -2] Name or service not known) — check the network and DNS"),
+    "no_route": (httpx2.ConnectError("[Errno 113] No route to host"), "cannot reach https://huggingface.co (ConnectError: [Errno 113] No route to host) — check the network"),  # noqa: E501
+    "dns": (httpx2.ConnectError("[Errno -2] Name or service not known"), "cannot resolve https://huggingface.co ([Errno -2] Name or service not known) — check the network and DNS"),  # noqa: E501
     "connect_timeout": (httpx2.ConnectTimeout("timed out"), "https://huggingface.co did not answer in time (ConnectTimeout) — check the network"),
     "read_timeout": (httpx2.ReadTimeout("timed out"), "https://huggingface.co did not answer in time (ReadTimeout)"),
     "http_401": (401, "HTTP 401 Unauthorized (fake hub: status 401) from POST /api/repos/create — the token was refused"),
     "http_403": (403, "HTTP 403 Forbidden (fake hub: status 403) from POST /api/repos/create — the token may not write there"),
     "http_404": (404, "HTTP 404 Not Found (fake hub: status 404) from POST /api/repos/create — no such repo, or the token cannot see it"),
-    "http_500": (500, "HTTP 500 Internal Server Error (fake hub: status 500) from POST /api/repos/create — the Hub had a server error: try again later"),
+    "http_500": (500, "HTTP 500 Internal Server Error (fake hub: status 500) from POST /api/repos/create — the Hub had a server error: try again later"),  # noqa: E501
 }
 
 
@@ -520,7 +520,7 @@ def test_network_failure_of_results_publishing_is_one_line(hub, token, results_f
     hub.fail_requests_with, expected = NETWORK_FAILURES[failure]
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"medprobe: error: publish to my-lab/bert failed: {expected.replace('POST /api/repos/create', 'GET /api/models/my-lab/bert')}")
+    assert err.startswith(f"medprobe: error: publish to my-lab/bert failed: {expected.replace('POST /api/repos/create', 'GET /api/models/my-lab/bert')}")  # noqa: E501
     assert err.count("\n") == 1 and TOKEN not in err
 
 

@@ -1,8 +1,9 @@
 """The `medprobe` command line: one module per subcommand (build, probe, publish, umls-names, demo).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
-`func` (`probe` parses its own arguments in two stages, see probers/cli/probe.py); errors a user can fix (missing files, bad arguments, malformed data) are printed
-as one message without a traceback (set MEDPROBE_DEBUG=1 to see it).
+`func` (`probe` parses its own arguments in two stages, see probers/cli/probe.py). Errors a user
+can fix (probers.api.UserError: missing files, bad arguments, malformed data) are printed as one
+message without a traceback (set MEDPROBE_DEBUG=1 to see it).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import os
 import sys
 
 from probers.api import UserError
-
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.
@@ -25,8 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     from probers.cli.build import add_build_command
     from probers.cli.demo import add_demo_command
     from probers.cli.probe import add_probe_command
-    from probers.hub.publish import add_publish_command
     from probers.cli.umls_names import add_umls_names_command
+    from probers.hub.publish import add_publish_command
 
     parser = argparse.ArgumentParser(
         prog="medprobe",

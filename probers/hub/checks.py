@@ -21,7 +21,6 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 import yaml

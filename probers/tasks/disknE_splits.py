@@ -21,6 +21,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
 from probers.api import UserError
 
 if TYPE_CHECKING:  # datasets is imported where used (the CLI imports this module for --help)

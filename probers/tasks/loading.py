@@ -77,7 +77,8 @@ def explain_load_failure(dataset: str, config: str | None, split: str | None, er
     problem = folder_problem(folder, config, split)
     if problem is None:  # e.g. an unknown config or split: datasets' message lists the ones there are
         return f"--dataset {dataset} does not load ({where}): {first_line(err)}"
-    return f"--dataset {dataset} does not load ({where}): {problem}. Rebuild it: medprobe build {card_benchmark(folder)} [--data-dir RELEASE] --out {dataset}"
+    rebuild = f"medprobe build {card_benchmark(folder)} [--data-dir RELEASE] --out {dataset}"
+    return f"--dataset {dataset} does not load ({where}): {problem}. Rebuild it: {rebuild}"
 
 
 def card_benchmark(folder: Path) -> str:
