@@ -32,6 +32,29 @@ def test_squad_normalisation_and_exact_default(acc_at_k):
     assert acc_at_k.compute(predictions=predictions, references=references, k=1, normalize="squad") == {"acc@1": 1.0}
 
 
+def test_squad_drops_the_article_like_word_a(acc_at_k):
+    # documented on the card: "vitamin A" and "vitamin" are one answer under squad, two under exact
+    result = acc_at_k.compute(predictions=[["Vitamin A"]], references=[["vitamin"]], k=1, normalize="squad")
+    assert result == {"acc@1": 1.0}
+    assert acc_at_k.compute(predictions=[["vitamin A"]], references=[["vitamin"]], k=1) == {"acc@1": 0.0}
+
+
+def test_dedupe_merges_repeats_before_the_cut_keeping_the_first(acc_at_k):
+    predictions, references = [["aspirin", "Aspirin", "aspirin", "heparin"]], [["heparin"]]
+    assert acc_at_k.compute(predictions=predictions, references=references, k=2, normalize="squad") == {"acc@2": 0.0}
+    assert acc_at_k.compute(predictions=predictions, references=references, k=2, normalize="squad", dedupe=True) == {"acc@2": 1.0}
+    # under exact comparison only identical strings merge: "Aspirin" still takes rank 2
+    assert acc_at_k.compute(predictions=predictions, references=references, k=2, dedupe=True) == {"acc@2": 0.0}
+    assert acc_at_k.compute(predictions=predictions, references=references, k=3, dedupe=True) == {"acc@3": 1.0}
+
+
+def test_dedupe_off_by_default_scores_as_given(acc_at_k):
+    predictions, references = [["a", "a", "b"], ["c", "d"]], [["b"], ["d"]]
+    plain = acc_at_k.compute(predictions=predictions, references=references, k=[1, 2])
+    assert plain == acc_at_k.compute(predictions=predictions, references=references, k=[1, 2], dedupe=False)
+    assert plain == {"acc@1": 0.0, "acc@2": 0.5}
+
+
 def test_default_cutoffs_are_1_and_10(acc_at_k):
     ranked = [str(i) for i in range(12)]
     result = acc_at_k.compute(predictions=[ranked], references=[["9"]])
@@ -45,6 +68,8 @@ def test_default_cutoffs_are_1_and_10(acc_at_k):
         ({"k": []}, "positive int"),
         ({"normalize": "lower"}, "normalize must be one of"),
         ({"groups": ["a"]}, "one group per query"),
+        ({"dedupe": "False"}, "dedupe must be True or False"),
+        ({"dedupe": 1}, "dedupe must be True or False"),
     ],
 )
 def test_bad_arguments_are_refused(acc_at_k, kwargs, message):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probers.hub.resources import available, metric_path, resource_root
+from probers.hub.resources import available, metric_path
 
 # Per metric: rows with every per-example input (groups, diseases, per-step lists), the compute
 # options, and the values they score. The groups are laid out so that interleaved shards (process
@@ -92,11 +92,12 @@ def test_every_shipped_metric_has_a_conformance_case():
     assert set(available("metrics")) == set(CASES) == set(BAD_INPUTS) == set(GOOD_PAIRS)
 
 
-def _run_examples(text, name, monkeypatch):
-    """(tried, failed) of the doctest examples in `text`, run from the resource root."""
+def _run_examples(text, name, monkeypatch, cwd):
+    """(tried, failed) of the doctest examples in `text`, run from `cwd`."""
     import evaluate
 
-    monkeypatch.chdir(resource_root())  # the examples load "metrics/<name>" relative to the root
+    # not the checkout root: the examples must find the module the way an installed wheel does
+    monkeypatch.chdir(cwd)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
     test = doctest.DocTestParser().get_doctest(text, {"evaluate": evaluate}, name, None, 0)
     runner.run(test)
@@ -104,17 +105,30 @@ def _run_examples(text, name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", available("metrics"))
-def test_docstring_examples_run(name, metrics, monkeypatch):
-    tried, failed = _run_examples(metrics[name].inputs_description, name, monkeypatch)
+def test_examples_load_the_module_through_metric_path_and_the_module_stays_self_contained(name, metrics):
+    # a relative "metrics/<name>" only works from the checkout root; the module itself must not
+    # need medprobe (it is uploaded alone to a Space), only its examples mention it
+    source = (Path(metric_path(name)) / f"{name}.py").read_text(encoding="utf-8")
+    card = (Path(metric_path(name)) / "README.md").read_text(encoding="utf-8")
+    for text in (metrics[name].inputs_description, card):
+        assert f'evaluate.load(metric_path("{name}"))' in text
+        assert f'evaluate.load("metrics/{name}"' not in text
+    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith((">>>", "...")))
+    assert not re.search(r"^\s*(import|from)\s+probers", code, re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", available("metrics"))
+def test_docstring_examples_run(name, metrics, monkeypatch, tmp_path):
+    tried, failed = _run_examples(metrics[name].inputs_description, name, monkeypatch, tmp_path)
     assert tried >= 4 and failed == 0, f"{failed} of {tried} examples of {name} failed"
 
 
 @pytest.mark.parametrize("name", available("metrics"))
-def test_card_examples_run(name, monkeypatch):
+def test_card_examples_run(name, monkeypatch, tmp_path):
     card = (Path(metric_path(name)) / "README.md").read_text(encoding="utf-8")
     # the Python blocks of the card, one after another, share their names as a reader's session would
     blocks = "\n\n".join(re.findall(r"```python\n(.*?)```", card, re.DOTALL))
-    tried, failed = _run_examples(blocks, f"{name} card", monkeypatch)
+    tried, failed = _run_examples(blocks, f"{name} card", monkeypatch, tmp_path)
     assert tried >= 2 and failed == 0, f"{failed} of {tried} examples of the {name} card failed"
 
 
@@ -185,6 +199,21 @@ def test_distributed_groups_give_the_single_process_per_group_values(metrics, tm
     # hand-checked: R1 holds rows 0, 1, 3, 7 -> hits at 2, 1, 2, none: acc@1 1/4, acc@2 3/4
     main, _ = _distributed(metrics["acc_at_k"], CASES["acc_at_k"]["rows"], {"k": [1, 2]}, tmp_path)
     assert main["per_group"]["R1"] == {"acc@1": 0.25, "acc@2": 0.75, "queries": 4}
+
+
+def test_distributed_dedupe_gives_the_single_process_values(metrics, tmp_path):
+    # dedupe is a compute() option, not a per-query input: every process passes it, process 0 applies it
+    rows = {
+        "predictions": [["A.", "a", "b"], ["x", "X", "y"], ["c", "d"], ["The Q", "q", "r"], ["e", "E", "e", "f"]],
+        "references": [["b"], ["y"], ["d"], ["r"], ["f"]],
+        "groups": ["R1", "R2", "R1", "R2", "R1"],
+    }
+    options = {"k": [2], "normalize": "squad", "dedupe": True}
+    single = metrics["acc_at_k"].compute(**rows, **options)
+    assert single["acc@2"] == 1.0  # every gold answer is second once repeats are merged
+    assert metrics["acc_at_k"].compute(**rows, k=[2], normalize="squad")["acc@2"] == 0.2  # only "c", "d"
+    main, other = _distributed(metrics["acc_at_k"], rows, options, tmp_path)
+    assert (main, other) == (single, None)
 
 
 def test_plain_call_without_optional_features_still_works(metrics):

@@ -46,7 +46,12 @@ Args:
     normalize (`str`, optional): how strings are compared.
         - `"exact"` (default): exact string equality, as MedLAMA scores.
         - `"squad"`: lower case, remove punctuation and the articles a/an/the, collapse white
-          space, as BioLAMA scores.
+          space, as BioLAMA scores. The article rule drops every stand-alone word "a", so
+          "vitamin A" compares equal to "vitamin" (and "hepatitis A" to "hepatitis").
+    dedupe (`bool`, optional): merge predictions that are equal after `normalize` before cutting
+        at k, keeping the best-ranked one, as BioLAMA's decoder does (`remove_duplicate_preds_probs`),
+        so a duplicate does not push a later prediction out of the top k. Defaults to `False`: the
+        predictions are scored as given, as MedLAMA scores.
 
     Inputs are checked as given, before evaluate stores them: a prediction, gold answer or group
     that is not a str, a row that is not a list, or a `k` that is not a positive integer (a bool
@@ -61,7 +66,8 @@ Examples:
 
     Two queries, the first answered at rank 2, the second not at all:
 
-    >>> acc_at_k = evaluate.load("metrics/acc_at_k")
+    >>> from probers.hub.resources import metric_path  # the folder, in a checkout or an installed wheel
+    >>> acc_at_k = evaluate.load(metric_path("acc_at_k"))  # or the Hub id of the Space
     >>> acc_at_k.compute(
     ...     predictions=[["aspirin", "ibuprofen"], ["fever"]],
     ...     references=[["ibuprofen"], ["cough", "dyspnea"]],
@@ -81,6 +87,25 @@ Examples:
     (1.0, 1.0)
     >>> result["per_group"]["may_prevent"]
     {'acc@1': 1.0, 'acc@10': 1.0, 'queries': 1}
+
+    With `dedupe=True`, names equal after normalisation count once, as BioLAMA counts them: here
+    "Insulin" and "insulin." take one rank, so "metformin" moves into the top 2:
+
+    >>> acc_at_k.compute(
+    ...     predictions=[["Insulin", "insulin.", "metformin"]],
+    ...     references=[["metformin"]],
+    ...     k=2,
+    ...     normalize="squad",
+    ... )
+    {'acc@2': 0.0}
+    >>> acc_at_k.compute(
+    ...     predictions=[["Insulin", "insulin.", "metformin"]],
+    ...     references=[["metformin"]],
+    ...     k=2,
+    ...     normalize="squad",
+    ...     dedupe=True,
+    ... )
+    {'acc@2': 1.0}
 
     Exact comparison (the default) keeps case:
 
@@ -204,10 +229,12 @@ def _cutoffs(k):
     return sorted({int(c) for c in values})
 
 
-def _check_options(k, normalize):
-    """The cut-offs, once `k` and `normalize` are known to be valid."""
+def _check_options(k, normalize, dedupe):
+    """The cut-offs, once `k`, `normalize` and `dedupe` are known to be valid."""
     if not isinstance(normalize, str) or normalize not in _NORMALIZERS:
         raise ValueError(f"normalize must be one of {sorted(_NORMALIZERS)}, got {_shown(normalize)}")
+    if not isinstance(dedupe, (bool, np.bool_)):  # a str such as "False" would be truthy
+        raise ValueError(f"dedupe must be True or False, got {_shown(dedupe)}")
     return _cutoffs(k)
 
 
@@ -224,12 +251,20 @@ def _stored_groups(groups):
     return groups
 
 
-def _first_hit_ranks(predictions, references, normalize):
+def _deduplicated(normalized):
+    """The normalised predictions with later repeats removed (BioLAMA's remove_duplicate_preds_probs)."""
+    return list(dict.fromkeys(normalized))
+
+
+def _first_hit_ranks(predictions, references, normalize, dedupe=False):
     """1-based rank of the first correct prediction per query (0 when none is correct)."""
     ranks = []
     for ranked, gold in zip(predictions, references):
         gold = {normalize(g) for g in gold}
-        ranks.append(next((rank for rank, p in enumerate(ranked, 1) if normalize(p) in gold), 0))
+        normalized = [normalize(p) for p in ranked]
+        if dedupe:
+            normalized = _deduplicated(normalized)
+        ranks.append(next((rank for rank, p in enumerate(normalized, 1) if p in gold), 0))
     return ranks
 
 
@@ -256,7 +291,7 @@ class AccAtK(evaluate.Metric):
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Score the queries given here and those added before; `groups` may be left out."""
-        _check_options(kwargs.get("k", 1), kwargs.get("normalize", "exact"))  # before the inputs are stored
+        _check_options(kwargs.get("k", 1), kwargs.get("normalize", "exact"), kwargs.get("dedupe", False))  # before the inputs are stored
         if (predictions is not None or references is not None) and "groups" not in kwargs:
             kwargs["groups"] = None  # evaluate requires every feature; add_batch stores "no group"
         return super().compute(predictions=predictions, references=references, **kwargs)
@@ -270,12 +305,12 @@ class AccAtK(evaluate.Metric):
         batch = _checked_batch([prediction], [reference], None if groups is None else [groups])
         super().add(prediction=batch["predictions"][0], reference=batch["references"][0], groups=batch["groups"][0], **kwargs)
 
-    def _compute(self, predictions, references, groups, k=(1, 10), normalize="exact"):
-        cutoffs = _check_options(k, normalize)
+    def _compute(self, predictions, references, groups, k=(1, 10), normalize="exact", dedupe=False):
+        cutoffs = _check_options(k, normalize, dedupe)
         if not predictions:
             raise ValueError("no predictions to score: give one ranked list per query")
         groups = _stored_groups(groups)
-        ranks = _first_hit_ranks(predictions, references, _NORMALIZERS[normalize])
+        ranks = _first_hit_ranks(predictions, references, _NORMALIZERS[normalize], bool(dedupe))
         result = {f"acc@{c}": _accuracy(ranks, c) for c in cutoffs}
         if groups is None:
             return result
