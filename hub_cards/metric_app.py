@@ -4,6 +4,8 @@
 (`NAME.py`), its card (`README.md`) and `requirements.txt`. The app finds the one evaluate
 module beside it, so the same file serves every metric; it is written for current gradio
 (Blocks, no gradio 3 interfaces), because evaluate's own `launch_gradio_widget` no longer runs.
+It was checked with gradio 6.31.0 (tests/test_publish.py builds it when gradio is installed), the
+`sdk_version` of every metric card: change both together.
 
 The page shows the metric card and a JSON box of keyword arguments for `compute`, prefilled
 with the first `.compute(...)` example of the card (or, failing that, a skeleton built from the

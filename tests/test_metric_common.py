@@ -118,6 +118,16 @@ def test_examples_load_the_module_through_metric_path_and_the_module_stays_self_
 
 
 @pytest.mark.parametrize("name", available("metrics"))
+def test_card_names_the_gradio_version_and_has_further_references(name):
+    card = (Path(metric_path(name)) / "README.md").read_text(encoding="utf-8")
+    space_yaml = card.split("---")[1]
+    # the gradio the shared app (hub_cards/metric_app.py) was checked with; one version for every Space
+    assert re.search(r"^sdk: gradio\nsdk_version: 6\.31\.0$", space_yaml, re.MULTILINE)
+    references = card.split("## Further References", 1)
+    assert len(references) == 2 and "](https://" in references[1]
+
+
+@pytest.mark.parametrize("name", available("metrics"))
 def test_docstring_examples_run(name, metrics, monkeypatch, tmp_path):
     tried, failed = _run_examples(metrics[name].inputs_description, name, monkeypatch, tmp_path)
     assert tried >= 4 and failed == 0, f"{failed} of {tried} examples of {name} failed"
