@@ -10,8 +10,9 @@ import json
 import pytest
 
 from probers.cli import main
-from probers.cli.demo import SAMPLE_DATASET
+from probers.cli.demo import SAMPLE_DATASET, side_by_side
 from probers.hub.resources import load_builder_module
+from probers.results import RunRecord
 from probers.tasks.medlama import answer_space, first_per_group
 from tiny_bert import save_tiny_bert, toy_corpus
 
@@ -163,13 +164,43 @@ def test_demo_runs_offline_on_the_sample_with_minilm(tmp_path, capsys, monkeypat
     assert "103 lines -> 103 pairs" in out and "rewired for 2 steps" in out
     summary = out[out.index("summary:") :]
     assert "untuned" in summary and "rewired" in summary
+    # every table of numbers comes after the sentence saying what its columns mean, with both rankings
+    assert out.count('"head left out" is the same ranking without that name') == 3
+    assert summary.count("as in the paper") >= 2 and summary.count("head left out") >= 2
     for run in ("untuned", "rewired"):
         record = json.loads((tmp_path / f"{run}.json").read_text())
         assert record["counts"] == {"queries": 108, "candidates": 223, "queries_without_predictions": 0}
         assert record["model"] == "minilm"
         assert len(record["per_group"]) == 9
+        headless = json.loads((tmp_path / f"{run}-exclude-head.json").read_text())
+        assert record["settings"]["exclude_head"] is False and headless["settings"]["exclude_head"] is True
+        assert headless["counts"] == record["counts"] and set(headless["per_group"]) == set(record["per_group"])
+    # the rewired model is probed again from the folder the rewired run saved it to, not rewired twice
+    assert json.loads((tmp_path / "rewired-exclude-head.json").read_text())["model"] == str(tmp_path / "rewired_model")
+    assert out.count("rewired for 2 steps") == 1
     # untuned MiniLM on textbook facts: far above chance (10 of 223 names), as measured
     assert json.loads((tmp_path / "untuned.json").read_text())["metrics"]["acc@10"] > 0.3
+
+
+def test_demo_table_puts_the_head_left_out_figures_beside_the_paper_ones_per_relation():
+    def record(per_group, metrics):
+        return RunRecord("medlama", "d", "full", "test", "contrastive", "m", None, metrics=metrics, per_group=per_group)
+
+    paper = record(
+        {"may_treat": {"acc@1": 0.0, "acc@10": 0.5}, "occurs_after": {"acc@1": 0.0, "acc@10": 0.25}},
+        {"acc@1": 0.0, "acc@10": 0.4, "macro_acc@1": 0.0, "macro_acc@10": 0.375},
+    )
+    headless = record(
+        {"may_treat": {"acc@1": 0.5, "acc@10": 0.5}, "occurs_after": {"acc@1": 0.25, "acc@10": 0.5}},
+        {"acc@1": 0.4, "acc@10": 0.5, "macro_acc@1": 0.375, "macro_acc@10": 0.5},
+    )
+    lines = side_by_side(paper, headless).splitlines()
+    assert lines[0].split() == ["as", "in", "the", "paper", "head", "left", "out"]
+    assert lines[1].split() == ["relation", "acc@1", "acc@10", "acc@1", "acc@10"]
+    assert lines[3].split() == ["may_treat", "0.00", "50.00", "50.00", "50.00"]
+    assert lines[4].split() == ["occurs_after", "0.00", "25.00", "25.00", "50.00"]
+    assert lines[6].split() == ["micro", "(all)", "0.00", "40.00", "40.00", "50.00"]
+    assert lines[7].split() == ["macro", "0.00", "37.50", "37.50", "50.00"]
 
 
 # --- MiniLM on real MedLAMA queries ---------------------------------------------------------------

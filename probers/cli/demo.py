@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probers.results import load_record, percent
+from probers.results import RunRecord, load_record, percent
 
 DEMO_DATA = Path(__file__).resolve().parent.parent / "demo_data"
 SAMPLE_DATASET = DEMO_DATA / "medlama_sample"
@@ -36,7 +36,8 @@ class DemoContext:
     out: Path
     dataset: str = str(SAMPLE_DATASET)
     dataset_label: str = "medprobe demo sample (MedLAMA format, 108 textbook facts)"
-    results: dict[str, Path] = field(default_factory=dict)  # run label -> results JSON
+    results: dict[str, Path] = field(default_factory=dict)  # run label -> results JSON (as in the paper)
+    headless: dict[str, Path] = field(default_factory=dict)  # run label -> results JSON with --exclude-head
     seconds: dict[str, float] = field(default_factory=dict)  # step name -> wall time
 
 
@@ -88,22 +89,66 @@ def choose_dataset(ctx: DemoContext) -> None:
     print(f"built MedLAMA {args.config}: {rows:,} queries")
 
 
-def probe_command(ctx: DemoContext, label: str, extra: list[str]) -> list[str]:
+# Said once before every table of numbers: the paper's figure, and the one a first-time reader expects.
+COLUMNS_SENTENCE = (
+    "acc@k is the share of queries with a gold answer among their top k names; \"as in the paper\" ranks the "
+    "whole answer space, as MedLAMA scores it, where an encoder's nearest name to a query is usually the query's "
+    "own head (\"Metformin\" for \"Metformin might treat [MASK] .\"), so acc@1 is near 0; \"head left out\" is "
+    "the same ranking without that name (`medprobe probe --exclude-head`)."
+)
+HEADLESS_SUFFIX = "-exclude-head"  # the results file of the --exclude-head run beside each run's own
+
+
+def probe_command(ctx: DemoContext, out_name: str, extra: list[str], model: str | None = None) -> list[str]:
     args = ctx.args
     command = ["probe", "--dataset", ctx.dataset, "--config", args.config, "--prober", "contrastive",
-               "--model", args.model, "--out", str(ctx.out / f"{label}.json")]  # fmt: skip
+               "--model", model or args.model, "--out", str(ctx.out / f"{out_name}.json")]  # fmt: skip
     if args.per_relation:
         command += ["--per-relation", str(args.per_relation)]
     return command + extra
 
 
-def run_probe_step(ctx: DemoContext, label: str, extra: list[str]) -> None:
+def run_probe(ctx: DemoContext, out_name: str, extra: list[str], model: str | None = None) -> Path:
+    """Run one `medprobe probe` command, printed first; its table is left to `print_side_by_side`."""
     from probers.cli.probe import parse_probe_arguments, run_probe_command
 
-    command = probe_command(ctx, label, extra)
+    command = probe_command(ctx, out_name, extra, model)
     print("$ medprobe " + shlex.join(command))
-    run_probe_command(command[1:])
-    ctx.results[label] = Path(parse_probe_arguments(command[1:]).out)
+    run_probe_command(command[1:], print_fn=lambda table: None)
+    return Path(parse_probe_arguments(command[1:]).out)
+
+
+def run_probe_step(ctx: DemoContext, label: str, extra: list[str], headless_model: str | None = None) -> None:
+    """The probe as in the paper, then the same model with --exclude-head, then both per relation.
+
+    Ranking again is cheap (seconds: the answer space and queries are encoded once more); the
+    rewired model is probed again from the folder the first run saved it to.
+    """
+    ctx.results[label] = run_probe(ctx, label, extra)
+    ctx.headless[label] = run_probe(ctx, label + HEADLESS_SUFFIX, ["--exclude-head"], model=headless_model)
+    print(COLUMNS_SENTENCE)
+    print(side_by_side(load_record(ctx.results[label]), load_record(ctx.headless[label])))
+
+
+def side_by_side(paper: RunRecord, headless: RunRecord) -> str:
+    """Per relation, then micro and macro: acc@1 and acc@10 as in the paper, then with the head left out."""
+    columns = [c for c in ("acc@1", "acc@10") if c in paper.metrics]
+    span = 10 * len(columns) - 2  # the width of one ranking's columns
+    width = max([len("relation"), len("micro (all)"), *map(len, paper.per_group)])
+    header = f"{'relation':<{width}}  " + "  ".join(f"{c:>8}" for c in columns * 2)
+    lines = [f"{'':<{width}}  {'as in the paper':>{span}}  {'head left out':>{span}}", header, "-" * len(header)]
+
+    def row(name: str, left: dict, right: dict, prefix: str = "") -> str:
+        values = [left[prefix + c] for c in columns] + [right[prefix + c] for c in columns]
+        return f"{name:<{width}}  " + "  ".join(f"{percent(v):>8}" for v in values)
+
+    for group, values in paper.per_group.items():
+        lines.append(row(group, values, headless.per_group[group]))
+    lines.append("-" * len(header))
+    lines.append(row("micro (all)", paper.metrics, headless.metrics))
+    if all(f"macro_{c}" in paper.metrics for c in columns):
+        lines.append(row("macro", paper.metrics, headless.metrics, prefix="macro_"))
+    return "\n".join(lines)
 
 
 def probe_untuned(ctx: DemoContext) -> None:
@@ -115,31 +160,31 @@ def probe_rewired(ctx: DemoContext) -> None:
     if args.rewire_steps == 0:
         print("skipped (--rewire-steps 0)")
         return
+    saved = str(ctx.out / "rewired_model")  # probed again with --exclude-head, without rewiring twice
     run_probe_step(ctx, "rewired", [
         "--rewire-corpus", args.rewire_corpus, "--rewire-steps", str(args.rewire_steps),
         "--rewire-batch-size", str(args.rewire_batch_size), "--rewire-learning-rate", str(args.rewire_learning_rate),
-        "--seed", str(args.seed),
-    ])  # fmt: skip
+        "--seed", str(args.seed), "--save-rewired", saved,
+    ], headless_model=saved)  # fmt: skip
 
 
 def summarize(ctx: DemoContext) -> None:
     print(f"dataset: {ctx.dataset_label}; model: {ctx.args.model}")
+    print(COLUMNS_SENTENCE)
     columns = ["acc@1", "acc@10", "macro_acc@1", "macro_acc@10"]
+    rankings = [("as in the paper", ctx.results), ("head left out", ctx.headless)]
     width = max([len("run"), *map(len, ctx.results)])
-    header = f"{'run':<{width}}  " + "  ".join(f"{c:>12}" for c in columns) + f"  {'probe s':>8}"
+    header = f"{'run':<{width}}  {'ranking':<15}  " + "  ".join(f"{c:>12}" for c in columns) + f"  {'probe s':>8}"
     print(header)
     print("-" * len(header))
-    for label, path in ctx.results.items():
-        record = load_record(path)
-        values = "  ".join(f"{percent(record.metrics[c]):>12}" for c in columns)
-        probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
-        print(f"{label:<{width}}  {values}  {probe_seconds:8.1f}")
-    print(f"results files: {', '.join(str(p) for p in ctx.results.values())}")
-    print(
-        "acc@1 near 0 is expected here: the answer space holds every head name, as MedLAMA's does, and an "
-        "encoder's nearest name to a query is usually the query's own head (\"Metformin\" for \"Metformin "
-        "might treat [MASK] .\"). Add --exclude-head to `medprobe probe` to leave it out; acc@10 shows the rest."
-    )
+    for label in ctx.results:
+        for ranking, paths in rankings:
+            record = load_record(paths[label])
+            values = "  ".join(f"{percent(record.metrics[c]):>12}" for c in columns)
+            probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
+            print(f"{label:<{width}}  {ranking:<15}  {values}  {probe_seconds:8.1f}")
+    files = [str(paths[label]) for label in ctx.results for _, paths in rankings]
+    print(f"results files: {', '.join(files)}")
 
 
 def probe_mst(ctx: DemoContext) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from probers.registry import PROBERS, TASKS, Option, prober_entry, task_entry, tasks_for
 
@@ -122,7 +123,8 @@ def parse_probe_arguments(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run_probe_command(argv: list[str]) -> int:
+def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = print) -> int:
+    """`medprobe probe ARGV`; `print_fn` receives the results table (the demo prints its own)."""
     from probers.run import RunRequest, run
 
     args = parse_probe_arguments(argv)
@@ -142,7 +144,7 @@ def run_probe_command(argv: list[str]) -> int:
         out=args.out,
         plot=args.plot,
     )
-    run(request)
+    run(request, print_fn=print_fn)
     return 0
 
 
