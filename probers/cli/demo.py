@@ -5,7 +5,9 @@ probe, the `medprobe probe` command that reproduces it. By default it probes the
 MiniLM encoder on a small MedLAMA-format sample written for this purpose (MedLAMA itself is
 UMLS-licensed and cannot be shipped), untuned and after a brief rewiring. With `--data-dir`
 (a MedLAMA release folder), or when the official release can be downloaded, it builds and
-probes the real MedLAMA instead.
+probes the real MedLAMA instead. Every MedLAMA run is probed a second time with --exclude-head
+(seconds), and the tables show both figures: the paper's, where the query's own head name
+usually wins rank 1, and the one with that name left out.
 
 A later part adds its own step by appending a `DemoStep` to `DEMO_STEPS`.
 """
