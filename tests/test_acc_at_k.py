@@ -105,3 +105,15 @@ def test_macro_equals_micro_when_groups_have_equal_size(acc_at_k, n_groups, size
     for c in (1, 3):
         assert result[f"macro_acc@{c}"] == pytest.approx(result[f"acc@{c}"])
 
+
+
+@settings(max_examples=60, deadline=None)
+@given(queries, st.integers(1, 8))
+def test_dedupe_never_lowers_acc_and_equals_scoring_the_distinct_list(acc_at_k, data, cutoff):
+    # merging repeats only moves later names up; the result is that of the list without repeats
+    predictions, references = [p for p, _ in data], [r for _, r in data]
+    plain = acc_at_k.compute(predictions=predictions, references=references, k=cutoff)[f"acc@{cutoff}"]
+    merged = acc_at_k.compute(predictions=predictions, references=references, k=cutoff, dedupe=True)[f"acc@{cutoff}"]
+    distinct = [list(dict.fromkeys(p)) for p in predictions]
+    assert merged >= plain
+    assert merged == acc_at_k.compute(predictions=distinct, references=references, k=cutoff)[f"acc@{cutoff}"]
