@@ -65,7 +65,7 @@ PACKAGED_HELP = (
 
 
 def check_model(name_or_path: str) -> None:
-    """Fail now, before any dataset or model loads, when `--model` cannot be loaded at all.
+    """Fail now, before transformers tries, when `--model` cannot be loaded at all.
 
     A packaged name must be installed and a local folder must hold a model (resolve_model). A Hub id
     is looked up in the local Hub cache first; without a cached copy it needs the Hub, and when the
@@ -159,6 +159,7 @@ def check_model_folder(folder: Path) -> None:
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    check_model(name_or_path)  # every prober loads its tokenizer or config first: fail fast here
     path, extra = resolve_model(name_or_path)
     try:
         return AutoTokenizer.from_pretrained(path, **extra)
@@ -167,6 +168,7 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
 
 
 def load_config(name_or_path: str):
+    check_model(name_or_path)
     path, extra = resolve_model(name_or_path)
     try:
         return AutoConfig.from_pretrained(path, **extra)

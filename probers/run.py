@@ -18,7 +18,6 @@ from typing import Any
 
 from probers.api import PROTOCOLS, UserError
 from probers.atomic import check_distinct_outputs, check_writable
-from probers.models import check_model
 from probers.registry import PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
 from probers.results import RunRecord, plot_format, save_run
 
@@ -54,8 +53,6 @@ def check_request(request: RunRequest) -> None:
         )
     if not request.model:
         raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
-    if prober.target.startswith("probers."):  # the built-in probers load --model through probers.models
-        check_model(request.model)  # a folder without a model, or a Hub id with no cache and no network: stop now
     outputs = {"--out": request.out, "--plot": request.plot}
     outputs.update({option.flag: request.task_options.get(option.dest) for option in task.options if option.output})
     for option, path in outputs.items():

@@ -127,15 +127,18 @@ def test_a_name_that_cannot_be_a_hub_id_is_a_user_error():
         check_model("no such model")
 
 
-def test_cli_fails_on_an_unreachable_model_before_the_dataset_loads(no_hub, tmp_path, capsys, monkeypatch):
-    """The check runs in probers.run.check_request: the dataset (a folder that does not exist) is never read."""
-    import probers.tasks.medlama as medlama
+@pytest.mark.parametrize("prober", ["contrastive", "mask-average", "causal-lm"])
+def test_cli_fails_on_an_unreachable_model_before_transformers_tries(no_hub, synthetic_medlama_hub, tmp_path, capsys, monkeypatch, prober):
+    """One line, at once: transformers (whose retries take ~52 s without a network) is never asked."""
+    import transformers
+
     from probers.cli import main
 
-    monkeypatch.setattr(medlama.MedLAMATask, "load", lambda *a, **k: pytest.fail("the dataset loaded"))
-    argv = ["probe", "--prober", "contrastive", "--dataset", str(tmp_path / "nowhere"), "--model", "no-such-model",
+    for auto in ("AutoTokenizer", "AutoConfig"):
+        monkeypatch.setattr(getattr(transformers, auto), "from_pretrained", lambda *a, **k: pytest.fail("transformers was asked"))
+    argv = ["probe", "--prober", prober, "--dataset", str(synthetic_medlama_hub), "--model", "no-such-model",
             "--out", str(tmp_path / "r.json")]  # fmt: skip
     assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("medprobe: error: --model 'no-such-model' is not a model folder")
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("medprobe: error: --model 'no-such-model' is not a model folder") and "minilm" in last
     assert not (tmp_path / "r.json").exists()

@@ -42,7 +42,6 @@ def hub(synthetic_medlama_hub):
 def run_with(monkeypatch, prober, hub, tmp_path, dataset=None, plot=None, **task_options):
     """`run` of the medlama task with `prober` standing in for the registered contrastive prober."""
     monkeypatch.setattr(probers.run, "make_prober", lambda *args, **kwargs: prober)
-    monkeypatch.setattr(probers.run, "check_model", lambda model: None)  # the stand-in needs no model
     request = RunRequest(
         task="medlama", prober="contrastive", dataset=str(dataset or hub), config="full", model="none",
         task_options=task_options, out=str(tmp_path / "results.json"), plot=plot,
