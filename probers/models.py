@@ -113,21 +113,22 @@ def hub_host() -> str:
     return urlparse(constants.ENDPOINT).hostname or "huggingface.co"
 
 
-@functools.lru_cache(maxsize=1)
-def hub_reachable(timeout: float = 3.0) -> bool:
-    """False when the Hub evidently cannot be reached: HF_HUB_OFFLINE, or no TCP connection to its host.
-
-    Behind a proxy a direct connection proves nothing, so there only HF_HUB_OFFLINE counts.
-    Asked once per process (a refused name lookup takes milliseconds; an unanswered one at most `timeout`).
-    """
+def hub_reachable() -> bool:
+    """False when the Hub evidently cannot be reached: HF_HUB_OFFLINE, or no connection to its host."""
     from huggingface_hub import constants
 
-    if constants.HF_HUB_OFFLINE:
-        return False
+    return not constants.HF_HUB_OFFLINE and host_reachable(hub_host())
+
+
+@functools.lru_cache(maxsize=8)
+def host_reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to `host`:443 opens; asked once per host and process (a refused name
+    lookup takes milliseconds, an unanswered connection at most `timeout`). Behind a proxy a direct
+    connection proves nothing, so there the answer is True and the download itself decides."""
     if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return True
     try:
-        with socket.create_connection((hub_host(), 443), timeout=timeout):
+        with socket.create_connection((host, 443), timeout=timeout):
             return True
     except OSError:
         return False

@@ -111,12 +111,12 @@ def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_p
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(models.socket, "create_connection", lambda *a, **k: pytest.fail("asked the network"))
-    models.hub_reachable.cache_clear()
+    models.host_reachable.cache_clear()
     try:
         with pytest.raises(UserError, match="HF_HUB_OFFLINE is set"):
             models.check_model("no-such-model")
     finally:
-        models.hub_reachable.cache_clear()
+        models.host_reachable.cache_clear()
 
 
 def test_a_name_that_cannot_be_a_hub_id_is_a_user_error():
