@@ -125,3 +125,15 @@ def test_the_contrastive_cli_rewires_on_a_release_corpus_by_name(synthetic_medla
             "--out", str(tmp_path / "r.json")]  # fmt: skip
     assert main(argv) == 0
     assert "2 lines -> 2 pairs" in capsys.readouterr().out
+
+
+def test_rewire_in_python_takes_a_release_corpus_by_name_too(tmp_path, monkeypatch, capsys):
+    from probers.contrastive import ContrastiveProbe, rewiring_arguments
+    from tiny_bert import save_tiny_bert
+
+    cached = corpus_cache() / NAME  # as a first download would have left it
+    cached.parent.mkdir(parents=True)
+    cached.write_text(SENTENCES)
+    probe = ContrastiveProbe.from_pretrained(str(save_tiny_bert(tmp_path / "tiny_bert")), device="cpu")
+    report = probe.rewire(NAME, rewiring_arguments(str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, use_cpu=True))
+    assert report.corpus.pairs == 2 and f"{cached}: 2 lines -> 2 pairs" in capsys.readouterr().out

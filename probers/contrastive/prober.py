@@ -179,15 +179,18 @@ class ContrastiveProbe(Prober):
         mask_ratio: float = MASK_RATIO,
         save_to: str | Path | None = None,
     ) -> RewiringReport:
-        """Rewire the encoder in place on raw sentences (a text file, one a line, or strings).
+        """Rewire the encoder in place on raw sentences (a text file, one a line, a MedLAMA release
+        corpus by name such as "pubmed_sents_no_punkt_10k_0" (see `corpus_path`), or strings).
 
         `args` are the `TrainingArguments` (default: `rewiring_arguments()`, the paper's
         settings); their `seed` also draws the masked spans. With `save_to`, the rewired model
         and tokenizer are saved there, ready for `from_pretrained`.
         """
         start = time.perf_counter()
-        sentences = read_sentences(corpus) if isinstance(corpus, (str, Path)) else list(corpus)
-        source = str(corpus) if isinstance(corpus, (str, Path)) else "rewiring corpus"
+        if isinstance(corpus, (str, Path)):  # a file, or a MedLAMA release corpus by name (found or downloaded)
+            corpus = corpus_path(corpus)
+        sentences = read_sentences(corpus) if isinstance(corpus, Path) else list(corpus)
+        source = str(corpus) if isinstance(corpus, Path) else "rewiring corpus"
         with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
             if args is None:
                 args = rewiring_arguments(str(save_to or scratch), use_cpu=self.device.type == "cpu")
