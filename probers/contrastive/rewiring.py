@@ -183,7 +183,6 @@ def logged_losses(trainer: Trainer) -> list[tuple[int, float]]:
 RELEASE_COMMIT = "8a314d11c3b8538a7ec522f668b7fbe0394caa9d"
 CORPORA_URL = f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/elicit_corpora"
 RELEASE_CORPORA = tuple(f"pubmed_sents_no_punkt_10k_{i}" for i in range(10)) + ("wiki_sents_no_punkt_10k.txt",)
-RELEASE_NAMES = "pubmed_sents_no_punkt_10k_0 ... _9, wiki_sents_no_punkt_10k.txt"
 
 
 def corpus_path(corpus: str | Path) -> Path:
