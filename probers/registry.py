@@ -151,7 +151,10 @@ PROBERS: dict[str, ProberEntry] = {
                 Option("--similarity", "similarity", "cos, or l2: L2 distance on raw [CLS], as the released code searched",
                        choices=("cos", "l2"), default="cos"),
                 Option("--layers", "layers", "probe with only the first L transformer layers", type=positive_int, metavar="L"),
-                Option("--rewire-corpus", "rewire_corpus", "rewire first on this text file (one sentence a line)", metavar="FILE"),
+                Option("--rewire-corpus", "rewire_corpus",
+                       "rewire first on this text file (one sentence a line), or on a MedLAMA release corpus by name "
+                       "(pubmed_sents_no_punkt_10k_0 ... _9, wiki_sents_no_punkt_10k.txt: downloaded once at the pinned "
+                       "commit, or DIR/NAME read from a release folder DIR)", metavar="FILE"),
                 Option("--rewire-steps", "rewire_steps", "rewiring steps", type=positive_int, default=150, metavar="N"),
                 Option("--rewire-batch-size", "rewire_batch_size", "sentence pairs per step", type=positive_int, default=192, metavar="N"),
                 Option("--temperature", "temperature", "InfoNCE temperature", type=positive_float, default=0.04),

@@ -65,3 +65,80 @@ def test_cli_model_folder_without_a_model_is_one_line(synthetic_medlama_hub, tmp
     assert main(argv) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1].split("\r")[-1]
     assert last.startswith(f"medprobe: error: --model {tmp_path / 'model'} holds no model (found README.md)")
+
+
+@pytest.fixture
+def no_hub(monkeypatch, tmp_path):
+    """An empty Hub cache and a Hub that cannot be reached (the network probe answers False)."""
+    from huggingface_hub import constants
+
+    import probers.models as models
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub_cache"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(models, "hub_reachable", lambda: False)
+    return tmp_path / "hub_cache"
+
+
+def test_unreachable_hub_id_without_a_cache_is_one_user_error_listing_the_packaged_models(no_hub):
+    from probers.api import UserError
+    from probers.models import check_model
+
+    with pytest.raises(UserError) as raised:
+        check_model("no-such-org/no-such-model")
+    message = str(raised.value)
+    assert "neither in the local Hub cache nor downloadable" in message and "huggingface.co cannot be reached" in message
+    assert "minilm (encoder" in message and "smollm2 (causal LM" in message
+
+
+def test_cached_hub_id_passes_offline_and_switches_the_hub_to_offline_mode(no_hub, monkeypatch):
+    """With no network, a cached model must load from the cache at once, not after rounds of retries."""
+    from huggingface_hub import constants, is_offline_mode
+
+    from probers.models import check_model
+
+    (no_hub / "models--some-org--cached-model" / "snapshots" / "abc123").mkdir(parents=True)
+    check_model("some-org/cached-model")
+    assert constants.HF_HUB_OFFLINE is True and is_offline_mode()
+
+
+def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    import probers.models as models
+    from probers.api import UserError
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(models.socket, "create_connection", lambda *a, **k: pytest.fail("asked the network"))
+    models.host_reachable.cache_clear()
+    try:
+        with pytest.raises(UserError, match="HF_HUB_OFFLINE is set"):
+            models.check_model("no-such-model")
+    finally:
+        models.host_reachable.cache_clear()
+
+
+def test_a_name_that_cannot_be_a_hub_id_is_a_user_error():
+    from probers.api import UserError
+    from probers.models import check_model
+
+    with pytest.raises(UserError, match="not a model folder, a packaged model name or a Hub id"):
+        check_model("no such model")
+
+
+@pytest.mark.parametrize("prober", ["contrastive", "mask-average", "causal-lm"])
+def test_cli_fails_on_an_unreachable_model_before_transformers_tries(no_hub, synthetic_medlama_hub, tmp_path, capsys, monkeypatch, prober):
+    """One line, at once: transformers (whose retries take ~52 s without a network) is never asked."""
+    import transformers
+
+    from probers.cli import main
+
+    for auto in ("AutoTokenizer", "AutoConfig"):
+        monkeypatch.setattr(getattr(transformers, auto), "from_pretrained", lambda *a, **k: pytest.fail("transformers was asked"))
+    argv = ["probe", "--prober", prober, "--dataset", str(synthetic_medlama_hub), "--model", "no-such-model",
+            "--out", str(tmp_path / "r.json")]  # fmt: skip
+    assert main(argv) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("medprobe: error: --model 'no-such-model' is not a model folder") and "minilm" in last
+    assert not (tmp_path / "r.json").exists()

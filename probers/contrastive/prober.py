@@ -26,13 +26,14 @@ from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, Tr
 
 from probers.api import Prober, UserError, fill_mask_slot
 from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
-from probers.contrastive.pairs import build_pairs, check_corpus, read_sentences
+from probers.contrastive.pairs import build_pairs, read_sentences
 from probers.contrastive.rewiring import (
     MASK_RATIO,
     MAX_LENGTH,
     PAPER_SETTINGS,
     TEMPERATURE,
     RewiringReport,
+    corpus_path,
     logged_losses,
     rewiring_arguments,
     train_pairs,
@@ -142,9 +143,9 @@ class ContrastiveProbe(Prober):
         """The prober of `medprobe probe --prober contrastive` (the registry's options as keywords):
         loaded from `model`, then rewired on `rewire_corpus` when one is given (seeded with `seed`,
         by default the paper's, exposed as `probe.seed` for the results file)."""
-        check_rewiring_options(rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length)
+        corpus = check_rewiring_options(rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length)
         probe = cls.from_pretrained(model, similarity=similarity, layers=layers, batch_size=batch_size, device=device)
-        if not rewire_corpus:
+        if corpus is None:
             return probe
         seed = PAPER_SETTINGS["seed"] if seed is None else seed
         with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
@@ -158,7 +159,7 @@ class ContrastiveProbe(Prober):
                 use_cpu=probe.device.type == "cpu",
             )
             report = probe.rewire(
-                rewire_corpus, training_args, temperature=temperature, max_length=rewire_max_length,
+                corpus, training_args, temperature=temperature, max_length=rewire_max_length,
                 mask_ratio=rewire_mask_ratio, save_to=save_rewired,
             )  # fmt: skip
         print(f"rewired for {report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.3f} steps/s)")
@@ -178,15 +179,18 @@ class ContrastiveProbe(Prober):
         mask_ratio: float = MASK_RATIO,
         save_to: str | Path | None = None,
     ) -> RewiringReport:
-        """Rewire the encoder in place on raw sentences (a text file, one a line, or strings).
+        """Rewire the encoder in place on raw sentences (a text file, one a line, a MedLAMA release
+        corpus by name such as "pubmed_sents_no_punkt_10k_0" (see `corpus_path`), or strings).
 
         `args` are the `TrainingArguments` (default: `rewiring_arguments()`, the paper's
         settings); their `seed` also draws the masked spans. With `save_to`, the rewired model
         and tokenizer are saved there, ready for `from_pretrained`.
         """
         start = time.perf_counter()
-        sentences = read_sentences(corpus) if isinstance(corpus, (str, Path)) else list(corpus)
-        source = str(corpus) if isinstance(corpus, (str, Path)) else "rewiring corpus"
+        if isinstance(corpus, (str, Path)):  # a file, or a MedLAMA release corpus by name (found or downloaded)
+            corpus = corpus_path(corpus)
+        sentences = read_sentences(corpus) if isinstance(corpus, Path) else list(corpus)
+        source = str(corpus) if isinstance(corpus, Path) else "rewiring corpus"
         with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
             if args is None:
                 args = rewiring_arguments(str(save_to or scratch), use_cpu=self.device.type == "cpu")
@@ -357,16 +361,17 @@ def check_rewiring_options(
     steps: int,
     batch_size: int,
     max_length: int,
-) -> None:
-    """Option errors that must stop the run before the model is loaded."""
+) -> Path | None:
+    """Option errors that must stop the run before the model is loaded; the corpus file to rewire on
+    (a release corpus given by name is found or downloaded now, also before the model loads)."""
     if checkpoint_every and not save_rewired:
         raise UserError("--checkpoint-every needs --save-rewired DIR: the checkpoints are written under DIR")
     if not corpus:
         given = [flag for flag, value in (("--save-rewired", save_rewired), ("--checkpoint-every", checkpoint_every)) if value]
         if given:
             raise UserError(f"{' and '.join(given)} need(s) --rewire-corpus FILE: there is nothing to rewire without a corpus")
-        return
+        return None
     for flag, value in (("--rewire-steps", steps), ("--rewire-batch-size", batch_size), ("--rewire-max-length", max_length)):
         if value < 1:
             raise UserError(f"{flag} must be a positive integer, got {value}")
-    check_corpus(corpus)
+    return corpus_path(corpus)

@@ -13,14 +13,20 @@ every text to 48 word pieces).
 
 from __future__ import annotations
 
+import os
 import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
 
 import torch
 from torch.utils.data import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
+from probers.api import UserError
+from probers.atomic import atomic_output
 from probers.contrastive.encoding import (
     cls_embeddings,
     length_sorted_batches,
@@ -29,7 +35,7 @@ from probers.contrastive.encoding import (
     tokenize_truncated,
 )
 from probers.contrastive.loss import InfoNCELoss
-from probers.contrastive.pairs import CorpusStats, MaskedPair
+from probers.contrastive.pairs import CorpusStats, MaskedPair, check_corpus
 
 # The paper's rewiring settings (Meng, Liu et al. 2022; released script mirror_sentence_pubmedbert.sh).
 PAPER_SETTINGS = {
@@ -167,3 +173,77 @@ def train_pairs(
 
 def logged_losses(trainer: Trainer) -> list[tuple[int, float]]:
     return [(entry["step"], round(entry["loss"], 5)) for entry in trainer.state.log_history if "loss" in entry]
+
+
+# --- the release's rewiring corpora -------------------------------------------------------------------
+
+# The MedLAMA release (the commit the MedLAMA builder pins, datasets/medlama/medlama.py RELEASE_COMMIT)
+# ships its rewiring sentences in data/elicit_corpora/: ten PubMed files of 10,000 sentences each (the
+# paper's figures are the mean over these ten) and one Wikipedia file (for general-domain BERT).
+RELEASE_COMMIT = "8a314d11c3b8538a7ec522f668b7fbe0394caa9d"
+CORPORA_URL = f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/elicit_corpora"
+RELEASE_CORPORA = tuple(f"pubmed_sents_no_punkt_10k_{i}" for i in range(10)) + ("wiki_sents_no_punkt_10k.txt",)
+
+
+def corpus_path(corpus: str | Path) -> Path:
+    """The rewiring corpus file for `--rewire-corpus`: a text file, or a release corpus by name.
+
+    - a file (one sentence a line): used as it is;
+    - `DIR/NAME`, NAME a release corpus and DIR a MedLAMA release folder (the `--data-dir` of
+      `medprobe build medlama`, or the repository's root or data/ folder): read from DIR's
+      `elicit_corpora/` (or `../elicit_corpora/`, or `data/elicit_corpora/`);
+    - NAME alone: downloaded once at the pinned commit into the medprobe cache
+      ($XDG_CACHE_HOME/medprobe, by default ~/.cache/medprobe) and read from there afterwards.
+    """
+    path = Path(corpus).expanduser()
+    if path.is_file() or path.name not in RELEASE_CORPORA:
+        return check_corpus(path)
+    if str(corpus) != path.name:  # DIR/NAME: a release folder the user has
+        return from_release_folder(path.parent, path.name)
+    cached = corpus_cache() / path.name
+    return cached if cached.is_file() else download_corpus(path.name, cached)
+
+
+def from_release_folder(folder: Path, name: str) -> Path:
+    places = [folder / "elicit_corpora" / name, folder.parent / "elicit_corpora" / name, folder / "data" / "elicit_corpora" / name]
+    for place in places:
+        if place.is_file():
+            return place
+    what = "does not exist" if not folder.is_dir() else f"holds no {name} (looked for {', '.join(map(str, places))})"
+    raise UserError(
+        f"--rewire-corpus {folder / name}: the folder {folder} {what}. Give the MedLAMA release folder that has "
+        f"elicit_corpora/ ({CORPORA_URL}/{name} at the pinned commit), the corpus file itself, or the name alone "
+        f"(--rewire-corpus {name}) to download it"
+    )
+
+
+def corpus_cache() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "medprobe" / f"medlama-{RELEASE_COMMIT[:12]}" / "elicit_corpora"
+
+
+def download_corpus(name: str, target: Path) -> Path:
+    """Download the release corpus `name` at the pinned commit to `target` (atomically: an interrupted
+    download leaves nothing behind); offline, one error naming the URL and what to pass instead."""
+    from probers.models import host_reachable
+
+    url = f"{CORPORA_URL}/{name}"
+    instead = (
+        f"download {url} where the network is reachable and pass the file (--rewire-corpus FILE), or pass it "
+        f"from a MedLAMA release folder that has elicit_corpora/ (--rewire-corpus DIR/{name})"
+    )
+    offline = [flag for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if os.environ.get(flag, "").upper() in {"1", "ON", "YES", "TRUE"}]
+    host = urlparse(url).hostname or ""
+    if offline or not host_reachable(host):
+        why = f"{' and '.join(offline)} set" if offline else f"{host} cannot be reached from here"
+        raise UserError(
+            f"--rewire-corpus {name} is a MedLAMA release corpus that is not in {target.parent} yet "
+            f"and cannot be downloaded ({why}): {instead}"
+        )
+    print(f"downloading the rewiring corpus {name} from {url}")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as response, atomic_output(target) as temp:
+            temp.write_bytes(response.read())
+    except OSError as err:  # HTTP errors, time-outs, a dropped connection
+        raise UserError(f"could not download --rewire-corpus {name} from {url} ({err}): {instead}") from err
+    return target

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,6 +67,7 @@ class CausalLMProbe(FromPretrained, Prober):
         self.length_normalization, self.score_suffix = length_normalization, score_suffix
         self.literal_template = literal_template
         self.batch_size, self.progress = batch_size, progress
+        self.progress_bar: Any = None  # a caller's bar (one over many calls) advanced per query instead of our own
         self.limit = position_limit(model, tokenizer)
         pad = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
         self.pad_id = pad  # padded positions are masked out; any id will do
@@ -88,6 +90,12 @@ class CausalLMProbe(FromPretrained, Prober):
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """One float array per query, aligned with its candidates: higher = more likely."""
         check_candidate_lists(queries, candidates)
+        if self.progress_bar is not None:
+            scores = []
+            for query, names in zip(queries, candidates):
+                scores.append(self.score_query(query, names))
+                self.progress_bar.update(1)
+            return scores
         progress = tqdm(zip(queries, candidates), total=len(queries), desc="causal LM", unit="query", disable=not self.progress)
         return [self.score_query(query, names) for query, names in progress]
 

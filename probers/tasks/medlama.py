@@ -14,7 +14,8 @@ head and answer name, sorted), or only the answers of the query's relation. Scor
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,14 +220,49 @@ def rank_queries(
     by_relation: dict[str, list[int]] = {}
     for index, relation in enumerate(ds["relation"]):
         by_relation.setdefault(relation, []).append(index)
+    missing = [relation for relation in by_relation if relation not in candidates]
+    if missing:
+        raise UserError(f"no candidate list for relation {missing[0]!r}")
     queries = ds["query"]
-    for relation, indices in by_relation.items():
-        if relation not in candidates:
-            raise UserError(f"no candidate list for relation {relation!r}")
-        ranked = prober.rank([queries[i] for i in indices], candidates[relation], k)
-        for index, names in zip(indices, ranked):
-            predictions[index] = names
+    with overall_progress(prober, ds.num_rows) as advance:
+        for relation, indices in by_relation.items():
+            ranked = prober.rank([queries[i] for i in indices], candidates[relation], k)
+            for index, names in zip(indices, ranked):
+                predictions[index] = names
+            advance(len(indices))
     return predictions  # type: ignore[return-value]
+
+
+@contextmanager
+def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]:
+    """One bar over all `total` queries of a run that calls `prober.rank` once per relation.
+
+    Each rank call would otherwise draw its own bar, counting one relation's queries with an ETA
+    for that relation only. A prober (or the scorer inside a --rerank ShortlistProber) with a
+    `progress_bar` attribute advances this bar per query itself; any other has its own bars
+    (`progress`, `show_progress`) switched off meanwhile, and the bar advances per relation.
+    Yields `advance(n)`, called after each relation; a prober whose bars are off gets none here.
+    """
+    from tqdm.auto import tqdm
+
+    inner = getattr(prober, "scorer", prober)
+    switches = [(obj, name) for obj in {id(prober): prober, id(inner): inner}.values()
+                for name in ("progress", "show_progress") if isinstance(getattr(obj, name, None), bool)]  # fmt: skip
+    shown = all(getattr(obj, name) for obj, name in switches)
+    saved = [(obj, name, getattr(obj, name)) for obj, name in switches]
+    fine = hasattr(inner, "progress_bar")
+    if fine:
+        saved.append((inner, "progress_bar", inner.progress_bar))
+    with tqdm(total=total, desc="ranking, relation by relation", unit="query", disable=not shown) as bar:
+        try:
+            for obj, name in switches:
+                setattr(obj, name, False)
+            if fine:
+                inner.progress_bar = bar
+            yield (lambda n: None) if fine else bar.update
+        finally:
+            for obj, name, value in saved:
+                setattr(obj, name, value)
 
 
 def score_ranking(ds: datasets.Dataset, predictions: list[list[str]], cutoffs: Sequence[int]) -> dict:
