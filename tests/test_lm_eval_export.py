@@ -49,7 +49,8 @@ def test_mst_export_writes_a_task_per_config_a_group_and_utils(mst_folder, tmp_p
     assert main(["export", "lm-eval", "mst", "--dataset", str(mst_folder), "--out", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
     assert names == sorted(
-        ["README.md", "utils.py", "_medprobe_mst.yaml", "_medprobe_mst_template_yaml"] + [f"medprobe_mst_{c}.yaml" for c in MST_CONFIGS]
+        ["README.md", "utils.py", "_medprobe_mst.yaml", "_medprobe_mst_template_yaml"]
+        + [f"medprobe_mst_{c}.yaml" for c in MST_CONFIGS]
     )
     template = (out / "_medprobe_mst_template_yaml").read_text()
     assert f'dataset_path: "{mst_folder.resolve()}"' in template  # absolute: lm_eval runs from any folder
@@ -116,7 +117,12 @@ def test_a_previous_export_is_replaced_whole(mst_folder, tmp_path):
 def test_medlama_export_writes_per_relation_tasks_and_macro_and_micro_groups(tmp_path):
     out = tmp_path / "tasks"
     report = export_lm_eval("medlama", str(MEDLAMA_SAMPLE), out)
-    assert report.groups == ["medprobe_medlama_full", "medprobe_medlama_full_micro", "medprobe_medlama_hard", "medprobe_medlama_hard_micro"]
+    assert report.groups == [
+        "medprobe_medlama_full",
+        "medprobe_medlama_full_micro",
+        "medprobe_medlama_hard",
+        "medprobe_medlama_hard_micro",
+    ]
     assert "medprobe_medlama_hard_may_treat" in report.tasks
     assert "weight_by_size: true" in (out / "_medprobe_medlama_hard_micro.yaml").read_text()
     assert "def process_docs_may_treat(dataset):" in (out / "utils.py").read_text()

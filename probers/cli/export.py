@@ -36,7 +36,9 @@ def add_export_command(subparsers: argparse._SubParsersAction) -> None:
         "--dataset", required=True,
         help="a Hub id (<org>/mst) or a folder written by `medprobe build` (named in the YAMLs by its absolute path)",
     )  # fmt: skip
-    lm_eval.add_argument("--out", required=True, help="folder for the YAMLs and utils.py (new, empty, or a previous export: replaced whole)")
+    lm_eval.add_argument(
+        "--out", required=True, help="folder for the YAMLs and utils.py (new, empty, or a previous export: replaced whole)"
+    )
     lm_eval.add_argument("--split", default="test", help="the split lm-eval evaluates (default: test)")
     lm_eval.set_defaults(func=run_export_lm_eval)
 

@@ -106,7 +106,9 @@ def check_slots(dataset: str, config: str, texts: list[str], ids: list[str], slo
     """Every row's text has exactly one slot (else lm-eval would stop mid-run, or score nothing)."""
     for row_id, text in zip(ids, texts):
         if text.count(slot) != 1:
-            raise UserError(f"--dataset {dataset} (config {config!r}): row {row_id!r} has {text.count(slot)} {slot} slots, expected 1")
+            raise UserError(
+                f"--dataset {dataset} (config {config!r}): row {row_id!r} has {text.count(slot)} {slot} slots, expected 1"
+            )
 
 
 # --- MST -----------------------------------------------------------------------------------------
