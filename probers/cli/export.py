@@ -17,8 +17,9 @@ the choice in the slot, scored by total log-likelihood (acc; medprobe's causal-l
 medlama: per config (full, hard) and relation, the query's log-likelihood with every candidate
 of its relation (medprobe_medlama_<config>_<relation>), acc_at_1 and acc_at_10 counting every gold
 name; groups medprobe_medlama_<config> (macro over relations, the paper's figure) and
-medprobe_medlama_<config>_micro (over queries). Costly: hard is about 4.7 M log-likelihood
-requests (the export prints the count); use --limit N in lm_eval for a first look.
+medprobe_medlama_<config>_micro (over queries). Costly: the release's hard set is 4.7 M
+log-likelihood requests, full 9.2 M (the export prints the count); use --limit N in lm_eval
+for a first look.
 
 Encoders and masked LMs (BERT, PubMedBERT, MiniLM) cannot run in lm-eval (MiniLM crashes there):
 probe them with `medprobe probe`."""
