@@ -12,7 +12,8 @@ Write lm-evaluation-harness (0.4.x) tasks for a benchmark into DIR, then run the
 mst: one multiple_choice task per config (medprobe_mst_<config>) and the group medprobe_mst (mean
 over tasks). The context is the text before [MASK]; each choice is the rest of the sentence with
 the choice in the slot, scored by total log-likelihood (acc; medprobe's causal-lm prober with
---length-normalization none ranks the same way). 5,000 rows, 12,000 requests for the test split.
+--length-normalization none ranks the same way). The default build: 5,000 test rows, 12,000
+requests.
 
 medlama: per config (full, hard) and relation, the query's log-likelihood with every candidate
 of its relation (medprobe_medlama_<config>_<relation>), acc_at_1 and acc_at_10 counting every gold
