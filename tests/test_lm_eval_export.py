@@ -236,3 +236,17 @@ def test_medlama_acc_at_k_through_lm_eval_equals_medprobes_task(tmp_path, tiny_g
             assert results[f"medprobe_medlama_hard_{relation}"][f"acc_at_{k},none"] == pytest.approx(values[f"acc@{k}"]), relation
     for k in (1, 10):
         assert results["medprobe_medlama_hard"][f"acc_at_{k},none"] == pytest.approx(scored.metrics[f"macro_acc@{k}"])
+
+
+def test_relations_that_would_share_a_task_name_are_refused(tmp_path):
+    import json
+    import shutil
+
+    sample = tmp_path / "sample"
+    shutil.copytree(MEDLAMA_SAMPLE, sample)
+    rows = [json.loads(line) for line in (sample / "hard" / "test.jsonl").read_text().splitlines()]
+    rows[0]["relation"] = rows[0]["relation"].replace("_", "-")  # may-treat beside may_treat
+    (sample / "hard" / "test.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with pytest.raises(UserError, match="relations 'may_treat' and 'may-treat'|relations 'may-treat' and 'may_treat'"):
+        export_lm_eval("medlama", str(sample), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

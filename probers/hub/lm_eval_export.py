@@ -170,6 +170,7 @@ def export_medlama(dataset: str, location: str, split: str) -> tuple[dict[str, s
             if not answers:
                 raise UserError(f"--dataset {dataset} (config {config!r}): row {row_id!r} has no answer")
             by_relation.setdefault(relation, []).append(answers)
+        check_identifiers(dataset, config, list(by_relation))
         requests[config] = sum(len(lists) * len({n for names in lists for n in names}) for lists in by_relation.values())
         names = []
         for relation in sorted(by_relation):
@@ -224,6 +225,17 @@ def medlama_template(location: str, split: str) -> str:
 def identifier(name: str) -> str:
     """A relation name as part of a task and function name."""
     return re.sub(r"\W", "_", name)
+
+
+def check_identifiers(dataset: str, config: str, relations: list[str]) -> None:
+    """Two relations whose names differ only in punctuation would write the same task file."""
+    seen: dict[str, str] = {}
+    for relation in relations:
+        other = seen.setdefault(identifier(relation), relation)
+        if other != relation:
+            raise UserError(
+                f"--dataset {dataset} (config {config!r}): relations {other!r} and {relation!r} give the same task name"
+            )
 
 
 # --- the files -----------------------------------------------------------------------------------
