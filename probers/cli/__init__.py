@@ -1,4 +1,4 @@
-"""The `medprobe` command line: one module per subcommand (build, probe, publish, umls-names, demo).
+"""The `medprobe` command line: one module per subcommand (build, probe, publish, umls-names, demo, export).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see probers/cli/probe.py). Errors a user
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     from probers import __version__
     from probers.cli.build import add_build_command
     from probers.cli.demo import add_demo_command
+    from probers.cli.export import add_export_command
     from probers.cli.probe import add_probe_command
     from probers.cli.umls_names import add_umls_names_command
     from probers.hub.publish import add_publish_command
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_publish_command(subparsers)
     add_umls_names_command(subparsers)
     add_demo_command(subparsers)
+    add_export_command(subparsers)
     return parser
 
 
