@@ -234,3 +234,26 @@ def test_minilm_retrieval_on_real_medlama_queries(built_medlama, acc_at_k):
     # untuned [CLS] retrieval puts the query's own head name first almost always: the reason
     # Contrastive-Probe rewires before it probes
     assert sum(r[0] == head for r, head in zip(ranked, queries["head_name"])) > 0.9 * queries.num_rows
+
+
+def test_demo_on_a_release_folder_rewires_on_its_pubmed_corpus_and_says_so(tmp_path, tiny_model, capsys, monkeypatch):
+    """With --data-dir, the demo rewires on the release's own PubMed sentences (not the 103 shipped ones),
+    and the summary says what the rewiring was."""
+    import probers.hub.build as hub_build
+    from synthetic_medlama import BUILD_PARAMS, write_release
+
+    release = write_release(tmp_path / "release")
+    (release / "elicit_corpora").mkdir()
+    (release / "elicit_corpora" / "pubmed_sents_no_punkt_10k_0").write_text("\n".join(toy_corpus(40)) + "\n")
+    real_build = hub_build.build
+    # the synthetic release has 3 rows per relation; the demo builds with the release's defaults otherwise
+    monkeypatch.setattr(hub_build, "build", lambda *a, **kw: real_build(*a, **kw, params=BUILD_PARAMS))
+    args = ["demo", "--data-dir", str(release), "--out", str(tmp_path / "demo"), "--model", str(tiny_model),
+            "--rewire-steps", "1", "--rewire-batch-size", "4", "--skip-mst"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "rewiring on the release's pubmed_sents_no_punkt_10k_0 (PubMed sentences, as in the paper): 1 steps" in out
+    assert "pubmed_sents_no_punkt_10k_0: 40 lines" in out  # the corpus read is the release's, not the shipped one
+    assert "rewired = 1 steps of 4 sentence pairs on the release's pubmed_sents_no_punkt_10k_0" in out
+    rewiring = json.loads((tmp_path / "demo" / "rewired.json").read_text())["settings"]["rewiring"]
+    assert rewiring["corpus"].endswith("elicit_corpora/pubmed_sents_no_punkt_10k_0")
