@@ -19,8 +19,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+from probers.api import UserError
 
-class UnwritableOutput(ValueError):
+
+class UnwritableOutput(UserError):
     """An output path that cannot be written; the message names the option and the path."""
 
 

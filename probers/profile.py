@@ -126,8 +126,10 @@ class DataSource:
     note: str = ""
     sample: bool = False  # not the benchmark itself: not comparable, not published as its eval results
 
-    def describe(self) -> str:
-        return f"{self.benchmark}: {self.source} ({self.dataset})" + (f"; {self.note}" if self.note else "")
+    def describe(self, path: bool = True) -> str:
+        """One line; `path=False` for profile.md, which may go into a public model card."""
+        where = f" ({self.dataset})" if path else ""
+        return f"{self.benchmark}: {self.source}{where}" + (f"; {self.note}" if self.note else "")
 
 
 @dataclass
@@ -287,7 +289,7 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
     rows = sum(sum(splits.values()) for splits in report.rows.values())
     seconds = time.perf_counter() - start
     if data_dir:
-        return DataSource(name, str(out), f"built from the release folder {data_dir}", note=f"{rows:,} rows, {seconds:.0f} s")
+        return DataSource(name, str(out), "built from a release folder (--data-dir)", note=f"{rows:,} rows, built in {seconds:.0f} s")
     if name == "context_variance":
         return DataSource(name, str(out), "built from the sample corpus shipped with the context-variance builder",
                           note=f"{rows:,} rows; a synthetic sample, not the paper's corpus", sample=True)  # fmt: skip
@@ -541,7 +543,7 @@ def markdown(profile: Profile) -> str:
     for item in profile.skipped:
         lines.append(f"| {item['benchmark']} | {item['config'] or '—'} | {item['prober'] or '—'} | — | skipped: {item['reason']} | | |")
     lines += ["", "Data:", ""]
-    lines += [f"- {DataSource(**source).describe()}" for source in profile.data.values()]
+    lines += [f"- {DataSource(**source).describe(path=False)}" for source in profile.data.values()]
     if notes:
         lines += ["", "Chance and floor:", ""] + [f"- {note}" for note in notes]
     if profile.failed:

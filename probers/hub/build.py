@@ -46,7 +46,7 @@ from probers.api import UserError
 CARD = "README.md"
 
 
-class BuildError(ValueError):
+class BuildError(UserError):
     """The build cannot go ahead; the message names the folder or config and what to do."""
 
 

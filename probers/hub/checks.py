@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from probers.api import UserError
+
 from typing import TYPE_CHECKING
 
 import yaml
@@ -34,7 +36,7 @@ if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imp
     import datasets
 
 
-class PublishError(ValueError):
+class PublishError(UserError):
     """Publishing cannot go ahead; the message names the file, argument or repo and what to fix."""
 
 
