@@ -151,7 +151,10 @@ def model_kind(config: Any) -> tuple[str, str]:
 
     The saved class names (`architectures`) say whether a checkpoint has a head; without them a
     bidirectional model type is taken as an encoder, the kind that needs no head."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
 
     architectures = list(getattr(config, "architectures", None) or [])
     model_type = getattr(config, "model_type", "?")
@@ -462,15 +465,18 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
         command = "medprobe " + shlex.join(probe_argv(request))
         entry = {"label": item.label, "benchmark": item.benchmark, "config": item.config, "prober": item.prober,
                  "floor_of": item.floor_of, "request": asdict(request), "command": command, "results": request.out,
-                 "predictions": request.task_options.get("predictions"), "record": None}  # fmt: skip
+                 "predictions": request.task_options.get("predictions"), "record": None, "seconds": None}  # fmt: skip
+        started = time.perf_counter()
         try:
             record = run(request, print_fn=print_fn)
         except RUN_ERRORS as err:  # a run a user can fix: recorded, and the others still run
+            entry["seconds"] = round(time.perf_counter() - started, 1)
             print_fn(f"run {number}/{len(planned)} failed: {err}")
             profile.failed.append({"label": item.label, "benchmark": item.benchmark, "prober": item.prober, "error": str(err)})
             profile.runs.append(entry)
             continue
-        entry["record"] = asdict(record)
+        entry["record"], entry["seconds"] = asdict(record), round(time.perf_counter() - started, 1)
+        print_fn(f"run {number}/{len(planned)} took {entry['seconds']:.0f} s")
         records[item.label] = record
         profile.runs.append(entry)
 
@@ -520,11 +526,16 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.2f}"
 
 
+def model_label(model: str) -> str:
+    """A local model folder by its name only (profile.md may go into a public card), else the Hub id or packaged name."""
+    return Path(model).name if Path(model).expanduser().exists() else model
+
+
 def markdown(profile: Profile) -> str:
     """profile.md: the knowledge-profile table (one row per benchmark run, then the skipped ones) and notes."""
     subset = "the --quick subset" if profile.settings.get("quick") else "full benchmarks"
     lines = [
-        f"# Knowledge profile: {profile.model}",
+        f"# Knowledge profile: {model_label(profile.model)}",
         "",
         f"{KIND_NAMES[profile.kind]} ({profile.kind_reason}); medprobe profile, {subset}, {profile.created}.",
         "Values, chance and floor in %.",
@@ -568,7 +579,7 @@ def draw_figure(profile: Profile, path: Path) -> None:
     ax.set_yticks(positions, labels, fontsize=8)
     ax.set_xlabel("headline metric (%)")
     ax.set_xlim(0, 100)
-    ax.set_title(f"knowledge profile · {Path(profile.model).name} ({profile.kind})", fontsize=10)
+    ax.set_title(f"knowledge profile · {model_label(profile.model)} ({profile.kind})", fontsize=10)
     if rows:
         ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()

@@ -33,7 +33,7 @@ def save_config(folder: Path, config, architectures: list[str] | None) -> str:
     return str(folder)
 
 
-SMALL = dict(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32)
+SMALL = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +162,7 @@ def fake_run(monkeypatch):
 @pytest.fixture
 def generated_data(monkeypatch):
     """MST and context variance 'built' without building: the plumbing tests need no data."""
-    import probers.profile as profile
+    from probers import profile
 
     def build_into(options, name, data_dir, print_fn):
         return profile.DataSource(name, f"{options.out}/datasets/{name}", "generated (stand-in)", sample=name == "context_variance")
@@ -204,7 +204,7 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
 
 
 def test_without_matplotlib_the_figure_is_left_out_and_said(tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys):
-    import probers.profile as profile
+    from probers import profile
 
     monkeypatch.setattr(profile, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
     out = tmp_path / "profile"
