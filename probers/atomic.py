@@ -23,7 +23,8 @@ from probers.api import UserError
 
 
 class UnwritableOutput(UserError):
-    """An output path that cannot be written; the message names the option and the path."""
+    """An output path that cannot be written; the message names the option and the path (a UserError:
+    the CLI prints it as one line)."""
 
 
 def temporary_sibling(target: Path) -> Path:

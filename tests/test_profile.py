@@ -368,3 +368,29 @@ def test_probe_argv_is_recorded_as_a_shell_command(tmp_path, model_folders, fake
     run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("mst",)))
     command = json.loads((out / "profile.json").read_text())["runs"][1]["command"]
     assert shlex.split(command)[:5] == ["medprobe", "probe", "--prober", "mlm-head", "--task"] and "--scratch" in command
+
+
+# --- a real profile on tiny data: the runs are `medprobe probe` runs ------------------------------------
+
+
+def test_a_profile_on_tiny_data_matches_medprobe_probe_byte_for_byte(tmp_path, synthetic_medlama_hub):
+    model = str(save_tiny_bert(tmp_path / "tiny-encoder"))
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model, "--out", str(out), "--quick", "--device", "cpu",
+            "--benchmarks", "medlama", "context_variance", "disknE", "--data-dir", f"medlama={synthetic_medlama_hub}"]  # fmt: skip
+    assert main(argv) == 0
+    profile = json.loads((out / "profile.json").read_text())
+    assert [(row["benchmark"], row["config"], row["metric"]) for row in profile["headline"]] == [
+        ("medlama", "full", "acc@10"), ("medlama", "hard", "acc@10"), ("context_variance", "real-target", "understand"),
+    ]  # fmt: skip
+    assert all(isinstance(row["value"], float) for row in profile["headline"])
+    assert [(item["benchmark"], item["reason"][:7]) for item in profile["skipped"]] == [("disknE", "no data")]
+    assert "| disknE |" in (out / "profile.md").read_text()
+    for run in profile["runs"]:
+        assert run["record"]["benchmark"] == run["benchmark"] and Path(run["results"]).is_file()
+        argv = shlex.split(run["command"])[1:]
+        again = {"--out": str(tmp_path / "again.json"), "--predictions": str(tmp_path / "again.jsonl")}
+        argv = [again.get(previous, word) for previous, word in zip(["", *argv], argv)]
+        assert main(argv) == 0
+        assert (tmp_path / "again.jsonl").read_bytes() == Path(run["predictions"]).read_bytes()
+        assert load_record(tmp_path / "again.json").metrics == run["record"]["metrics"]
