@@ -571,7 +571,8 @@ def draw_figure(profile: Profile, path: Path) -> None:
     labels = [f"{row['benchmark']}/{row['config'] or 'all'}\n{row['prober']} · {row['metric']}" for row in rows]
     fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(rows), 1) + 1.6))
     positions = list(range(len(rows)))[::-1]
-    ax.barh(positions, [100 * row["value"] for row in rows], color="#3b75af", label="model")
+    bars = ax.barh(positions, [100 * row["value"] for row in rows], color="#3b75af", label="model")
+    ax.bar_label(bars, labels=[f"{100 * row['value']:.1f}" for row in rows], padding=3, fontsize=8)
     for what, color, marker in (("chance", "black", "|"), ("floor", "#c44e52", "D")):
         marked = [(y, 100 * row[what]) for y, row in zip(positions, rows) if row[what] is not None]
         if marked:
