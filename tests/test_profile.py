@@ -394,3 +394,42 @@ def test_a_profile_on_tiny_data_matches_medprobe_probe_byte_for_byte(tmp_path, s
         assert main(argv) == 0
         assert (tmp_path / "again.jsonl").read_bytes() == Path(run["predictions"]).read_bytes()
         assert load_record(tmp_path / "again.json").metrics == run["record"]["metrics"]
+
+
+def save_tiny_gpt2(folder: Path) -> str:
+    from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
+
+    tokenizer = byte_bpe_tokenizer()
+    tiny_random_gpt2(tokenizer, n_positions=1024).save_pretrained(folder)  # byte-level pieces: long texts
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_a_causal_lm_profile_runs_causal_lm_and_skips_mst(tmp_path, synthetic_medlama_hub):
+    # (context variance with causal-lm is the same run loop; tests/test_rank_change.py covers its scoring)
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", save_tiny_gpt2(tmp_path / "gpt2"), "--out", str(out), "--quick", "--device", "cpu",
+            "--benchmarks", "medlama", "mst", "--data-dir", f"medlama={synthetic_medlama_hub}"]  # fmt: skip
+    assert main(argv) == 0
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["kind"] == "causal-lm"
+    assert [(run["label"], run["record"]["prober"]) for run in profile["runs"]] == [
+        ("medlama-full-causal-lm", "causal-lm"), ("medlama-hard-causal-lm", "causal-lm"),
+    ]  # fmt: skip
+    assert {item["benchmark"]: item["reason"] for item in profile["skipped"]}["mst"] == MST_CAUSAL_REASON
+
+
+def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, monkeypatch):
+    from probers.profile import QUICK
+
+    # smaller than --quick, for a fast test: 40 train / 20 test rows per task, 2 epochs
+    monkeypatch.setitem(QUICK, "mst", {"task": {"seeds": 1}, "prober": {"epochs": 2},
+                                       "build": {"train_size": 40, "validation_size": 2, "test_size": 20}})  # fmt: skip
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", str(save_tiny_bert(tmp_path / "tiny-encoder")), "--out", str(out), "--quick",
+            "--device", "cpu", "--benchmarks", "mst"]  # fmt: skip
+    assert main(argv) == 0
+    [row] = json.loads((out / "profile.json").read_text())["headline"]
+    assert row["metric"] == "accuracy" and 0 <= row["value"] <= 1
+    assert 0.25 < row["chance"] < 0.5 and 0 <= row["floor"] <= 1  # chance: the mean 1/|choices| of the five tasks
+    assert load_record(out / "runs" / "mst-mlm-head-scratch.json").settings.get("scratch") is True
