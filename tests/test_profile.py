@@ -433,3 +433,20 @@ def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, mo
     assert row["metric"] == "accuracy" and 0 <= row["value"] <= 1
     assert 0.25 < row["chance"] < 0.5 and 0 <= row["floor"] <= 1  # chance: the mean 1/|choices| of the five tasks
     assert load_record(out / "runs" / "mst-mlm-head-scratch.json").settings.get("scratch") is True
+
+
+def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, fake_run, synthetic_disknE):
+    # the run itself is stood in for: fine-tuning per disease takes minutes (tests/test_pair_classifier.py runs it)
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--quick", "--benchmarks", "disknE",
+            "--data-dir", f"disknE={synthetic_disknE.data_dir}"]  # fmt: skip
+    assert main(argv) == 0
+    [request] = fake_run
+    assert (request.task, request.prober, request.config) == ("disknE", "pair-classifier", "medical_similar")
+    assert request.dataset == str(out / "datasets" / "disknE") and request.task_options == {"diseases": 2}
+    assert request.prober_options == {"epochs": 1}
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["skipped"] == [] and profile["data"]["disknE"]["source"] == "built from a release folder (--data-dir)"
+    from datasets import load_dataset
+
+    assert load_dataset(str(out / "datasets" / "disknE"), "medical_similar", split="test").num_rows > 0
