@@ -226,14 +226,33 @@ def plan_runs(kind: str, benchmarks: tuple[str, ...] = BENCHMARKS, data: frozens
 # --- data ---------------------------------------------------------------------------------------------
 
 
-def built_benchmark(folder: Path) -> str | None:
-    """The benchmark a `medprobe build` folder holds (its card's `medprobe_build:` record), or None."""
+def build_record(folder: Path) -> dict | None:
+    """The `medprobe_build:` record of a folder's card (benchmark, configs, ...), or None."""
     from probers.hub.build import CARD, card_meta
     from probers.hub.cards import RECORD_KEY
 
     meta = card_meta(folder / CARD) if (folder / CARD).is_file() else None
     record = (meta or {}).get(RECORD_KEY)
-    return record.get("benchmark") if isinstance(record, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def built_benchmark(folder: Path) -> str | None:
+    """The benchmark a `medprobe build` folder holds, or None for any other folder."""
+    return (build_record(folder) or {}).get("benchmark")
+
+
+def missing_configs(planned: list[PlannedRun], data: dict[str, DataSource]) -> tuple[list[PlannedRun], list[Skipped]]:
+    """Runs whose config a given `medprobe build` folder lacks are skipped (no data), not failed after the others."""
+    kept, skipped = [], []
+    for item in planned:
+        record = build_record(Path(data[item.benchmark].dataset).expanduser())
+        configs = record.get("configs") if record else None
+        if item.config and isinstance(configs, dict) and item.config not in configs:
+            reason = f"no data: the folder built by `medprobe build` has no {item.config} config (it has {', '.join(configs)})"
+            skipped.append(Skipped(item.benchmark, reason, item.prober, item.config))
+        else:
+            kept.append(item)
+    return kept, skipped
 
 
 def check_data_dirs(data_dirs: dict[str, str], benchmarks: tuple[str, ...]) -> None:
@@ -455,6 +474,10 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
         print_fn(f"skipped: {item.benchmark} ({item.prober or '-'}): {item.reason}")
     data = prepare_data(options, list(dict.fromkeys(p.benchmark for p in planned)), print_fn)
     profile.data = {name: asdict(source) for name, source in data.items()}
+    planned, lacking = missing_configs(planned, data)
+    for item in lacking:
+        print_fn(f"skipped: {item.benchmark}/{item.config} ({item.prober}): {item.reason}")
+    profile.skipped += [asdict(s) for s in lacking]
     requests = [make_request(p, data[p.benchmark], options) for p in planned]
     for request in requests:  # outputs writable, prober fits task, --plot format: before any model loads
         check_request(request)

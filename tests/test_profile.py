@@ -450,3 +450,18 @@ def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, f
     from datasets import load_dataset
 
     assert load_dataset(str(out / "datasets" / "disknE"), "medical_similar", split="test").num_rows > 0
+
+
+def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_path, model_folders, fake_run):
+    from synthetic_medlama import BUILD_PARAMS, write_release
+
+    from probers.hub.build import build
+
+    folder = tmp_path / "medlama-full-only"
+    build("medlama", folder, data_dir=str(write_release(tmp_path / "release")), configs=["full"], params=BUILD_PARAMS)
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--benchmarks", "medlama", "--data-dir", f"medlama={folder}"]
+    assert main(argv) == 0
+    assert [(r.config, r.prober) for r in fake_run] == [("full", "contrastive")]
+    [skipped] = json.loads((out / "profile.json").read_text())["skipped"]
+    assert (skipped["config"], skipped["reason"]) == ("hard", "no data: the folder built by `medprobe build` has no hard config (it has full)")
