@@ -63,6 +63,7 @@ BENCHMARKS = ("medlama", "mst", "context_variance", "disknE")
 MEDLAMA_CONFIGS = ("full", "hard")
 CONTEXT_VARIANCE_CONFIG = "real-target"  # the builder's default config: real context, centred on the target
 DISKNE_CONFIG = "medical_similar"  # the builder's default variant
+MEDLAMA_SAMPLE = Path(__file__).resolve().parent / "demo_data" / "medlama_sample"  # what `medprobe demo` probes too
 MST_CAUSAL_REASON = "MST needs a masked-LM head (choice scoring with a causal LM is not implemented)"
 
 # What --quick changes, per benchmark: options of the task, of the prober, and of the build.
@@ -289,10 +290,8 @@ def prepare_data(options: ProfileOptions, benchmarks: list[str], print_fn: Calla
 
 
 def medlama_sample() -> DataSource:
-    from probers.cli.demo import SAMPLE_DATASET
-
     return DataSource(
-        "medlama", str(SAMPLE_DATASET), "the MedLAMA-format sample shipped with medprobe (108 textbook facts)",
+        "medlama", str(MEDLAMA_SAMPLE), "the MedLAMA-format sample shipped with medprobe (108 textbook facts)",
         note="no --data-dir medlama=PATH given: this is NOT MedLAMA and its scores are not comparable with MedLAMA's",
         sample=True,
     )  # fmt: skip

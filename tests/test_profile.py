@@ -465,3 +465,10 @@ def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_pat
     assert [(r.config, r.prober) for r in fake_run] == [("full", "contrastive")]
     [skipped] = json.loads((out / "profile.json").read_text())["skipped"]
     assert (skipped["config"], skipped["reason"]) == ("hard", "no data: the folder built by `medprobe build` has no hard config (it has full)")
+
+
+def test_the_medlama_sample_is_the_demo_s():
+    from probers.cli.demo import SAMPLE_DATASET
+    from probers.profile import MEDLAMA_SAMPLE
+
+    assert MEDLAMA_SAMPLE == SAMPLE_DATASET and (MEDLAMA_SAMPLE / "README.md").is_file()
