@@ -355,7 +355,7 @@ def test_publish_a_profile_leaves_out_runs_on_the_shipped_sample(tmp_path, hub, 
     hub.add_repo("model", "my-lab/bert")
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "mst=my-lab/mst", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "medlama-full-contrastive: left out, it ran on sample" in out and "type: my-lab/mst" in out and hub.log == []
+    assert "medlama-full-contrastive: left out, its data is a shipped sample" in out and "type: my-lab/mst" in out and hub.log == []
 
 
 def test_publish_a_folder_that_is_no_profile(tmp_path, hub, capsys):

@@ -417,7 +417,7 @@ def profile_results(profile: dict, args: argparse.Namespace) -> tuple[list, list
         elif run.get("floor_of"):
             notes.append(f"{label}: left out, a floor (random weights), not a result of this model")
         elif source.get("sample"):
-            notes.append(f"{label}: left out, it ran on {source.get('source')}, not on the benchmark itself")
+            notes.append(f"{label}: left out, its data is a shipped sample, not the benchmark ({source.get('source')})")
         else:
             record = RunRecord(**run["record"])
             wanted = [name for name in args.metric or [] if name in record.metrics]
@@ -458,7 +458,8 @@ def run_publish_profile(args: argparse.Namespace) -> int:
         f"    1. model_info(repo_id={repo_id!r}): the current commit, which the new one must follow",
         f"    2. hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the card at that commit, kept and merged",
         f"    3. create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): "
-        f"{len(results)} eval result(s) merged into its model-index, profile.md as its knowledge-profile section",
+        f"{len(results)} eval result(s) merged into its model-index, profile.md ({len(table.splitlines())} lines) as its "
+        "knowledge-profile section",
         *(f"  note: {note}" for note in notes),
         "  eval results:",
         *("    " + line for line in (model_index_yaml(results, model_name).splitlines() if results else ["(none)"])),
