@@ -186,7 +186,9 @@ def load_model_kind(model: str) -> tuple[str, str]:
 # --- the plan ----------------------------------------------------------------------------------------
 
 
-def plan_runs(kind: str, benchmarks: tuple[str, ...] = BENCHMARKS, data: frozenset[str] | set[str] = frozenset()) -> tuple[list[PlannedRun], list[Skipped]]:
+def plan_runs(
+    kind: str, benchmarks: tuple[str, ...] = BENCHMARKS, data: frozenset[str] | set[str] = frozenset()
+) -> tuple[list[PlannedRun], list[Skipped]]:
     """The runs for a model of `kind` and what is skipped, with the reason; `data` names the
     benchmarks whose data was given (only DisKnE has no default data)."""
     runs: list[PlannedRun] = []

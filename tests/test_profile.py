@@ -453,9 +453,8 @@ def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, f
 
 
 def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_path, model_folders, fake_run):
-    from synthetic_medlama import BUILD_PARAMS, write_release
-
     from probers.hub.build import build
+    from synthetic_medlama import BUILD_PARAMS, write_release
 
     folder = tmp_path / "medlama-full-only"
     build("medlama", folder, data_dir=str(write_release(tmp_path / "release")), configs=["full"], params=BUILD_PARAMS)

@@ -37,11 +37,10 @@ from pathlib import Path
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
+from probers.api import UserError
 from probers.hub.atomic_folder import clean_leftovers, out_lock, signals_deferred, sigterm_raises, stage_prefix, swap_into_place
 from probers.hub.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
 from probers.hub.resources import load_builder_module
-from probers.api import UserError
-
 
 CARD = "README.md"
 

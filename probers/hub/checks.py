@@ -21,14 +21,12 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from probers.api import UserError
-
 from typing import TYPE_CHECKING
 
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
+from probers.api import UserError
 from probers.hub.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
 from probers.hub.resources import available, resource_root
 
