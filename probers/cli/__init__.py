@@ -26,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     from probers.cli.demo import add_demo_command
     from probers.cli.export import add_export_command
     from probers.cli.probe import add_probe_command
+    from probers.cli.profile import add_profile_command
     from probers.cli.umls_names import add_umls_names_command
     from probers.hub.publish import add_publish_command
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     add_build_command(subparsers)
     add_probe_command(subparsers)
+    add_profile_command(subparsers)
     add_publish_command(subparsers)
     add_umls_names_command(subparsers)
     add_demo_command(subparsers)

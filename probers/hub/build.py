@@ -45,7 +45,7 @@ from probers.hub.resources import load_builder_module
 CARD = "README.md"
 
 
-class BuildError(ValueError):
+class BuildError(UserError):
     """The build cannot go ahead; the message names the folder or config and what to do."""
 
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
+from probers.api import UserError
 from probers.hub.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
 from probers.hub.resources import available, resource_root
 
@@ -33,7 +34,7 @@ if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imp
     import datasets
 
 
-class PublishError(ValueError):
+class PublishError(UserError):
     """Publishing cannot go ahead; the message names the file, argument or repo and what to fix."""
 
 

@@ -88,8 +88,9 @@ def model_index_yaml(results: list[EvalResult], model_name: str) -> str:
     return yaml.safe_dump({"model-index": eval_results_to_model_index(model_name, results)}, sort_keys=False)
 
 
-def merge_into_card(existing: str | None, results: list[EvalResult], model_name: str, dataset_id: str) -> ModelCard:
-    """The model card with `results` merged into its model-index; `existing=None` starts a new card."""
+def merge_into_card(existing: str | None, results: list[EvalResult], model_name: str, dataset_id: str | list[str]) -> ModelCard:
+    """The model card with `results` merged into its model-index and `dataset_id` (one or several) in
+    its datasets; `existing=None` starts a new card."""
     if existing is None:
         card = ModelCard(f"---\n{ModelCardData().to_yaml()}\n---\n\n# {model_name}\n")
     else:
@@ -106,8 +107,29 @@ def merge_into_card(existing: str | None, results: list[EvalResult], model_name:
             merged.append(result)
         else:
             merged[same] = result
-    data.eval_results = merged
+    data.eval_results = merged or None
     listed = [data.datasets] if isinstance(data.datasets, str) else list(data.datasets or [])
-    if dataset_id not in listed:
-        data.datasets = [*listed, dataset_id]
+    added = [name for name in ([dataset_id] if isinstance(dataset_id, str) else dataset_id) if name not in listed]
+    if added:
+        data.datasets = [*listed, *added]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n{card.text}")
+
+
+PROFILE_START = "<!-- medprobe knowledge profile: start (replaced by `medprobe publish results PROFILE_DIR`) -->"
+PROFILE_END = "<!-- medprobe knowledge profile: end -->"
+
+
+def with_profile_section(card: ModelCard, table: str) -> ModelCard:
+    """The card with `table` (a profile.md) as its knowledge-profile section: the section of an
+    earlier publish is replaced, otherwise it is appended; the rest of the text is kept."""
+    body = table.strip().replace("\n# Knowledge profile", "\n## Knowledge profile")
+    if body.startswith("# "):
+        body = "#" + body  # a section of the card, under the card's own title
+    section = f"{PROFILE_START}\n{body}\n{PROFILE_END}"
+    text = card.text
+    start, end = text.find(PROFILE_START), text.find(PROFILE_END)
+    if start != -1 and end > start:
+        text = text[:start] + section + text[end + len(PROFILE_END):]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    return ModelCard(f"---\n{card.data.to_yaml()}\n---\n{text}")

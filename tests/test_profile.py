@@ -1,0 +1,473 @@
+"""`medprobe profile`: the plan per model kind with its skip reasons, the profile files, the runs going
+through the one run loop (same predictions bytes as `medprobe probe`), and `publish results DIR`."""
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+from huggingface_hub import ModelCard
+from transformers import BertConfig, GPT2Config, T5Config
+
+import probers.run
+from probers.api import UserError
+from probers.cli import main
+from probers.profile import (
+    MST_CAUSAL_REASON,
+    Profile,
+    ProfileOptions,
+    load_model_kind,
+    model_kind,
+    plan_runs,
+    probe_argv,
+    run_profile,
+    write_profile,
+)
+from probers.results import RunRecord, load_record
+from tiny_bert import save_tiny_bert
+
+
+def save_config(folder: Path, config, architectures: list[str] | None) -> str:
+    config.architectures = architectures
+    config.save_pretrained(folder)
+    return str(folder)
+
+
+SMALL = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
+
+
+@pytest.fixture(scope="module")
+def model_folders(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("kinds")
+    return {
+        "encoder": save_config(root / "encoder", BertConfig(**SMALL), ["BertModel"]),
+        "masked-lm": save_config(root / "mlm", BertConfig(**SMALL), ["BertForMaskedLM"]),
+        "causal-lm": save_config(root / "gpt2", GPT2Config(vocab_size=40, n_embd=16, n_layer=1, n_head=2), ["GPT2LMHeadModel"]),
+        "seq2seq": save_config(root / "t5", T5Config(vocab_size=40, d_model=16, num_layers=1), ["T5ForConditionalGeneration"]),
+    }
+
+
+def labels(kind: str, data=frozenset()) -> tuple[list[str], dict[str, str]]:
+    runs, skipped = plan_runs(kind, data=data)
+    return [run.label for run in runs], {item.benchmark: item.reason for item in skipped}
+
+
+def test_the_kind_is_read_from_the_model_config(model_folders):
+    assert {kind: load_model_kind(folder)[0] for kind, folder in model_folders.items()} == {
+        kind: kind for kind in model_folders
+    }
+    # no saved class names: a bidirectional model type is taken as an encoder (it needs no head)
+    assert model_kind(BertConfig(**SMALL))[0] == "encoder"
+    with pytest.raises(UserError, match="cannot tell what kind"):
+        model_kind(type("Config", (), {"model_type": "clip", "architectures": None})())
+
+
+def test_plan_for_an_encoder_skips_disknE_without_data():
+    runs, skipped = labels("encoder")
+    assert runs == [
+        "medlama-full-contrastive", "medlama-hard-contrastive", "mst-mlm-head", "mst-mlm-head-scratch",
+        "context_variance-real-target-contrastive",
+    ]  # fmt: skip
+    assert list(skipped) == ["disknE"] and skipped["disknE"].startswith("no data")
+    planned, _ = plan_runs("encoder")
+    floor = next(run for run in planned if run.floor_of)
+    assert floor.prober_options == {"scratch": True} and floor.floor_of == "mst-mlm-head"
+    with_data, skipped = labels("encoder", {"disknE"})
+    assert with_data[-1] == "disknE-medical_similar-pair-classifier" and skipped == {}
+
+
+def test_plan_for_a_masked_lm_adds_mask_average():
+    runs, skipped = labels("masked-lm")
+    assert runs == [
+        "medlama-full-contrastive", "medlama-full-mask-average", "medlama-hard-contrastive", "medlama-hard-mask-average",
+        "mst-mlm-head", "mst-mlm-head-scratch", "context_variance-real-target-mask-average",
+    ]  # fmt: skip
+    assert list(skipped) == ["disknE"]
+
+
+def test_plan_for_a_causal_lm_skips_mst_and_disknE_with_reasons():
+    runs, skipped = labels("causal-lm", {"disknE"})
+    assert runs == ["medlama-full-causal-lm", "medlama-hard-causal-lm", "context_variance-real-target-causal-lm"]
+    assert skipped["mst"] == MST_CAUSAL_REASON
+    assert skipped["disknE"].startswith("wrong model kind")  # even with its data
+
+
+def test_plan_for_a_seq2seq_model():
+    runs, skipped = labels("seq2seq")
+    assert runs == ["medlama-full-generative", "medlama-hard-generative"]
+    assert set(skipped) == {"mst", "context_variance", "disknE"}
+    assert all(reason.startswith("wrong model kind") for reason in skipped.values())
+
+
+def test_benchmarks_subset():
+    runs, skipped = plan_runs("encoder", ("context_variance",))
+    assert [run.label for run in runs] == ["context_variance-real-target-contrastive"] and skipped == []
+
+
+def test_each_run_is_a_probe_command_that_parses_to_the_same_request():
+    from probers.cli.probe import parse_probe_arguments
+
+    request = probers.run.RunRequest(
+        task="mst", prober="mlm-head", dataset="d/mst", model="minilm", seed=3,
+        prober_options={"scratch": True}, task_options={"seeds": 1}, out="runs/x.json",
+    )  # fmt: skip
+    args = vars(parse_probe_arguments(probe_argv(request)[1:]))
+    assert (args["prober"], args["task"], args["dataset"], args["seed"], args["out"]) == ("mlm-head", "mst", "d/mst", 3, "runs/x.json")
+    assert args["scratch"] is True and args["seeds"] == 1
+    request = probers.run.RunRequest(task="medlama", prober="contrastive", dataset="d", config="hard", model="m",
+                                     task_options={"k": [1, 10], "per_relation": 10, "predictions": "p.jsonl"})  # fmt: skip
+    args = vars(parse_probe_arguments(probe_argv(request)[1:]))
+    assert (args["config"], args["k"], args["per_relation"], args["predictions"]) == ("hard", [1, 10], 10, "p.jsonl")
+
+
+# --- profile runs with a stand-in run loop (the plumbing, no model) --------------------------------------
+
+
+def fake_record(request) -> RunRecord:
+    if request.task == "medlama":
+        metrics, per_group, counts = {"acc@1": 0.01, "acc@10": 0.25}, {"r1": {"acc@1": 0.01, "acc@10": 0.25}}, {"candidates": 200}
+    elif request.task == "mst":
+        accuracy = 0.3 if request.prober_options.get("scratch") else 0.6
+        metrics, counts = {"accuracy": accuracy, "accuracy_std": 0.0}, {}
+        per_group = {"comparison": {"accuracy": accuracy, "chance": 0.5}, "sorting": {"accuracy": accuracy, "chance": 0.25}}
+    else:
+        metrics, per_group, counts = {"understand": 0.4, "confuse": 0.2}, {}, {}
+    return RunRecord(benchmark=request.task, dataset=request.dataset, config=request.config, split=request.split,
+                     prober=request.prober, model=request.model, seed=request.seed, metrics=metrics, per_group=per_group,
+                     counts=counts)  # fmt: skip
+
+
+FAILING: set[str] = set()  # tasks whose stand-in run fails
+
+
+@pytest.fixture
+def fake_run(monkeypatch):
+    """probers.run.run replaced by one that records the request and writes a made-up RunRecord."""
+    requests = []
+
+    def run(request, print_fn=print):
+        requests.append(request)
+        if request.task in FAILING:
+            raise UserError("made-up failure")
+        record = fake_record(request)
+        record.save(request.out)
+        if request.task_options.get("predictions"):
+            Path(request.task_options["predictions"]).write_text("{}\n")
+        return record
+
+    monkeypatch.setattr(probers.run, "run", run)
+    return requests
+
+
+@pytest.fixture
+def generated_data(monkeypatch):
+    """MST and context variance 'built' without building: the plumbing tests need no data."""
+    from probers import profile
+
+    def build_into(options, name, data_dir, print_fn):
+        return profile.DataSource(name, f"{options.out}/datasets/{name}", "generated (stand-in)", sample=name == "context_variance")
+
+    monkeypatch.setattr(profile, "build_into", build_into)
+
+
+def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folders, fake_run, generated_data, capsys):
+    out = tmp_path / "profile"
+    assert main(["profile", "--model", model_folders["encoder"], "--out", str(out), "--quick", "--seed", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "run 1/5: medlama/full contrastive" in printed and "run 4/5: mst/all mlm-head (scratch floor)" in printed
+    assert "NOT MedLAMA" in printed  # the shipped sample is said to be one
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["kind"] == "encoder" and profile["settings"]["quick"] is True
+    assert [row["run"] for row in profile["headline"]] == [
+        "medlama-full-contrastive", "medlama-hard-contrastive", "mst-mlm-head", "context_variance-real-target-contrastive",
+    ]  # fmt: skip
+    medlama, mst, context = profile["headline"][0], profile["headline"][2], profile["headline"][3]
+    assert (medlama["metric"], medlama["value"], medlama["chance"]) == ("acc@10", 0.25, 10 / 200)
+    assert "k/|answer space|" in medlama["chance_source"] and medlama["floor"] is None
+    assert (mst["metric"], mst["value"], mst["chance"], mst["floor"]) == ("accuracy", 0.6, 0.375, 0.3)
+    assert "--scratch" in mst["floor_source"]
+    assert context["metric"] == "understand" and context["chance"] is None
+    assert [item["benchmark"] for item in profile["skipped"]] == ["disknE"]
+    assert profile["data"]["medlama"]["sample"] is True
+    # every run went through the run loop with the quick options, its files under runs/
+    assert [(r.task, r.prober, r.seed) for r in fake_run][:2] == [("medlama", "contrastive", 5)] * 2
+    assert fake_run[0].task_options == {"per_relation": 10, "predictions": str(out / "runs/medlama-full-contrastive.predictions.jsonl")}
+    assert fake_run[2].task_options == {"seeds": 1} and fake_run[3].prober_options == {"scratch": True}
+    assert load_record(out / "runs" / "mst-mlm-head-scratch.json").metrics["accuracy"] == 0.3
+    assert all(run["command"].startswith("medprobe probe --prober ") for run in profile["runs"])
+    table = (out / "profile.md").read_text()
+    assert "| medlama | full | contrastive | acc@10 | 25.00 | 5.00 | — |" in table
+    assert "| mst | all | mlm-head | accuracy | 60.00 | 37.50 | 30.00 |" in table
+    assert "| disknE | medical_similar | pair-classifier | — | skipped: no data" in table
+    assert str(tmp_path) not in table  # the table may go into a public model card: no local paths
+    assert (out / "profile.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_without_matplotlib_the_figure_is_left_out_and_said(tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys):
+    from probers import profile
+
+    monkeypatch.setattr(profile, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
+    out = tmp_path / "profile"
+    run_profile(ProfileOptions(model=model_folders["causal-lm"], out=str(out), benchmarks=("medlama",)))
+    assert not (out / "profile.png").exists()
+    assert "profile.png was not drawn" in json.loads((out / "profile.json").read_text())["figure_note"]
+    assert "profile.png was not drawn" in capsys.readouterr().out
+
+
+def test_a_failed_run_is_listed_and_the_others_still_run(tmp_path, model_folders, fake_run, generated_data, monkeypatch):
+    monkeypatch.setattr(f"{__name__}.FAILING", {"context_variance"})
+    out = tmp_path / "profile"
+    assert main(["profile", "--model", model_folders["causal-lm"], "--out", str(out)]) == 1
+    result = json.loads((out / "profile.json").read_text())
+    assert [item["label"] for item in result["failed"]] == ["context_variance-real-target-causal-lm"]
+    assert result["headline"][-1]["note"] == "failed: made-up failure"
+    assert [row["value"] for row in result["headline"][:2]] == [0.25, 0.25]
+
+
+def test_bad_data_dirs_stop_before_anything_runs(tmp_path, model_folders, fake_run, capsys):
+    model = model_folders["encoder"]
+    for value, message in (("medlama", "expected NAME=PATH"), ("umls=/x", "unknown benchmark 'umls'")):
+        with pytest.raises(SystemExit, match="2"):
+            main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", value])
+        assert message in capsys.readouterr().err
+    assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"medlama={tmp_path / 'none'}"]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"mst={tmp_path}"]) == 2
+    assert "MST is generated" in capsys.readouterr().err
+    assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--benchmarks", "mst", "--data-dir", f"medlama={tmp_path}"]) == 2
+    assert "not among --benchmarks" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert main(["profile", "--model", model, "--out", str(tmp_path / "file")]) == 2
+    assert "is a file" in capsys.readouterr().err
+    assert fake_run == [] and not (tmp_path / "p").exists()
+
+
+def test_a_built_folder_is_used_as_it_is(tmp_path, model_folders, fake_run, synthetic_medlama_hub):
+    out = tmp_path / "profile"
+    args = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--benchmarks", "medlama"]
+    assert main([*args, "--data-dir", f"medlama={synthetic_medlama_hub}"]) == 0
+    assert {r.dataset for r in fake_run} == {str(synthetic_medlama_hub)}
+    data = json.loads((out / "profile.json").read_text())["data"]["medlama"]
+    assert data["sample"] is False and "medprobe build" in data["source"]
+    assert not (out / "datasets").exists()
+
+
+def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monkeypatch):
+    import probers.hub.build
+    from synthetic_medlama import BUILD_PARAMS, write_release
+
+    real_build = probers.hub.build.build
+    # the synthetic release holds 3 rows per relation: its build needs the row-count parameter
+    monkeypatch.setattr(probers.hub.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
+    release = write_release(tmp_path / "release")
+    out = tmp_path / "profile"
+    run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",), data_dirs={"medlama": str(release)}))
+    assert {r.dataset for r in fake_run} == {str(out / "datasets" / "medlama")}
+    assert [(r.config, r.task) for r in fake_run] == [("full", "medlama"), ("hard", "medlama")]
+    data = json.loads((out / "profile.json").read_text())["data"]["medlama"]
+    assert data["source"] == "built from a release folder (--data-dir)" and str(release) not in (out / "profile.md").read_text()
+
+
+# --- publish results DIR ---------------------------------------------------------------------------------
+
+
+def written_profile(folder: Path, sample_medlama: bool = False) -> Path:
+    """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run."""
+    def run(label, benchmark, config, prober, record, floor_of=None):
+        return {"label": label, "benchmark": benchmark, "config": config, "prober": prober, "floor_of": floor_of,
+                "record": record and {**vars(record)}}  # fmt: skip
+
+    request = probers.run.RunRequest
+    medlama = fake_record(request(task="medlama", prober="contrastive", dataset=str(folder / "datasets/medlama"), config="full", model="m"))
+    mst = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m"))
+    scratch = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True}))
+    profile = Profile(model="m", kind="encoder", kind_reason="architectures BertModel", settings={"quick": True}, figure_note="no figure")
+    profile.data = {
+        "medlama": {"benchmark": "medlama", "dataset": medlama.dataset, "source": "sample" if sample_medlama else "built",
+                    "note": "", "sample": sample_medlama},
+        "mst": {"benchmark": "mst", "dataset": mst.dataset, "source": "generated", "note": "", "sample": False},
+        "context_variance": {"benchmark": "context_variance", "dataset": "x", "source": "built", "note": "", "sample": False},
+    }  # fmt: skip
+    profile.runs = [
+        run("medlama-full-contrastive", "medlama", "full", "contrastive", medlama),
+        run("mst-mlm-head", "mst", None, "mlm-head", mst),
+        run("mst-mlm-head-scratch", "mst", None, "mlm-head", scratch, floor_of="mst-mlm-head"),
+        run("context_variance-real-target-contrastive", "context_variance", "real-target", "contrastive", None),
+    ]
+    profile.headline = [{"benchmark": "medlama", "config": "full", "prober": "contrastive", "run": "medlama-full-contrastive",
+                         "metric": "acc@10", "value": 0.25, "chance": 0.05, "chance_source": "k/N", "floor": None,
+                         "floor_source": "none"}]  # fmt: skip
+    write_profile(profile, folder)
+    return folder
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    from huggingface_hub import constants, set_client_factory
+    from huggingface_hub.utils import _http
+
+    from hub_mock import FakeHub
+
+    fake = FakeHub()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_TestTokenForProfilePublishing0123")
+    set_client_factory(fake.client)
+    yield fake
+    set_client_factory(_http.default_client_factory)
+
+
+CARD = "---\nlicense: apache-2.0\n---\n\n# bert\n\nText the owner wrote.\n"
+
+
+def test_publish_a_profile_folder(tmp_path, hub, capsys):
+    folder = written_profile(tmp_path / "profile")
+    repo = hub.add_repo("model", "my-lab/bert", files={"README.md": CARD.encode()})
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
+    out = capsys.readouterr().out
+    assert "mst-mlm-head-scratch: left out, a floor" in out and "context_variance-real-target-contrastive: left out, the run failed" in out
+    card = ModelCard(repo.files["README.md"].decode())
+    results = card.data.eval_results
+    assert {(r.dataset_type, r.metric_type, r.metric_value) for r in results} == {
+        ("my-lab/medlama", "acc@1", 0.01), ("my-lab/medlama", "acc@10", 0.25),
+        ("my-lab/mst", "accuracy", 0.6), ("my-lab/mst", "accuracy_std", 0.0),
+    }  # fmt: skip
+    assert card.data.datasets == ["my-lab/medlama", "my-lab/mst"] and card.data.license == "apache-2.0"
+    assert "Text the owner wrote." in card.text and "## Knowledge profile: m" in card.text
+    assert "| medlama | full | contrastive | acc@10 | 25.00 | 5.00 | — |" in card.text
+    # published again: the section is replaced, not added twice; the eval results are updated, not repeated
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
+    card = ModelCard(repo.files["README.md"].decode())
+    assert card.text.count("## Knowledge profile") == 1 and len(card.data.eval_results) == 4
+
+
+def test_publish_a_profile_needs_a_hub_id_per_local_benchmark(tmp_path, hub, capsys):
+    folder = written_profile(tmp_path / "profile")
+    hub.add_repo("model", "my-lab/bert")
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "medlama=my-lab/medlama"]) == 2
+    assert "--dataset-id mst=<org>/<name>" in capsys.readouterr().err and hub.log == []
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama"]) == 2
+    assert "name each" in capsys.readouterr().err
+
+
+def test_publish_a_profile_leaves_out_runs_on_the_shipped_sample(tmp_path, hub, capsys):
+    folder = written_profile(tmp_path / "profile", sample_medlama=True)
+    hub.add_repo("model", "my-lab/bert")
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "mst=my-lab/mst", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "medlama-full-contrastive: left out, its data is a shipped sample" in out and "type: my-lab/mst" in out and hub.log == []
+
+
+def test_publish_a_folder_that_is_no_profile(tmp_path, hub, capsys):
+    assert main(["publish", "results", str(tmp_path), "--model-repo", "my-lab/bert"]) == 2
+    assert "without profile.json" in capsys.readouterr().err
+
+
+def test_probe_argv_is_recorded_as_a_shell_command(tmp_path, model_folders, fake_run, generated_data):
+    out = tmp_path / "p"
+    run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("mst",)))
+    command = json.loads((out / "profile.json").read_text())["runs"][1]["command"]
+    assert shlex.split(command)[:5] == ["medprobe", "probe", "--prober", "mlm-head", "--task"] and "--scratch" in command
+
+
+# --- a real profile on tiny data: the runs are `medprobe probe` runs ------------------------------------
+
+
+def test_a_profile_on_tiny_data_matches_medprobe_probe_byte_for_byte(tmp_path, synthetic_medlama_hub):
+    model = str(save_tiny_bert(tmp_path / "tiny-encoder"))
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model, "--out", str(out), "--quick", "--device", "cpu",
+            "--benchmarks", "medlama", "context_variance", "disknE", "--data-dir", f"medlama={synthetic_medlama_hub}"]  # fmt: skip
+    assert main(argv) == 0
+    profile = json.loads((out / "profile.json").read_text())
+    assert [(row["benchmark"], row["config"], row["metric"]) for row in profile["headline"]] == [
+        ("medlama", "full", "acc@10"), ("medlama", "hard", "acc@10"), ("context_variance", "real-target", "understand"),
+    ]  # fmt: skip
+    assert all(isinstance(row["value"], float) for row in profile["headline"])
+    assert [(item["benchmark"], item["reason"][:7]) for item in profile["skipped"]] == [("disknE", "no data")]
+    assert "| disknE |" in (out / "profile.md").read_text()
+    for run in profile["runs"]:
+        assert run["record"]["benchmark"] == run["benchmark"] and Path(run["results"]).is_file()
+        argv = shlex.split(run["command"])[1:]
+        again = {"--out": str(tmp_path / "again.json"), "--predictions": str(tmp_path / "again.jsonl")}
+        argv = [again.get(previous, word) for previous, word in zip(["", *argv], argv)]
+        assert main(argv) == 0
+        assert (tmp_path / "again.jsonl").read_bytes() == Path(run["predictions"]).read_bytes()
+        assert load_record(tmp_path / "again.json").metrics == run["record"]["metrics"]
+
+
+def save_tiny_gpt2(folder: Path) -> str:
+    from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
+
+    tokenizer = byte_bpe_tokenizer()
+    tiny_random_gpt2(tokenizer, n_positions=1024).save_pretrained(folder)  # byte-level pieces: long texts
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_a_causal_lm_profile_runs_causal_lm_and_skips_mst(tmp_path, synthetic_medlama_hub):
+    # (context variance with causal-lm is the same run loop; tests/test_rank_change.py covers its scoring)
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", save_tiny_gpt2(tmp_path / "gpt2"), "--out", str(out), "--quick", "--device", "cpu",
+            "--benchmarks", "medlama", "mst", "--data-dir", f"medlama={synthetic_medlama_hub}"]  # fmt: skip
+    assert main(argv) == 0
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["kind"] == "causal-lm"
+    assert [(run["label"], run["record"]["prober"]) for run in profile["runs"]] == [
+        ("medlama-full-causal-lm", "causal-lm"), ("medlama-hard-causal-lm", "causal-lm"),
+    ]  # fmt: skip
+    assert {item["benchmark"]: item["reason"] for item in profile["skipped"]}["mst"] == MST_CAUSAL_REASON
+
+
+def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, monkeypatch):
+    from probers.profile import QUICK
+
+    # smaller than --quick, for a fast test: 40 train / 20 test rows per task, 2 epochs
+    monkeypatch.setitem(QUICK, "mst", {"task": {"seeds": 1}, "prober": {"epochs": 2},
+                                       "build": {"train_size": 40, "validation_size": 2, "test_size": 20}})  # fmt: skip
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", str(save_tiny_bert(tmp_path / "tiny-encoder")), "--out", str(out), "--quick",
+            "--device", "cpu", "--benchmarks", "mst"]  # fmt: skip
+    assert main(argv) == 0
+    [row] = json.loads((out / "profile.json").read_text())["headline"]
+    assert row["metric"] == "accuracy" and 0 <= row["value"] <= 1
+    assert 0.25 < row["chance"] < 0.5 and 0 <= row["floor"] <= 1  # chance: the mean 1/|choices| of the five tasks
+    assert load_record(out / "runs" / "mst-mlm-head-scratch.json").settings.get("scratch") is True
+
+
+def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, fake_run, synthetic_disknE):
+    # the run itself is stood in for: fine-tuning per disease takes minutes (tests/test_pair_classifier.py runs it)
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--quick", "--benchmarks", "disknE",
+            "--data-dir", f"disknE={synthetic_disknE.data_dir}"]  # fmt: skip
+    assert main(argv) == 0
+    [request] = fake_run
+    assert (request.task, request.prober, request.config) == ("disknE", "pair-classifier", "medical_similar")
+    assert request.dataset == str(out / "datasets" / "disknE") and request.task_options == {"diseases": 2}
+    assert request.prober_options == {"epochs": 1}
+    profile = json.loads((out / "profile.json").read_text())
+    assert profile["skipped"] == [] and profile["data"]["disknE"]["source"] == "built from a release folder (--data-dir)"
+    from datasets import load_dataset
+
+    assert load_dataset(str(out / "datasets" / "disknE"), "medical_similar", split="test").num_rows > 0
+
+
+def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_path, model_folders, fake_run):
+    from probers.hub.build import build
+    from synthetic_medlama import BUILD_PARAMS, write_release
+
+    folder = tmp_path / "medlama-full-only"
+    build("medlama", folder, data_dir=str(write_release(tmp_path / "release")), configs=["full"], params=BUILD_PARAMS)
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--benchmarks", "medlama", "--data-dir", f"medlama={folder}"]
+    assert main(argv) == 0
+    assert [(r.config, r.prober) for r in fake_run] == [("full", "contrastive")]
+    [skipped] = json.loads((out / "profile.json").read_text())["skipped"]
+    assert (skipped["config"], skipped["reason"]) == ("hard", "no data: the folder built by `medprobe build` has no hard config (it has full)")
+
+
+def test_the_medlama_sample_is_the_demo_s():
+    from probers.cli.demo import SAMPLE_DATASET
+    from probers.profile import MEDLAMA_SAMPLE
+
+    assert MEDLAMA_SAMPLE == SAMPLE_DATASET and (MEDLAMA_SAMPLE / "README.md").is_file()
