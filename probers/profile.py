@@ -300,9 +300,12 @@ def medlama_sample() -> DataSource:
 
 
 def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_fn: Callable[[str], None]) -> DataSource:
-    from probers.hub.build import build
+    from probers.hub.build import build, existing_build
 
     out = Path(options.out) / "datasets" / name
+    # A folder there that is not a medprobe build of this benchmark is refused (never replaced); a previous
+    # profile's build of it is rebuilt whole, since --quick and full profiles build it with other sizes.
+    existing_build(out, name, overwrite=False)
     params = QUICK.get(name, {}).get("build", {}) if options.quick else {}
     configs = {"medlama": list(MEDLAMA_CONFIGS), "context_variance": [CONTEXT_VARIANCE_CONFIG], "disknE": [DISKNE_CONFIG]}.get(name)
     where = f"the release folder {data_dir}" if data_dir else "its default source"

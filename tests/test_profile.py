@@ -268,6 +268,20 @@ def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monk
     assert data["source"] == "built from a release folder (--data-dir)" and str(release) not in (out / "profile.md").read_text()
 
 
+def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(tmp_path, model_folders, fake_run):
+    from synthetic_medlama import write_release
+
+    release = write_release(tmp_path / "release")
+    out = tmp_path / "profile"
+    foreign = out / "datasets" / "medlama"
+    foreign.mkdir(parents=True)
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="a build would replace it"):
+        run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",), data_dirs={"medlama": str(release)}))
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"] and (foreign / "notes.txt").read_text() == "mine"
+    assert fake_run == []
+
+
 # --- publish results DIR ---------------------------------------------------------------------------------
 
 
