@@ -195,3 +195,30 @@ def resolve_device(name: str = "auto") -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise UserError(f"device {name!r} asked for but CUDA is not available on this machine")
     return device
+
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The weight dtype of `--dtype NAME` on `device`.
+
+    `auto` = bfloat16 on a CUDA GPU that supports it, else float32: on CPU half precision is
+    asked for explicitly (whether it pays depends on the CPU: see scripts/bench_dtype.py).
+    float16 is refused on CPU: many CPU kernels lack it or run it slower than float32, and its
+    narrow range overflows in LayerNorm/softmax; bfloat16 is the CPU half precision.
+    """
+    if name not in DTYPES:
+        raise UserError(f"unknown --dtype {name!r}; expected one of {', '.join(DTYPES)}")
+    if name == "auto":
+        cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if cuda_bf16 else torch.float32
+    if name == "float16" and device.type == "cpu":
+        raise UserError("--dtype float16 is not supported on CPU (slow or missing kernels, overflow risk); "
+                        "use --dtype bfloat16 or float32 there, or float16 on a GPU")
+    return getattr(torch, name)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """`torch.bfloat16` -> `bfloat16`, as results files record it."""
+    return str(dtype).removeprefix("torch.")

@@ -134,6 +134,8 @@ class TaskEntry:
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
+DTYPE = Option("--dtype", "dtype", "weight precision: auto = bfloat16 on a CUDA GPU that supports it, else float32",
+               choices=("auto", "float32", "bfloat16", "float16"), default="auto")
 PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int, metavar="N")
 ONLY_CANDIDATES = Option(
     "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
@@ -148,6 +150,7 @@ PROBERS: dict[str, ProberEntry] = {
             "an encoder (no MLM head needed), e.g. minilm", "medlama",
             options=(
                 batch_size(128),
+                DTYPE,
                 Option("--similarity", "similarity", "cos, or l2: L2 distance on raw [CLS], as the released code searched",
                        choices=("cos", "l2"), default="cos"),
                 Option("--layers", "layers", "probe with only the first L transformer layers", type=positive_int, metavar="L"),
@@ -174,6 +177,7 @@ PROBERS: dict[str, ProberEntry] = {
             "X-FACTR-style decoding of 1..M masks with a masked-LM head (generates answers)", "a masked LM", "medlama",
             options=(
                 batch_size(64),
+                DTYPE,
                 Option("--num-masks", "num_masks", "fill 1..N masks", type=positive_int, default=5, metavar="N"),
                 Option("--init-method", "init_method", "initial fill", choices=("independent", "order", "confidence"), default="order"),
                 Option("--iter-method", "iter_method", "refinement after the initial fill, order = Order+Order",
@@ -186,13 +190,14 @@ PROBERS: dict[str, ProberEntry] = {
         ProberEntry(
             "mask-average", "probers.lm.mask_average:MaskAverageProbe", ("ranking", "candidate-scoring"),
             "ranks the answer space by the mean token log-probability at L masks", "a masked LM", "medlama",
-            options=(batch_size(64),),
+            options=(batch_size(64), DTYPE),
         ),
         ProberEntry(
             "generative", "probers.lm.seq2seq:GenerativeProbe", ("ranking",),
             "beam-search answers from a seq2seq model (T5 sentinel or BART mask)", "a seq2seq LM (T5, BART)", "medlama",
             options=(
                 batch_size(16),
+                DTYPE,
                 Option("--beam-size", "beam_size", "beam width", type=positive_int, default=10, metavar="N"),
                 Option("--num-return", "num_return", "sequences returned per query", type=positive_int, default=10, metavar="N"),
                 Option("--max-new-tokens", "max_new_tokens", "longest answer in tokens", type=positive_int, default=24, metavar="N"),
@@ -205,6 +210,7 @@ PROBERS: dict[str, ProberEntry] = {
             "a causal LM, e.g. smollm2", "medlama",
             options=(
                 batch_size(64),
+                DTYPE,
                 Option("--length-normalization", "length_normalization", "mean or total log-probability of the scored tokens",
                        choices=("mean", "none"), default="mean"),
                 Option("--no-suffix", "score_suffix", "score only the answer tokens, not the prompt after the slot",
@@ -220,6 +226,7 @@ PROBERS: dict[str, ProberEntry] = {
             "a masked LM or a causal LM", "context_variance",
             options=(
                 batch_size(64),
+                DTYPE,
                 Option("--scorer", "scorer", "how candidates are scored at the answer slot (auto: causal-lm for causal LMs, else mask-average)",
                        choices=("auto", "mask-average", "causal-lm"), default="auto"),
             ),
@@ -230,6 +237,7 @@ PROBERS: dict[str, ProberEntry] = {
             "DisKnE: a sequence-pair classifier fine-tuned per disease with the Trainer", "an encoder, e.g. minilm", "disknE",
             options=(
                 batch_size(64, "eval_batch_size", "pairs per evaluation forward pass"),
+                DTYPE,
                 Option("--train-batch-size", "train_batch_size", "training batch size", type=positive_int, default=8, metavar="N"),
                 Option("--epochs", "epochs", "at most this many epochs, with early stopping", type=positive_float, default=8),
                 Option("--learning-rate", "learning_rate", "AdamW learning rate", type=positive_float, default=2e-5, metavar="LR"),
@@ -247,6 +255,7 @@ PROBERS: dict[str, ProberEntry] = {
             "MST: a frozen encoder with a trained masked-LM head", "a masked LM or an encoder, e.g. minilm", "mst",
             options=(
                 batch_size(64),
+                DTYPE,
                 Option("--scratch", "scratch", "same architecture with random weights (the floor)", switch=True, default=False),
                 Option("--vocabulary", "vocabulary", "softmax over the choices' word pieces (fast) or the whole vocabulary",
                        choices=("choices", "full"), default="choices"),

@@ -40,7 +40,7 @@ from probers.contrastive.rewiring import (
 )
 from probers.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
 from probers.lm.candidate_scoring import check_candidate_lists
-from probers.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
+from probers.models import dtype_name, load_tokenizer, require_mask_token, resolve_device, resolve_dtype, resolve_model
 
 QUERY_MAX_LENGTH = 50
 NAME_MAX_LENGTH = 25
@@ -80,6 +80,7 @@ class ContrastiveProbe(Prober):
         device: str | torch.device = "auto",
         show_progress: bool = True,
         model_name: str | None = None,
+        dtype: str = "auto",
     ):
         if similarity not in SIMILARITIES:
             raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
@@ -91,7 +92,8 @@ class ContrastiveProbe(Prober):
             raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
         self.tokenizer = tokenizer
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
-        self.model = model.to(self.device).eval()
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.model = model.to(self.device, dtype=self.dtype).eval()
         check_layers(self.model, layers)  # now, not after a long rewiring
         self.similarity = similarity
         self.layers = layers
@@ -134,6 +136,7 @@ class ContrastiveProbe(Prober):
         rewire_steps: int = PAPER_SETTINGS["max_steps"],
         rewire_batch_size: int = PAPER_SETTINGS["per_device_train_batch_size"],
         temperature: float = TEMPERATURE,
+        dtype: str = "auto",
         rewire_learning_rate: float = PAPER_SETTINGS["learning_rate"],
         rewire_max_length: int = MAX_LENGTH,
         rewire_mask_ratio: float = MASK_RATIO,
@@ -144,9 +147,13 @@ class ContrastiveProbe(Prober):
         loaded from `model`, then rewired on `rewire_corpus` when one is given (seeded with `seed`,
         by default the paper's, exposed as `probe.seed` for the results file)."""
         corpus = check_rewiring_options(rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length)
-        probe = cls.from_pretrained(model, similarity=similarity, layers=layers, batch_size=batch_size, device=device)
+        # rewiring trains in float32 (half-precision weights would lose the small updates);
+        # the rewired model is then cast to `dtype` for probing
+        load_dtype = dtype if corpus is None else "float32"
+        probe = cls.from_pretrained(model, similarity=similarity, layers=layers, batch_size=batch_size, device=device, dtype=load_dtype)
         if corpus is None:
             return probe
+        probing_dtype = resolve_dtype(dtype, probe.device)  # a bad --dtype fails before the rewiring
         seed = PAPER_SETTINGS["seed"] if seed is None else seed
         with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
             training_args = rewiring_arguments(
@@ -165,6 +172,7 @@ class ContrastiveProbe(Prober):
         print(f"rewired for {report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.3f} steps/s)")
         if save_rewired:
             print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
+        probe.dtype, probe.model = probing_dtype, probe.model.to(dtype=probing_dtype)
         return probe
 
     # --- stage 1: rewiring ---------------------------------------------------------------------
@@ -342,6 +350,7 @@ class ContrastiveProbe(Prober):
             "name_max_length": self.name_max_length,
             "rewired": self.rewiring is not None,
             "batch_size": self.batch_size,
+            "dtype": dtype_name(self.dtype),
         }
         if self.rewiring is not None:
             settings["rewiring"] = {

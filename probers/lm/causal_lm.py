@@ -36,6 +36,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from probers.lm.loading import FromPretrained, check_model, model_device, position_limit
+from probers.models import dtype_name
 
 NORMALIZATIONS = ("mean", "none")
 SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")
@@ -80,6 +81,7 @@ class CausalLMProbe(FromPretrained, Prober):
             "score_suffix": self.score_suffix,
             "literal_template": self.literal_template,
             "batch_size": self.batch_size,
+            "dtype": dtype_name(self.model.dtype),
             "scoring": f"{'mean' if self.length_normalization == 'mean' else 'total'} log-probability of the answer"
             f"{' and suffix' if self.score_suffix else ''} tokens given the prompt before the slot",
         }

@@ -26,7 +26,7 @@ from transformers.models.auto.modeling_auto import (
 )
 
 from probers.api import UserError
-from probers.models import load_config, load_tokenizer, resolve_device, resolve_model
+from probers.models import load_config, load_tokenizer, resolve_device, resolve_dtype, resolve_model
 
 # kind -> (Auto class, model types -> class names, what a user should give instead)
 KINDS = {
@@ -75,8 +75,13 @@ def check_model(model: PreTrainedModel, kind: str, name: str) -> None:
         raise UserError(f"model {name!r} cannot be used here: {problem}; expected {KINDS[kind][2]}")
 
 
-def load_model(name_or_path: str, kind: str, device: str = "auto") -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """(model in eval mode on `device`, tokenizer) for `kind`, with every head weight from the checkpoint."""
+def load_model(
+    name_or_path: str, kind: str, device: str = "auto", dtype: str = "auto"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """(model in eval mode on `device` in `dtype` (models.resolve_dtype), tokenizer) for `kind`, with
+    every head weight from the checkpoint."""
+    target = resolve_device(device)
+    weights_dtype = resolve_dtype(dtype, target)  # before any weights are read: a bad --dtype fails fast
     auto_class, _, expected = KINDS[kind]
     path, extra = resolve_model(name_or_path)
     if not extra:  # check the config before any weights are read (a GGUF file is checked once loaded:
@@ -100,7 +105,8 @@ def load_model(name_or_path: str, kind: str, device: str = "auto") -> tuple[PreT
             f"model {name_or_path!r} has no trained {kind} head: the checkpoint lacks {', '.join(head_missing[:4])}"
             f"{' ...' if len(head_missing) > 4 else ''}, which transformers would initialise at random; expected {expected}"
         )
-    return model.to(resolve_device(device)).eval(), tokenizer
+    # loaded as the checkpoint says, then cast: one path for safetensors, GGUF and packaged models
+    return model.to(target, dtype=weights_dtype).eval(), tokenizer
 
 
 def position_limit(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase) -> int | None:
@@ -156,15 +162,15 @@ class SelectedLogits:
 
 
 class FromPretrained:
-    """`Prober.from_pretrained(name_or_path, device="auto", **options)` for a prober class that
+    """`Prober.from_pretrained(name_or_path, device="auto", dtype="auto", **options)` for a prober class that
     takes `(model, tokenizer, model_name=..., **options)` and names its `model_kind`."""
 
     model_kind: str
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, device: str = "auto", **options):
+    def from_pretrained(cls, name_or_path: str, device: str = "auto", dtype: str = "auto", **options):
         start = time.perf_counter()
-        model, tokenizer = load_model(name_or_path, cls.model_kind, device)
+        model, tokenizer = load_model(name_or_path, cls.model_kind, device, dtype)
         probe = cls(model, tokenizer, model_name=name_or_path, **options)
         probe.timings["load_model"] = time.perf_counter() - start
         return probe

@@ -22,7 +22,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from probers.api import Prober, UserError, fill_mask_slot
 from probers.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
-from probers.models import require_mask_token
+from probers.models import dtype_name, require_mask_token
 
 
 class MaskAverageProbe(FromPretrained, Prober):
@@ -53,7 +53,8 @@ class MaskAverageProbe(FromPretrained, Prober):
 
     @property
     def settings(self) -> dict:
-        return {"scoring": "mean log-probability of the candidate's tokens at L masks", "batch_size": self.batch_size}
+        return {"scoring": "mean log-probability of the candidate's tokens at L masks", "batch_size": self.batch_size,
+                "dtype": dtype_name(self.model.dtype)}
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)

@@ -29,7 +29,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from probers.api import Prober, UserError, fill_mask_slot
 from probers.lm.answer_pooling import pool_predictions
 from probers.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
-from probers.models import require_mask_token
+from probers.models import dtype_name, require_mask_token
 
 INIT_METHODS = ("independent", "order", "confidence")
 ITER_METHODS = ("none", "order")
@@ -83,7 +83,7 @@ class MaskPredictProbe(FromPretrained, Prober):
         return {
             "num_masks": self.num_masks, "init_method": self.init_method, "iter_method": self.iter_method,
             "max_iter": self.max_iter if self.iter_method != "none" else 0, "beam_size": self.beam_size,
-            "only_candidates": self.only_candidates, "batch_size": self.batch_size,
+            "only_candidates": self.only_candidates, "batch_size": self.batch_size, "dtype": dtype_name(self.model.dtype),
             "scoring": "product of token probabilities, answers of 1..M masks pooled",
         }  # fmt: skip
 

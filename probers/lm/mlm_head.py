@@ -56,7 +56,15 @@ from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging as hf_logging
 
 from probers.api import Prober, UserError
-from probers.models import load_config, load_tokenizer, require_mask_token, resolve_device, resolve_model
+from probers.models import (
+    dtype_name,
+    load_config,
+    load_tokenizer,
+    require_mask_token,
+    resolve_device,
+    resolve_dtype,
+    resolve_model,
+)
 
 MASK_SLOT = "[MASK]"  # how the benchmark marks the slot; replaced by the model's own mask token
 IGNORE_INDEX = -100
@@ -115,7 +123,7 @@ DEFAULT_LEARNING_RATE = 1e-3
 
 def default_training_args(
     seed: int, use_cpu: bool, progress: bool, output_dir: str,
-    epochs: float = DEFAULT_EPOCHS, learning_rate: float = DEFAULT_LEARNING_RATE,
+    epochs: float = DEFAULT_EPOCHS, learning_rate: float = DEFAULT_LEARNING_RATE, dtype: torch.dtype = torch.float32,
 ) -> TrainingArguments:  # fmt: skip
     """What the probe trains with unless TrainingArguments are given: AdamW, lr 1e-3, 20 epochs,
     batch 32, linear decay; nothing saved or reported. (The head is small and the states are
@@ -130,6 +138,8 @@ def default_training_args(
         logging_strategy="no",
         report_to="none",
         use_cpu=use_cpu,
+        bf16=dtype == torch.bfloat16,  # the Trainer's mixed precision: float32 master weights
+        fp16=dtype == torch.float16,
         seed=seed,
         disable_tqdm=not progress,
         dataloader_pin_memory=False,
@@ -197,6 +207,7 @@ class MLMHeadProbe(Prober):
         training_args: TrainingArguments | None = None,
         batch_size: int = 64,
         device: str = "auto",
+        dtype: str = "auto",
         max_length: int = 128,
         progress: bool = True,
     ):
@@ -215,6 +226,7 @@ class MLMHeadProbe(Prober):
         self.training_args = training_args
         self.batch_size = batch_size
         self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
         self.max_length = max_length
         self.progress = progress
         self.trainer_progress = progress  # the Trainer's bar per fit; off where a caller shows one bar over all fits
@@ -256,6 +268,7 @@ class MLMHeadProbe(Prober):
             "scratch": self.scratch,
             "head": "random (scratch)" if self.scratch else ("fresh" if self.fresh_head else "pretrained"),
             "vocabulary": self.vocabulary,
+            "dtype": dtype_name(self.dtype),
             "learning_rate": args.learning_rate,
             "epochs": args.num_train_epochs,
             "train_batch_size": args.per_device_train_batch_size,
@@ -299,7 +312,8 @@ class MLMHeadProbe(Prober):
     def _args(self) -> TrainingArguments:
         if self.training_args is None:
             return default_training_args(
-                self.seed, self.device.type == "cpu", self.trainer_progress, self._output_dir.name, self.epochs, self.learning_rate
+                self.seed, self.device.type == "cpu", self.trainer_progress, self._output_dir.name, self.epochs, self.learning_rate,
+                self.dtype,
             )
         return dataclasses.replace(self.training_args, seed=self.seed)
 
@@ -365,7 +379,9 @@ class MLMHeadProbe(Prober):
             row = int((found != count).nonzero()[0])
             raise UserError(f"the text {texts[row]!r} keeps {int(found[row])} of its {count} mask(s) after "
                              f"tokenization (max_length {self.max_length}); shorten it or raise max_length")  # fmt: skip
-        hidden = self.encoder(**{k: v.to(self.device) for k, v in batch.items()}).last_hidden_state
+        half = self.dtype != torch.float32  # the frozen encoder runs under autocast, its weights stay float32
+        with torch.autocast(self.device.type, dtype=self.dtype, enabled=half):
+            hidden = self.encoder(**{k: v.to(self.device) for k, v in batch.items()}).last_hidden_state
         states = hidden[is_mask.to(self.device)].view(len(texts), count, -1).float().cpu()
         for text, state in zip(texts, states):
             self._cache[(text, count)] = state.clone()

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import datasets
 import numpy as np
+import torch
 from transformers import (
     AutoModelForSequenceClassification,
     EarlyStoppingCallback,
@@ -32,7 +33,7 @@ from transformers import (
 from transformers.utils import logging as transformers_logging
 
 from probers.api import Prober, UserError
-from probers.models import load_tokenizer, resolve_device, resolve_model
+from probers.models import dtype_name, load_tokenizer, resolve_device, resolve_dtype, resolve_model
 from probers.tasks.disknE_splits import DiseaseSplits
 
 HYPOTHESES = ("canonical", "full")
@@ -89,6 +90,7 @@ class PairClassifierProbe(Prober):
         patience: int = 2,
         max_length: int = 256,
         device: str = "auto",
+        dtype: str = "auto",
         training_args: dict | None = None,
     ):
         if hypothesis not in HYPOTHESES:
@@ -101,9 +103,13 @@ class PairClassifierProbe(Prober):
         self.hypothesis_field = "full_hypothesis" if hypothesis == "full" else "hypothesis"
         self.hypothesis_only = hypothesis_only
         self.device = resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
         self.max_length = max_length
         self.patience = patience
         self.training_kwargs = {
+            # half precision as the Trainer's mixed precision (float32 master weights), not cast weights
+            "bf16": self.dtype == torch.bfloat16,
+            "fp16": self.dtype == torch.float16,
             "learning_rate": learning_rate,
             "per_device_train_batch_size": train_batch_size,
             "per_device_eval_batch_size": eval_batch_size,
@@ -120,6 +126,7 @@ class PairClassifierProbe(Prober):
             "early_stopping_patience": patience,
             "max_length": max_length,
             "device": str(self.device),
+            "dtype": dtype_name(self.dtype),
         }
 
     @property

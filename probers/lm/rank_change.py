@@ -122,7 +122,9 @@ class RankChangeProbe(Prober):
         return {"scorer": type(self.scorer).__name__, "tie_break": "candidate order", **getattr(self.scorer, "settings", {})}
 
     @classmethod
-    def scorer_for(cls, model: str, *, scorer: str = "auto", device: str = "auto", batch_size: int = 64) -> CandidateScorer:
+    def scorer_for(
+        cls, model: str, *, scorer: str = "auto", device: str = "auto", batch_size: int = 64, dtype: str = "auto"
+    ) -> CandidateScorer:
         """The candidate scorer `--prober rank-change` runs: the registered prober named by `scorer`
         (auto: causal-lm for a causal LM, mask-average otherwise, read from the model's config),
         built the way `--prober <scorer>` builds it, with its own defaults for everything else."""
@@ -137,7 +139,7 @@ class RankChangeProbe(Prober):
             load(target)
         except ImportError as err:
             raise UserError(f"the {kind} scorer ({target.replace(':', '.')}) is not available in this installation: {err}") from err
-        return make_prober(kind, model, device=device, options={"batch_size": batch_size})
+        return make_prober(kind, model, device=device, options={"batch_size": batch_size, "dtype": dtype})
 
     def score_queries(self, queries: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
         """Scores for each distinct (query, candidates) pair once, in batches of `batch_size` queries."""

@@ -26,6 +26,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from probers.api import MASK_SLOT, Prober, UserError, fill_mask_slot
 from probers.lm.answer_pooling import pool_predictions
 from probers.lm.loading import FromPretrained, check_model, model_device
+from probers.models import dtype_name
 
 SENTINEL = re.compile(r"^<extra_id_\d+>$")
 
@@ -75,7 +76,7 @@ class GenerativeProbe(FromPretrained, Prober):
         return {
             "blank": self.blank, "beam_size": self.beam_size, "num_return": self.num_return,
             "max_new_tokens": self.max_new_tokens, "length_penalty": self.length_penalty,
-            "only_candidates": self.only_candidates, "batch_size": self.batch_size,
+            "only_candidates": self.only_candidates, "batch_size": self.batch_size, "dtype": dtype_name(self.model.dtype),
             "scoring": "beam score: sum of token log-probabilities / length ** length_penalty",
         }  # fmt: skip
 

@@ -1,0 +1,69 @@
+"""Benchmark `--dtype`: the untuned full MedLAMA Contrastive-Probe with MiniLM, float32 vs bfloat16.
+
+    python scripts/bench_dtype.py [--dataset DIR] [--model minilm] [--device cpu]
+
+Issue 13's goal: bfloat16 <= 60 s at acc@10 within 0.1 point of float32 (float32 was 88.8 s).
+Without --dataset it builds the release (/work/shared/data/medlama) into /tmp/medlama_full once.
+Both runs go through probers.run.run, as `medprobe probe` does; results files go to a temp folder.
+
+Measured 2026-11-23 on this 2-core avx512_bf16 CPU (torch 2.13.0+cpu): float32 117.1 s wall, acc@1 1.49,
+acc@10 12.14; bfloat16 encoded ~45 names/s against ~550 in float32 (killed after 1 min at 10 % of the
+names); a 1,024-query encode: float32 289 texts/s, bfloat16 44 (one batch per thread or all threads per
+batch alike). bfloat16 does not pay on this CPU, so `auto` stays float32 on CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from probers.run import RunRequest, run
+
+RELEASE = "/work/shared/data/medlama"
+BUILT = "/tmp/medlama_full"
+
+
+def built_dataset(dataset: str | None) -> str:
+    """The dataset folder: the one given, or the release built once into BUILT."""
+    if dataset:
+        return dataset
+    if not Path(BUILT).exists():
+        subprocess.run(["medprobe", "build", "medlama", "--data-dir", RELEASE, "--out", BUILT], check=True)
+    return BUILT
+
+
+def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple[float, dict, dict]:
+    """(wall seconds, metrics, timings) of one untuned full probe in `dtype`."""
+    request = RunRequest(task="medlama", prober="contrastive", dataset=dataset, config="full", model=model,
+                         device=device, prober_options={"dtype": dtype}, out=str(out / f"{dtype}.json"))
+    start = time.perf_counter()
+    record = run(request, print_fn=lambda _: None)
+    return time.perf_counter() - start, record.metrics, record.timings
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", help="a built MedLAMA folder (default: build the release into /tmp/medlama_full)")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args(argv)
+    dataset = built_dataset(args.dataset)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-dtype-") as out:
+        for dtype in ("float32", "bfloat16"):
+            results[dtype] = probe(dataset, args.model, args.device, dtype, Path(out))
+            wall, metrics, timings = results[dtype]
+            print(f"{dtype:9s} wall {wall:7.1f} s  acc@1 {100 * metrics['acc@1']:6.2f}  acc@10 {100 * metrics['acc@10']:6.2f}"
+                  f"  (probe {timings.get('probe', 0):.1f} s, load_model {timings.get('load_model', 0):.1f} s)", flush=True)
+    (w32, m32, _), (w16, m16, _) = results["float32"], results["bfloat16"]
+    print(f"bfloat16 - float32: wall {w16 - w32:+.1f} s ({w16 / w32:.2f}x), acc@1 {100 * (m16['acc@1'] - m32['acc@1']):+.2f} pt, "
+          f"acc@10 {100 * (m16['acc@10'] - m32['acc@10']):+.2f} pt")
+    print(f"goal (bf16 <= 60 s, |d acc@10| <= 0.1 pt): {'met' if w16 <= 60 and abs(m16['acc@10'] - m32['acc@10']) <= 0.001 else 'not met'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
