@@ -1,0 +1,45 @@
+"""Run `python -m probers.cli ...` as several CPU processes (gloo), as a user's launch would.
+
+    result = launch_cli(["probe", "--prober", ...], tmp_path)                      # torchrun --standalone
+    result = launch_cli([...], tmp_path, launcher="accelerate")                    # accelerate launch --multi_gpu
+
+Used by the tests that check a 2-process run equals the 1-process run.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def launch_command(args: list[str], nproc: int = 2, launcher: str = "torchrun") -> list[str]:
+    if launcher == "torchrun":
+        return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
+                "-m", "probers.cli", *args]  # fmt: skip
+    if launcher == "accelerate":
+        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(nproc),
+                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                "--main_process_port", str(free_port()), "-m", "probers.cli", *args]  # fmt: skip
+    raise ValueError(f"unknown launcher {launcher!r}")
+
+
+def launch_cli(args: list[str], cwd: Path, nproc: int = 2, launcher: str = "torchrun", timeout: int = 600,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+    """Run the CLI under the launcher; fails the test with both processes' output when it exits non-zero."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+                   "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **(env or {})}  # fmt: skip
+    result = subprocess.run(launch_command(args, nproc, launcher), cwd=cwd, env=environment, capture_output=True,
+                            text=True, timeout=timeout)  # fmt: skip
+    assert result.returncode == 0, f"launch failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+    return result
