@@ -121,11 +121,11 @@ def quiet_other_processes(*objects: Any) -> None:
         return
     import sys
 
-    import datasets
-
     if sys.stdout is sys.__stdout__:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (kept open for the life of the process)
-    datasets.disable_progress_bars()
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"  # read when datasets is first imported
     for obj in objects:
         for name in PROGRESS_SWITCHES:
             if isinstance(getattr(obj, name, None), bool):

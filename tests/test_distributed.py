@@ -6,6 +6,7 @@ Plumbing tests with tiny random models on the synthetic MedLAMA and the generate
 data; each launch starts two Python processes (~10 s)."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,19 @@ def test_rank_in_shards_gives_each_process_its_share_and_everyone_the_whole_list
     assert all(share["ranked"] == [[f"Q{i}"] for i in range(7)] for share in shares)  # gathered, in order, everywhere
     assert [share["rows"] for share in shares] == [[0, 2, 4, 6], [1, 3, 5]]
     assert [share["main"] for share in shares] == [True, False]
+
+
+def test_medprobe_profile_runs_unchanged_under_a_two_process_launch_plumbing_tiny_bert(
+    tiny_encoder, tmp_path
+):
+    # context_variance is built into DIR/datasets by the main process, then probed by Contrastive-Probe
+    argv = ["profile", "--model", tiny_encoder, "--quick", "--device", "cpu", "--benchmarks", "context_variance"]
+    assert main([*argv, "--out", str(tmp_path / "one")]) == 0
+    result = launch_cli([*argv, "--out", str(tmp_path / "two")], tmp_path)
+    one, two = (json.loads((tmp_path / name / "profile.json").read_text()) for name in ("one", "two"))
+    assert [row["value"] for row in one["headline"]] == [row["value"] for row in two["headline"]]
+    assert len(one["runs"]) == len(two["runs"]) == 1
+    for run_one, run_two in zip(one["runs"], two["runs"]):
+        assert Path(run_one["predictions"]).read_bytes() == Path(run_two["predictions"]).read_bytes()
+    assert result.stdout.count("building context_variance") == 1  # printed (and built) by the main process only
+    assert sorted(path.name for path in (tmp_path / "two").iterdir()) == sorted(path.name for path in (tmp_path / "one").iterdir())
