@@ -6,10 +6,18 @@ Issue 13's goal: bfloat16 <= 60 s at acc@10 within 0.1 point of float32 (float32
 Without --dataset it builds the release (/work/shared/data/medlama) into /tmp/medlama_full once.
 Both runs go through probers.run.run, as `medprobe probe` does; results files go to a temp folder.
 
-Measured 2026-11-23 on this 2-core avx512_bf16 CPU (torch 2.13.0+cpu): float32 117.1 s wall, acc@1 1.49,
-acc@10 12.14; bfloat16 encoded ~45 names/s against ~550 in float32 (killed after 1 min at 10 % of the
-names); a 1,024-query encode: float32 289 texts/s, bfloat16 44 (one batch per thread or all threads per
-batch alike). bfloat16 does not pay on this CPU, so `auto` stays float32 on CPU.
+Measured 2026-11-23 on this 2-core AMD EPYC CPU (avx2 only: no avx512, no bf16 or AMX instructions;
+torch 2.13.0+cpu), both in one run of this script under `nice -n 19` beside other work:
+
+    python scripts/bench_dtype.py --dataset /tmp/medlama_full
+    float32   wall   213.9 s  acc@1   1.49  acc@10  12.14
+    bfloat16  wall  1637.0 s  acc@1   1.48  acc@10  12.12
+    bfloat16 - float32: wall +1423.1 s (7.65x), acc@1 -0.01 pt, acc@10 -0.02 pt
+
+bfloat16 keeps the accuracy (acc@10 within 0.1 point) but is 7.7x slower: without bf16 instructions
+torch converts every bf16 matmul (a 384 x 1536 linear: 40 ms float32, 270-310 ms bfloat16). So `auto`
+stays float32 on CPU; on a GPU with bf16 (or a CPU with AMX / avx512_bf16) `auto` or `--dtype bfloat16`
+is where it pays. (float32 alone on an idle machine: 88.8-117 s.)
 """
 
 from __future__ import annotations
