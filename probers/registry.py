@@ -169,6 +169,10 @@ PROBERS: dict[str, ProberEntry] = {
                 Option("--checkpoint-every", "checkpoint_every", "save a probe-able checkpoint every N steps under --save-rewired",
                        type=positive_int, metavar="N"),
                 Option("--save-rewired", "save_rewired", "save the rewired model and tokenizer to DIR", metavar="DIR"),
+                Option("--no-cache", "cache",
+                       "encode every name and query, neither reading nor writing the on-disk embedding cache "
+                       "($MEDPROBE_EMBEDDING_CACHE, default $HF_HOME/medprobe/embeddings, at most "
+                       "$MEDPROBE_EMBEDDING_CACHE_MAX_GB, default 2)", switch=True, invert=True, default=True),
             ),
             factory="from_options",
         ),

@@ -6,6 +6,7 @@ for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TR
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from hashlib import sha1  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
@@ -22,6 +23,20 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent: the real release files are only on development and CI machines")
     return path
+
+
+@pytest.fixture(scope="session")
+def embedding_cache_base(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("embedding_cache")
+
+
+@pytest.fixture(autouse=True)
+def _embedding_cache_per_test(embedding_cache_base, monkeypatch, request) -> None:
+    """Every test gets its own on-disk embedding cache (created only if used), never the user's HF
+    cache: a probe loaded from files caches its embeddings there (probers.contrastive.embedding_cache),
+    and subprocesses inherit the variable."""
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(embedding_cache_base / sha1(request.node.nodeid.encode()).hexdigest()[:16]))
+    monkeypatch.delenv("MEDPROBE_EMBEDDING_CACHE_MAX_GB", raising=False)
 
 
 @pytest.fixture(scope="session")

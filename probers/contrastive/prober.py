@@ -11,6 +11,10 @@ contrastive` options (probers.registry), rewiring first when a corpus is given.
 Retrieval: each query's [Y] becomes the tokenizer's mask token and the query (at most 50
 tokens, mask kept) is encoded to its last-layer [CLS] vector; every candidate name (at most 25
 tokens) is encoded once, and the names closest to a query are its predictions.
+
+A probe loaded from files keeps its embeddings on disk (probers.contrastive.embedding_cache), so
+another run of the same model reads them instead of encoding again; `cache=False` (`--no-cache`)
+turns that off. A probe built from an in-memory model, or rewired, uses no disk cache.
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import transformers
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 from probers.api import Prober, UserError, fill_mask_slot
+from probers.contrastive import embedding_cache
 from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from probers.contrastive.pairs import build_pairs, read_sentences
 from probers.contrastive.rewiring import (
@@ -58,6 +64,8 @@ class ContrastiveProbe(Prober):
         layers: probe with only the first `layers` transformer layers (None: all).
         batch_size: texts per forward pass.
         device: "auto", "cpu", "cuda", ...
+        cache: keep embeddings in the on-disk cache (probers.contrastive.embedding_cache) when the
+            model was loaded from files (`from_pretrained`); False: encode everything every run.
     """
 
     name = "contrastive"
@@ -84,6 +92,7 @@ class ContrastiveProbe(Prober):
         show_progress: bool = True,
         model_name: str | None = None,
         dtype: str = "auto",
+        cache: bool = True,
     ):
         if similarity not in SIMILARITIES:
             raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
@@ -109,6 +118,12 @@ class ContrastiveProbe(Prober):
         self.timings: dict[str, float] = {}
         # name embeddings by probed layer count, then by token ids
         self._name_embeddings: dict[int | None, dict[tuple[int, ...], torch.Tensor]] = {}
+        self.cache = cache
+        # the content hash of the weight files the model was loaded from (from_pretrained), None while
+        # the weights are not known to be those files' (an in-memory model, a rewired one)
+        self.weights_digest: str | None = None
+        self._cache_off = "off: --no-cache" if not cache else "off: the model was not loaded from files"
+        self._spaces: dict[str, embedding_cache.Space] = {}
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, **kwargs) -> ContrastiveProbe:
@@ -122,6 +137,11 @@ class ContrastiveProbe(Prober):
         except OSError as err:
             raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
         probe = cls(model, tokenizer, model_name=name_or_path, **kwargs)
+        if probe.cache:
+            embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, not after encoding
+            probe.weights_digest = model_files_digest(path)
+            if probe.weights_digest is None:
+                probe._cache_off = f"off: no weight files found for {name_or_path}"
         probe.timings["load_model"] = time.perf_counter() - start
         return probe
 
@@ -145,6 +165,7 @@ class ContrastiveProbe(Prober):
         rewire_mask_ratio: float = MASK_RATIO,
         checkpoint_every: int | None = None,
         save_rewired: str | None = None,
+        cache: bool = True,
     ) -> ContrastiveProbe:
         """The prober of `medprobe probe --prober contrastive` (the registry's options as keywords):
         loaded from `model`, then rewired on `rewire_corpus` when one is given (seeded with `seed`,
@@ -153,7 +174,9 @@ class ContrastiveProbe(Prober):
         # rewiring trains in float32 (half-precision weights would lose the small updates);
         # the rewired model is then cast to `dtype` for probing
         load_dtype = dtype if corpus is None else "float32"
-        probe = cls.from_pretrained(model, similarity=similarity, layers=layers, batch_size=batch_size, device=device, dtype=load_dtype)
+        probe = cls.from_pretrained(
+            model, similarity=similarity, layers=layers, batch_size=batch_size, device=device, dtype=load_dtype, cache=cache,
+        )  # fmt: skip
         if corpus is None:
             return probe
         probing_dtype = resolve_dtype(dtype, probe.device)  # a bad --dtype fails before the rewiring
@@ -220,6 +243,9 @@ class ContrastiveProbe(Prober):
                 trainer.save_model(str(save_to))
         self.model = trainer.model.to(self.device).eval()
         self._name_embeddings.clear()  # the encoder changed: cached names are stale
+        if self.weights_digest is not None:  # and the weights are no longer the files': no disk cache
+            self.weights_digest, self._cache_off = None, "off: rewired (the weights are not the model files')"
+        self._spaces.clear()
         self.seed = args.seed
         self.rewiring = RewiringReport(
             corpus=stats,
@@ -273,6 +299,55 @@ class ContrastiveProbe(Prober):
         return torch.stack([cache[ids] for ids in distinct]), [row_of[ids] for ids in sequences]
 
     def _encode(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
+        """[CLS] embeddings of token-id sequences: from the disk cache where it has them, the rest
+        encoded in one `encode_cls` call and stored."""
+        space = self._space()
+        if space is None or not sequences:
+            return self._encode_all(sequences, desc)
+        keys = [tuple(ids) for ids in sequences]
+        found = space.lookup(keys)
+        missing = [key for key in dict.fromkeys(keys) if key not in found]
+        if missing:
+            fresh = self._encode_all(missing, desc)
+            found.update(zip(missing, fresh.numpy()))
+            space.add(missing, fresh.numpy())
+        self._report_cache(space, len(found) - len(missing), len(found), desc)
+        return torch.from_numpy(np.stack([found[key] for key in keys]))
+
+    def _space(self) -> embedding_cache.Space | None:
+        """The disk-cache space of this model as it is probed now, or None when the disk cache is off."""
+        if self.weights_digest is None:
+            return None
+        config = self.model.config.to_dict()
+        config.pop("_name_or_path", None)
+        parts = {
+            "weights": self.weights_digest,
+            "model_class": type(self.model).__name__,
+            "config": embedding_cache.space_key(config),
+            "layers": self.layers,
+            "dtype": dtype_name(self.dtype),
+            "device": self.device.type,
+            "embedding": "[CLS] of the last probed layer",
+            "encoding_version": embedding_cache.ENCODING_VERSION,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        }
+        key = embedding_cache.space_key(parts)
+        if key not in self._spaces:
+            self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
+        return self._spaces[key]
+
+    def _report_cache(self, space: embedding_cache.Space, hits: int, total: int, desc: str) -> None:
+        self.timings["embedding_cache_hits"] = self.timings.get("embedding_cache_hits", 0) + hits
+        self.timings["embedding_cache_misses"] = self.timings.get("embedding_cache_misses", 0) + total - hits
+        root = space.folder.parent
+        size, bound = embedding_cache.cache_size(root), embedding_cache.max_bytes()
+        print(
+            f"embedding cache: {hits:,} of {total:,} {desc.split()[-1]} from {root} (space {space.key[:8]}…, "
+            f"{embedding_cache.describe_size(size)} of {embedding_cache.describe_size(bound)})"
+        )
+
+    def _encode_all(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
         return encode_cls(
             self.model, sequences, pad_id=self.tokenizer.pad_token_id, batch_size=self.batch_size,
             device=self.device, layers=self.layers, desc=desc, show_progress=self.show_progress,
@@ -354,6 +429,7 @@ class ContrastiveProbe(Prober):
             "rewired": self.rewiring is not None,
             "batch_size": self.batch_size,
             "dtype": dtype_name(self.dtype),
+            "embedding_cache": "on" if self.weights_digest is not None else self._cache_off,
         }
         if self.rewiring is not None:
             settings["rewiring"] = {
@@ -364,6 +440,20 @@ class ContrastiveProbe(Prober):
                 "steps_per_second": round(self.rewiring.steps_per_second, 4),
             }
         return settings
+
+
+def model_files_digest(path: str) -> str | None:
+    """The content hash of the weight files of a model folder or of a Hub model's cached snapshot
+    (`resolve_model`'s path), None when there are none to hash (then the disk cache stays off)."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():  # a Hub id: the snapshot transformers loaded from the Hub cache
+        from huggingface_hub import try_to_load_from_cache
+
+        config = try_to_load_from_cache(path, "config.json")
+        if not isinstance(config, str):
+            return None
+        folder = Path(config).parent
+    return embedding_cache.weights_digest(folder, embedding_cache.cache_root())
 
 
 def check_rewiring_options(

@@ -1,0 +1,309 @@
+"""An on-disk cache of [CLS] embeddings, so a model's names and queries are encoded once across runs.
+
+Untuned Contrastive-Probe on MedLAMA full spends most of its time encoding the same 22,923 names
+and 19,000 queries on every run; the hard set's queries are a subset of full's. This cache keeps
+every encoded token-id sequence's embedding, so a second run of full, or hard after full, reads
+them from disk (scripts/bench_embedding_cache.py has the figures).
+
+Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medprobe/embeddings`):
+
+    file-digests.json            sha256 of each weight file seen, by (path, size, mtime_ns): a big
+                                 model is hashed once, not on every run
+    <space>/space.json           what the space key was made of (for people; never read back)
+    <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
+                                 their lengths, and the float32 embeddings (rows in the same order)
+
+A *space* is everything an embedding depends on besides the text: the content of the model's
+weight files, its config and class, the probed layers, the dtype, the device type, the torch and
+transformers versions and `ENCODING_VERSION` (bumped when encode_cls changes what it returns). Its
+folder name is the sha256 of those. Inside a space an entry's key is the token-id sequence the
+encoder sees, which already covers the text, the tokenizer and the truncation (max length). So a
+changed model (new weights saved to the same folder) gets a new space and never hits a stale
+entry; a model without files (built in memory) or one changed in memory (rewired) has no space
+and is not cached on disk at all.
+
+A chunk's name is the checksum of its contents, checked on read: a truncated or corrupt chunk
+(a killed write that escaped the atomic rename, a bad disk) is a miss and is deleted, never wrong
+data or a crash. Chunks are written under a temporary name and renamed (probers.atomic), so
+processes sharing the cache see whole chunks or none, and the same chunk written twice is the
+same file. The whole cache is bounded (`$MEDPROBE_EMBEDDING_CACHE_MAX_GB`, default 2): after a
+write, the least recently used chunks (by mtime; a hit touches its chunk) of all spaces are
+deleted until the total fits.
+
+Embeddings read back are bit-identical to the ones stored. They were encoded in the batches of the
+run that stored them, so a run that hits may differ from a cold run in the last float bits (batch
+padding changes the kernels' summation order), as two cold runs with different batch sizes do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from probers.api import UserError
+from probers.atomic import atomic_output, write_text_atomically
+
+ENCODING_VERSION = 1  # bump when encode_cls changes the embeddings it returns for the same ids
+DEFAULT_MAX_GB = 2.0
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
+STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
+DIGESTS = "file-digests.json"
+
+Key = tuple[int, ...]
+
+
+def cache_root() -> Path:
+    """`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medprobe/embeddings`."""
+    configured = os.environ.get("MEDPROBE_EMBEDDING_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "medprobe" / "embeddings"
+
+
+def max_bytes() -> int:
+    """The bound on the whole cache, from `$MEDPROBE_EMBEDDING_CACHE_MAX_GB` (default 2 GB)."""
+    text = os.environ.get("MEDPROBE_EMBEDDING_CACHE_MAX_GB", "").strip()
+    try:
+        gigabytes = float(text) if text else DEFAULT_MAX_GB
+    except ValueError:
+        gigabytes = -1.0
+    if not gigabytes >= 0:
+        raise UserError(f"MEDPROBE_EMBEDDING_CACHE_MAX_GB={text!r} is not a size in GB; set a number such as 2 or 0.5, or unset it")
+    return int(gigabytes * 1e9)
+
+
+# --- the space key ---------------------------------------------------------------------------------
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files of a model folder (top level only: checkpoints in subfolders are other models)."""
+    return sorted({path for pattern in WEIGHT_PATTERNS for path in folder.glob(pattern) if path.is_file()})
+
+
+def file_digest(path: Path, known: dict[str, str]) -> str:
+    """sha256 of a file's bytes, reused from `known` while its (path, size, mtime_ns) are unchanged."""
+    stat = path.stat()
+    entry = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
+    if entry not in known:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 24), b""):
+                digest.update(block)
+        known[entry] = digest.hexdigest()
+    return known[entry]
+
+
+def weights_digest(folder: Path, root: Path) -> str | None:
+    """One sha256 over the names, sizes and contents of `folder`'s weight files (None: it has none).
+
+    Per-file digests are remembered in `root/file-digests.json`, so a 400 MB model is read once.
+    """
+    files = weight_files(folder)
+    if not files:
+        return None
+    known = read_digests(root)
+    before = dict(known)
+    combined = hashlib.sha256()
+    for path in files:
+        combined.update(f"{path.name}|{path.stat().st_size}|{file_digest(path, known)}\n".encode())
+    if known != before:
+        write_digests(root, known)
+    return combined.hexdigest()
+
+
+def read_digests(root: Path) -> dict[str, str]:
+    try:
+        known = json.loads((root / DIGESTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def write_digests(root: Path, known: dict[str, str]) -> None:
+    """Save the per-file digests, forgetting files that are gone (a best effort: failing costs a re-hash)."""
+    kept = {entry: digest for entry, digest in known.items() if Path(entry.split("|")[0]).exists()}
+    try:
+        write_text_atomically(root / DIGESTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass
+
+
+def space_key(parts: dict) -> str:
+    """The folder name of a space: sha256 over its parts, serialised deterministically."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --- chunks ----------------------------------------------------------------------------------------
+
+
+def chunk_checksum(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray) -> str:
+    digest = hashlib.sha256()
+    for array in (ids, lengths, embeddings):
+        digest.update(str((array.dtype.str, array.shape)).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def write_chunk(folder: Path, keys: Sequence[Key], embeddings: np.ndarray) -> Path:
+    """Store `embeddings[i]` under `keys[i]` as one chunk named by its checksum; returns its path."""
+    lengths = np.array([len(key) for key in keys], dtype=np.int32)
+    ids = np.fromiter((token for key in keys for token in key), dtype=np.int64, count=int(lengths.sum()))
+    embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+    path = folder / f"{chunk_checksum(ids, lengths, embeddings)}.npz"
+    with atomic_output(path) as temp, open(temp, "wb") as handle:
+        np.savez(handle, ids=ids, lengths=lengths, embeddings=embeddings)
+    return path
+
+
+def read_chunk(path: Path) -> tuple[list[Key], np.ndarray] | None:
+    """(keys, embeddings) of a chunk, or None when it is unreadable or fails its checksum."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            ids, lengths, embeddings = data["ids"], data["lengths"], data["embeddings"]
+    except Exception:  # whatever a damaged file raises (zip, zlib, npy header, I/O), it is a miss
+        return None
+    if (
+        lengths.ndim != 1 or embeddings.ndim != 2 or len(lengths) != len(embeddings) or int(lengths.sum()) != len(ids)
+        or chunk_checksum(ids, lengths, embeddings) != path.stem
+    ):  # fmt: skip
+        return None
+    ends = np.cumsum(lengths)
+    flat = ids.tolist()
+    keys = [tuple(flat[end - length : end]) for end, length in zip(ends.tolist(), lengths.tolist())]
+    return keys, embeddings
+
+
+def chunk_files(folder: Path) -> list[Path]:
+    """The finished chunks of a space (temporary files start with a dot)."""
+    return sorted(path for path in folder.glob("*.npz") if not path.name.startswith("."))
+
+
+# --- one space -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Space:
+    """The embeddings of one space, read once: an index of key -> (chunk, row) over its chunks."""
+
+    folder: Path
+    index: dict[Key, tuple[int, int]] = field(default_factory=dict)
+    chunks: list[np.ndarray] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    writable: bool = True
+
+    @property
+    def key(self) -> str:
+        return self.folder.name
+
+    def lookup(self, keys: Iterable[Key]) -> dict[Key, np.ndarray]:
+        """The stored embeddings of those `keys` that are here; their chunks count as just used."""
+        found: dict[Key, np.ndarray] = {}
+        used: set[int] = set()
+        for key in keys:
+            where = self.index.get(key)
+            if where is not None and key not in found:
+                found[key] = self.chunks[where[0]][where[1]]
+                used.add(where[0])
+        for chunk in used:
+            touch(self.paths[chunk])
+        return found
+
+    def add(self, keys: Sequence[Key], embeddings: np.ndarray) -> None:
+        """Store new embeddings as one chunk, then evict old chunks of the whole cache beyond the bound.
+
+        A cache that cannot be written (read-only, disk full) stops being written, with one warning;
+        the run goes on.
+        """
+        if not keys or not self.writable:
+            return
+        try:
+            path = write_chunk(self.folder, keys, embeddings)
+        except OSError as err:
+            self.writable = False
+            print(f"embedding cache: cannot write in {self.folder} ({err.strerror or err}); going on without storing")
+            return
+        self.remember(path, list(keys), np.ascontiguousarray(embeddings, dtype=np.float32))
+        evict(self.folder.parent, max_bytes())
+
+    def remember(self, path: Path, keys: list[Key], embeddings: np.ndarray) -> None:
+        chunk = len(self.chunks)
+        self.chunks.append(embeddings)
+        self.paths.append(path)
+        for row, key in enumerate(keys):
+            self.index.setdefault(key, (chunk, row))
+
+
+def open_space(root: Path, parts: dict) -> Space:
+    """The space of `parts` under `root`, with every readable chunk indexed; bad chunks are deleted."""
+    folder = root / space_key(parts)
+    space = Space(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / "space.json").is_file():
+            write_text_atomically(folder / "space.json", json.dumps(parts, indent=2, sort_keys=True, default=str) + "\n")
+    except OSError as err:
+        space.writable = False
+        print(f"embedding cache: cannot write in {folder} ({err.strerror or err}); going on without storing")
+    for path in chunk_files(folder):
+        read = read_chunk(path)
+        if read is None:  # truncated or corrupt: a miss, and gone so that it is rewritten whole
+            path.unlink(missing_ok=True)
+            continue
+        space.remember(path, *read)
+    return space
+
+
+# --- size and eviction -----------------------------------------------------------------------------
+
+
+def touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # evicted meanwhile by another process: the data is already in memory
+
+
+def cached_files(root: Path) -> list[tuple[float, int, Path]]:
+    """(mtime, size, path) of every chunk under `root`; temporary chunks left by killed runs are deleted."""
+    files = []
+    now = time.time()
+    for path in root.glob("*/*.npz"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if path.name.startswith("."):
+            if now - stat.st_mtime > STALE_TEMP_SECONDS:
+                path.unlink(missing_ok=True)
+            continue
+        files.append((stat.st_mtime, stat.st_size, path))
+    return sorted(files)
+
+
+def cache_size(root: Path) -> int:
+    return sum(size for _, size, _ in cached_files(root))
+
+
+def evict(root: Path, bound: int) -> int:
+    """Delete the least recently used chunks until the cache holds at most `bound` bytes; returns its size."""
+    files = cached_files(root)
+    total = sum(size for _, size, _ in files)
+    for _, size, path in files:
+        if total <= bound:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+    return total
+
+
+def describe_size(size: int) -> str:
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"
