@@ -7,8 +7,8 @@ them from disk (scripts/bench_embedding_cache.py has the figures).
 
 Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medprobe/embeddings`):
 
-    file-digests.json            sha256 of each weight file seen, by (path, size, mtime_ns): a big
-                                 model is hashed once, not on every run
+    file-digests.json            sha256 of each weight file seen, by (path, inode, size, times): a
+                                 big model is hashed once, not on every run
     <space>/space.json           what the space key was made of (for people; never read back)
     <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
                                  their lengths, and the float32 embeddings (rows in the same order)
@@ -55,6 +55,7 @@ DEFAULT_MAX_GB = 2.0
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
 STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
 DIGESTS = "file-digests.json"
+RACY_SECONDS = 3.0  # a weight file changed this recently is re-hashed on every load
 
 Key = tuple[int, ...]
 
@@ -90,16 +91,23 @@ def weight_files(folder: Path) -> list[Path]:
 
 
 def file_digest(path: Path, known: dict[str, str]) -> str:
-    """sha256 of a file's bytes, reused from `known` while its (path, size, mtime_ns) are unchanged."""
+    """sha256 of a file's bytes, reused from `known` while its path, inode, size and times are unchanged.
+
+    A file changed in the last few seconds is hashed but not remembered: file times are coarser
+    than a quick rewrite (as git's "racy" index entries), so (size, mtime) alone could match a
+    same-sized new version.
+    """
     stat = path.stat()
-    entry = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
-    if entry not in known:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 24), b""):
-                digest.update(block)
+    entry = f"{path.resolve()}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+    if entry in known:
+        return known[entry]
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 24), b""):
+            digest.update(block)
+    if time.time() - max(stat.st_mtime, stat.st_ctime) > RACY_SECONDS:
         known[entry] = digest.hexdigest()
-    return known[entry]
+    return digest.hexdigest()
 
 
 def weights_digest(folder: Path, root: Path) -> str | None:

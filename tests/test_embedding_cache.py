@@ -1,0 +1,222 @@
+"""The on-disk embedding cache of Contrastive-Probe (probers.contrastive.embedding_cache).
+
+Plumbing tests on a tiny random BERT saved as a model folder; each test has its own cache folder
+(conftest points MEDPROBE_EMBEDDING_CACHE at it). The cache must return exactly what was
+encoded, miss whenever anything the embeddings depend on changed, never return a damaged
+chunk, stay under its bound, and stay off when told to or when the weights are not the files'.
+"""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from probers.api import UserError
+from probers.cli import main
+from probers.contrastive import ContrastiveProbe
+from probers.contrastive import embedding_cache as ec
+from tiny_bert import save_tiny_bert, tiny_bert, tiny_tokenizer, toy_corpus
+
+NAMES = ["fever", "pain", "aspirin", "heart failure", "lung", "fever", "acute kidney disease", "blood"]
+QUERIES = ["aspirin may treat [Y] .", "the gene might cause [Y] in the lung .", "[Y] is a disease of the heart ."]
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(root))
+    return root
+
+
+@pytest.fixture
+def model_dir(tmp_path) -> Path:
+    return save_tiny_bert(tmp_path / "tiny")
+
+
+def load(folder: Path, **kwargs) -> ContrastiveProbe:
+    return ContrastiveProbe.from_pretrained(str(folder), device="cpu", show_progress=False, **{"batch_size": 3, **kwargs})
+
+
+def chunks(root: Path) -> list[Path]:
+    return sorted(root.glob("*/*.npz"))
+
+
+def test_a_second_probe_reads_identical_embeddings_and_predictions_plumbing_tiny_random_bert(cache_dir, model_dir, capsys):
+    first = load(model_dir)
+    names, queries, ranked = first.encode_names(NAMES), first.encode_queries(QUERIES), first.rank(QUERIES, NAMES, 3)
+    assert first.timings["embedding_cache_misses"] == 7 + 3 and first.settings["embedding_cache"] == "on"
+    assert len(chunks(cache_dir)) == 2  # the names, then the queries; rank() found both
+    second = load(model_dir, batch_size=2)  # other batches: the stored vectors are returned as they are
+    assert torch.equal(second.encode_names(NAMES), names) and torch.equal(second.encode_queries(QUERIES), queries)
+    assert second.rank(QUERIES, NAMES, 3) == ranked
+    assert second.timings["embedding_cache_misses"] == 0 and second.timings["embedding_cache_hits"] == 7 + 3 + 3
+    assert len(chunks(cache_dir)) == 2
+    assert f"embedding cache: 7 of 7 names from {cache_dir} (space " in capsys.readouterr().out
+
+
+def test_cached_embeddings_equal_uncached_ones_and_new_texts_are_added_plumbing_tiny_random_bert(cache_dir, model_dir):
+    load(model_dir).encode_names(NAMES[:4])
+    probe = load(model_dir)
+    mixed = probe.encode_names(NAMES)  # 4 cached, 3 new, in one encode_cls call
+    assert probe.timings["embedding_cache_hits"] == 4 and probe.timings["embedding_cache_misses"] == 3
+    plain = load(model_dir, cache=False).encode_names(NAMES)
+    assert torch.allclose(mixed, plain, atol=1e-6)
+    assert load(model_dir).encode_names(NAMES).equal(mixed)
+
+
+def test_new_weights_in_the_same_folder_miss_plumbing_tiny_random_bert(cache_dir, model_dir):
+    old = load(model_dir).encode_names(NAMES)
+    tiny_bert(seed=1).save_pretrained(model_dir)  # same folder, same file names and sizes, other weights
+    probe = load(model_dir)
+    new = probe.encode_names(NAMES)
+    assert probe.timings["embedding_cache_hits"] == 0 and not torch.allclose(new, old)
+    assert torch.allclose(new, load(model_dir, cache=False).encode_names(NAMES), atol=1e-6)
+    assert len({path.parent for path in chunks(cache_dir)}) == 2
+
+
+@pytest.mark.parametrize("change", [{"layers": 2}, {"dtype": "bfloat16"}])
+def test_layers_and_dtype_are_other_spaces_plumbing_tiny_random_bert(change, cache_dir, model_dir):
+    base = load(model_dir)
+    base.encode_names(NAMES)
+    other = load(model_dir, **change)
+    embeddings = other.encode_names(NAMES)
+    assert other._space().key != base._space().key and other.timings["embedding_cache_hits"] == 0
+    assert torch.allclose(embeddings, load(model_dir, cache=False, **change).encode_names(NAMES), atol=1e-6)
+
+
+def test_a_shorter_max_length_changes_the_keys_not_the_space_plumbing_tiny_random_bert(cache_dir, model_dir):
+    load(model_dir).encode_names(NAMES)
+    short = load(model_dir)
+    short.name_max_length = 3  # [CLS] + 1 word piece + [SEP]: "heart failure" and "acute kidney disease" are cut
+    embeddings = short.encode_names(NAMES)
+    assert short.timings["embedding_cache_misses"] == 2 and short.timings["embedding_cache_hits"] == 5
+    uncached = load(model_dir, cache=False)
+    uncached.name_max_length = 3
+    assert torch.allclose(embeddings, uncached.encode_names(NAMES), atol=1e-6)
+
+
+def test_cache_off_writes_nothing_plumbing_tiny_random_bert(cache_dir, model_dir):
+    probe = load(model_dir, cache=False)
+    probe.rank(QUERIES, NAMES, 3)
+    assert not cache_dir.exists() and probe.settings["embedding_cache"] == "off: --no-cache"
+    assert "embedding_cache_hits" not in probe.timings
+
+
+def test_in_memory_and_rewired_models_do_not_use_the_disk_cache_plumbing_tiny_random_bert(cache_dir, model_dir):
+    in_memory = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False)
+    in_memory.rank(QUERIES, NAMES, 3)
+    assert not cache_dir.exists() and in_memory.settings["embedding_cache"].startswith("off: the model was not loaded")
+
+    probe = load(model_dir)
+    before = probe.encode_names(NAMES)
+    stored = chunks(cache_dir)
+    probe.rewire(toy_corpus(16), rewiring_args(cache_dir.parent / "rewire"))
+    after = probe.encode_names(NAMES)
+    assert chunks(cache_dir) == stored and not torch.allclose(before, after)
+    assert probe.settings["embedding_cache"].startswith("off: rewired") and probe._space() is None
+    # the files did not change: a new probe of them still hits what the untuned probe stored
+    assert load(model_dir).encode_names(NAMES).equal(before)
+
+
+def rewiring_args(folder: Path):
+    from probers.contrastive import rewiring_arguments
+
+    return rewiring_arguments(str(folder), max_steps=2, per_device_train_batch_size=8, learning_rate=1e-2, use_cpu=True)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_a_damaged_chunk_is_a_miss_and_is_replaced_plumbing_tiny_random_bert(damage, cache_dir, model_dir):
+    good = load(model_dir).encode_names(NAMES)
+    (chunk,) = chunks(cache_dir)
+    data = chunk.read_bytes()
+    if damage == "truncate":
+        chunk.write_bytes(data[: len(data) // 2])
+    else:  # same length, one byte of the embeddings changed
+        at = data.find(b"embeddings.npy") + 400
+        chunk.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1 :])
+    probe = load(model_dir)
+    embeddings = probe.encode_names(NAMES)
+    assert probe.timings["embedding_cache_hits"] == 0 and torch.allclose(embeddings, good, atol=1e-6)
+    assert chunks(cache_dir) == [chunk] and ec.read_chunk(chunk) is not None  # rewritten whole
+
+
+def test_the_cache_stays_under_its_bound_evicting_the_least_recently_used_plumbing_tiny_random_bert(
+    cache_dir, model_dir, monkeypatch
+):
+    probe = load(model_dir)
+    written = []
+    for query in QUERIES:  # one chunk each
+        probe.encode_queries([query])
+        (new,) = set(chunks(cache_dir)) - set(written)
+        written.append(new)
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE_MAX_GB", str(3.5 * written[0].stat().st_size / 1e9))
+    for age, path in enumerate(written):  # distinct times, oldest first (file times can be coarse)
+        os.utime(path, (1000 + age, 1000 + age))
+    probe.encode_queries(QUERIES[:1])  # a hit makes the oldest chunk the most recently used
+    probe.encode_names(["pain"])  # a fourth chunk goes over the bound: the least recently used goes
+    kept = set(chunks(cache_dir))
+    assert len(kept) == 3 and written[0] in kept and written[1] not in kept
+    assert ec.cache_size(cache_dir) <= ec.max_bytes()
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE_MAX_GB", "0")
+    probe.encode_names(["lung"])
+    assert chunks(cache_dir) == []  # a bound of 0 keeps nothing, and the run goes on
+
+
+def test_a_bad_bound_is_a_user_error(cache_dir, model_dir, monkeypatch):
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE_MAX_GB", "two")
+    with pytest.raises(UserError, match="MEDPROBE_EMBEDDING_CACHE_MAX_GB='two' is not a size in GB"):
+        load(model_dir)
+
+
+def test_the_default_location_is_under_hf_home(monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("MEDPROBE_EMBEDDING_CACHE")
+    monkeypatch.setattr(constants, "HF_HOME", str(tmp_path / "hf"))
+    assert ec.cache_root() == tmp_path / "hf" / "medprobe" / "embeddings"
+
+
+def test_a_hub_model_is_hashed_from_its_cached_snapshot(cache_dir, model_dir, monkeypatch, tmp_path):
+    from huggingface_hub import constants
+
+    from probers.contrastive.prober import model_files_digest
+
+    repo = tmp_path / "hub" / "models--org--tiny"
+    snapshot = repo / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    for path in model_dir.iterdir():
+        (snapshot / path.name).write_bytes(path.read_bytes())
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert model_files_digest("org/tiny") == model_files_digest(str(model_dir)) is not None
+    assert model_files_digest("org/absent") is None
+
+
+def test_weight_digests_are_remembered_per_file(cache_dir, model_dir, monkeypatch):
+    monkeypatch.setattr(ec, "RACY_SECONDS", -1.0)  # the files were just written: remember them anyway
+    digest = ec.weights_digest(model_dir, cache_dir)
+    known = json.loads((cache_dir / ec.DIGESTS).read_text())
+    assert len(known) == 1 and next(iter(known)).startswith(str(model_dir.resolve() / "model.safetensors"))
+    assert ec.weights_digest(model_dir, cache_dir) == digest
+    assert ec.weights_digest(cache_dir, cache_dir) is None  # no weight files
+
+
+def test_no_cache_on_the_command_line_plumbing_tiny_random_bert(synthetic_medlama_hub, model_dir, cache_dir, tmp_path, capsys):
+    def probe(out, *extra):
+        return main(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(model_dir),
+                     "--out", str(out), "--predictions", str(out.with_suffix(".jsonl")), *extra])  # fmt: skip
+
+    assert probe(tmp_path / "off.json", "--no-cache") == 0 and not cache_dir.exists()
+    assert probe(tmp_path / "cold.json") == 0 and probe(tmp_path / "warm.json") == 0
+    records = {run: json.loads((tmp_path / f"{run}.json").read_text()) for run in ("off", "cold", "warm")}
+    assert records["off"]["settings"]["embedding_cache"] == "off: --no-cache"
+    assert records["cold"]["settings"]["embedding_cache"] == records["warm"]["settings"]["embedding_cache"] == "on"
+    assert records["warm"]["timings"]["embedding_cache_misses"] == 0 < records["warm"]["timings"]["embedding_cache_hits"]
+    assert (tmp_path / "cold.jsonl").read_bytes() == (tmp_path / "warm.jsonl").read_bytes()
+    assert records["off"]["metrics"] == records["warm"]["metrics"]
+    with pytest.raises(SystemExit):
+        main(["probe", "--prober", "contrastive", "--help"])
+    assert "--no-cache" in capsys.readouterr().out
