@@ -85,7 +85,10 @@ def test_contrastive_probe_spreads_its_encoding_over_two_processes_with_the_same
 ):
     one, two = one_and_two_processes(
         tmp_path, capsys,
-        ["--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", tiny_encoder, "--candidates", "relation"],
+        # --no-cache: the 1-process run would fill the embedding cache and the 2-process run read it all,
+        # encoding nothing (tests/test_embedding_cache.py checks the cache under a launch)
+        ["--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", tiny_encoder, "--candidates", "relation",
+         "--no-cache"],
         launcher="accelerate",
     )
     assert_same_scores(one, two)

@@ -220,3 +220,42 @@ def test_no_cache_on_the_command_line_plumbing_tiny_random_bert(synthetic_medlam
     with pytest.raises(SystemExit):
         main(["probe", "--prober", "contrastive", "--help"])
     assert "--no-cache" in capsys.readouterr().out
+
+
+def test_processes_of_a_launch_encode_only_what_all_of_them_miss(monkeypatch):
+    """encode_cls is collective under a launch: a text one process has cached and another has not is
+    encoded by all (with the same missing list everywhere), never by some of them."""
+    from probers import distributed
+    from probers.contrastive.prober import agreed_hits
+
+    keys = [(1, 2), (1, 3), (1, 4)]
+    here = {(1, 2): "a", (1, 3): "b"}
+    other_process = [False, True, True]
+    monkeypatch.setattr(distributed, "launched", lambda: True)
+    monkeypatch.setattr(distributed, "gather", lambda local: [*local, other_process])
+    assert agreed_hits(keys, here) == {(1, 3): "b"}
+
+
+def test_a_two_process_launch_writes_the_cache_once_and_reads_it_plumbing_tiny_random_bert(
+    synthetic_medlama_hub, model_dir, cache_dir, tmp_path
+):
+    from launch import launch_cli
+
+    def run(name: str, *extra: str) -> dict:
+        args = ["probe", "--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", str(model_dir),
+                "--candidates", "relation", "--device", "cpu", "--out", str(tmp_path / f"{name}.json"),
+                "--predictions", str(tmp_path / f"{name}.jsonl"), *extra]  # fmt: skip
+        if name == "alone":
+            assert main(args) == 0
+        else:
+            launch_cli(args, tmp_path, launcher="accelerate")
+        return json.loads((tmp_path / f"{name}.json").read_text())
+
+    run("alone", "--no-cache")
+    cold = run("cold")
+    written = chunks(cache_dir)
+    warm = run("warm")
+    predictions = {(tmp_path / f"{name}.jsonl").read_bytes() for name in ("alone", "cold", "warm")}
+    assert len(predictions) == 1
+    assert cold["timings"]["embedding_cache_misses"] > 0  # (a few hits: texts repeated across relations)
+    assert warm["timings"]["embedding_cache_misses"] == 0 and chunks(cache_dir) == written

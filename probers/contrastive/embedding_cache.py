@@ -205,7 +205,7 @@ class Space:
     folder: Path
     index: dict[Key, tuple[int, int]] = field(default_factory=dict)
     chunks: list[np.ndarray] = field(default_factory=list)
-    paths: list[Path] = field(default_factory=list)
+    paths: list[Path | None] = field(default_factory=list)  # None: only in memory (not written)
     writable: bool = True
 
     @property
@@ -222,27 +222,33 @@ class Space:
                 found[key] = self.chunks[where[0]][where[1]]
                 used.add(where[0])
         for chunk in used:
-            touch(self.paths[chunk])
+            path = self.paths[chunk]
+            if path is not None:
+                touch(path)
         return found
 
-    def add(self, keys: Sequence[Key], embeddings: np.ndarray) -> None:
-        """Store new embeddings as one chunk, then evict old chunks of the whole cache beyond the bound.
+    def add(self, keys: Sequence[Key], embeddings: np.ndarray, write: bool = True) -> None:
+        """Add new embeddings; with `write`, store them as one chunk and evict old chunks of the whole
+        cache beyond the bound (without, they are only remembered by this process).
 
         A cache that cannot be written (read-only, disk full) stops being written, with one warning;
         the run goes on.
         """
-        if not keys or not self.writable:
+        if not keys:
             return
-        try:
-            path = write_chunk(self.folder, keys, embeddings)
-        except OSError as err:
-            self.writable = False
-            print(f"embedding cache: cannot write in {self.folder} ({err.strerror or err}); going on without storing")
-            return
-        self.remember(path, list(keys), np.ascontiguousarray(embeddings, dtype=np.float32))
-        evict(self.folder.parent, max_bytes())
+        embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        path = None
+        if write and self.writable:
+            try:
+                path = write_chunk(self.folder, keys, embeddings)
+            except OSError as err:
+                self.writable = False
+                print(f"embedding cache: cannot write in {self.folder} ({err.strerror or err}); going on without storing")
+        self.remember(path, list(keys), embeddings)
+        if path is not None:
+            evict(self.folder.parent, max_bytes())
 
-    def remember(self, path: Path, keys: list[Key], embeddings: np.ndarray) -> None:
+    def remember(self, path: Path | None, keys: list[Key], embeddings: np.ndarray) -> None:
         chunk = len(self.chunks)
         self.chunks.append(embeddings)
         self.paths.append(path)

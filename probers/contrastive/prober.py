@@ -29,6 +29,7 @@ import torch
 import transformers
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
+from probers import distributed
 from probers.api import Prober, UserError, fill_mask_slot
 from probers.contrastive import embedding_cache
 from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
@@ -305,12 +306,12 @@ class ContrastiveProbe(Prober):
         if space is None or not sequences:
             return self._encode_all(sequences, desc)
         keys = [tuple(ids) for ids in sequences]
-        found = space.lookup(keys)
+        found = agreed_hits(list(dict.fromkeys(keys)), space.lookup(keys))
         missing = [key for key in dict.fromkeys(keys) if key not in found]
         if missing:
             fresh = self._encode_all(missing, desc)
             found.update(zip(missing, fresh.numpy()))
-            space.add(missing, fresh.numpy())
+            space.add(missing, fresh.numpy(), write=distributed.is_main_process())  # one process writes
         self._report_cache(space, len(found) - len(missing), len(found), desc)
         return torch.from_numpy(np.stack([found[key] for key in keys]))
 
@@ -440,6 +441,15 @@ class ContrastiveProbe(Prober):
                 "steps_per_second": round(self.rewiring.steps_per_second, 4),
             }
         return settings
+
+
+def agreed_hits(keys: list[tuple[int, ...]], found: dict) -> dict:
+    """Under a launch, the hits every process has: encode_cls is collective, so all processes must
+    encode the same missing texts (their caches can differ when another run writes meanwhile)."""
+    if not distributed.launched():
+        return found
+    hit_everywhere = [all(flags) for flags in zip(*distributed.gather([[key in found for key in keys]]))]
+    return {key: found[key] for key, hit in zip(keys, hit_everywhere) if hit}
 
 
 def model_files_digest(path: str) -> str | None:
