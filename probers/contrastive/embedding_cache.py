@@ -37,6 +37,7 @@ padding changes the kernels' summation order), as two cold runs with different b
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -270,7 +271,8 @@ def open_space(root: Path, parts: dict) -> Space:
     for path in chunk_files(folder):
         read = read_chunk(path)
         if read is None:  # truncated or corrupt: a miss, and gone so that it is rewritten whole
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # (a read-only cache keeps it, and misses it every time)
+                path.unlink()
             continue
         space.remember(path, *read)
     return space
@@ -297,7 +299,8 @@ def cached_files(root: Path) -> list[tuple[float, int, Path]]:
             continue
         if path.name.startswith("."):
             if now - stat.st_mtime > STALE_TEMP_SECONDS:
-                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    path.unlink()
             continue
         files.append((stat.st_mtime, stat.st_size, path))
     return sorted(files)
@@ -314,7 +317,8 @@ def evict(root: Path, bound: int) -> int:
     for _, size, path in files:
         if total <= bound:
             break
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # gone already (another process evicted it), or not ours to delete
+            path.unlink()
         total -= size
     return total
 

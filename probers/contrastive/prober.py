@@ -29,9 +29,9 @@ import torch
 import transformers
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
+import probers.contrastive.embedding_cache as embedding_cache
 from probers import distributed
 from probers.api import Prober, UserError, fill_mask_slot
-from probers.contrastive import embedding_cache
 from probers.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from probers.contrastive.pairs import build_pairs, read_sentences
 from probers.contrastive.rewiring import (
