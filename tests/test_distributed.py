@@ -122,17 +122,19 @@ prober = Recording()
 queries = [f"q{i}" for i in range(7)]
 ranked = distributed.rank_in_shards(prober, queries, ["a"], 1)
 rows = distributed.round_robin(list(range(7)))
-print("SHARE", json.dumps({"rank": distributed.process_index(), "seen": prober.seen, "ranked": ranked, "rows": rows,
-                           "main": distributed.is_main_process()}), flush=True)
+share = {"rank": distributed.process_index(), "seen": prober.seen, "ranked": ranked, "rows": rows,
+         "main": distributed.is_main_process()}
+with open(f"{sys.argv[1]}/share-{distributed.process_index()}.json", "w") as out:  # a file each: stdout lines can interleave
+    json.dump(share, out)
 """
 
 
 def test_rank_in_shards_gives_each_process_its_share_and_everyone_the_whole_list_in_order(tmp_path):
     script = tmp_path / "shares.py"
     script.write_text(SHARES_SCRIPT)
-    result = launch([str(script)], tmp_path)
-    shares = sorted((json.loads(line.split("SHARE ", 1)[1]) for line in result.stdout.splitlines() if "SHARE " in line),
-                    key=lambda share: share["rank"])  # fmt: skip
+    launch([str(script), str(tmp_path)], tmp_path)
+    shares = [json.loads((tmp_path / f"share-{rank}.json").read_text()) for rank in (0, 1)]
+    assert [share["rank"] for share in shares] == [0, 1]
     assert [share["seen"] for share in shares] == [["q0", "q1", "q2", "q3"], ["q4", "q5", "q6"]]  # contiguous shares
     assert all(share["ranked"] == [[f"Q{i}"] for i in range(7)] for share in shares)  # gathered, in order, everywhere
     assert [share["rows"] for share in shares] == [[0, 2, 4, 6], [1, 3, 5]]
