@@ -1,0 +1,199 @@
+"""Independent trainings split over 2 CPU processes (torchrun, gloo) give the 1-process results.
+
+DisKnE's (seed, disease) trainings and MST's (seed, task) head fits are split as whole jobs, each
+trained by a single-process Trainer (`probers.distributed.local_training`), and gathered back in
+order. The launched runs here are compared with the same command run as one plain process, with
+the same environment (one torch thread each), on tiny random models: plumbing, not knowledge.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tests.launch import REPO_ROOT, launch_cli
+
+WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "noted", "the", "to", "have", "disease"]
+
+
+def environment() -> dict[str, str]:
+    """What launch_cli gives each launched process, for the plain 1-process run."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+            "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+
+
+def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """`medprobe ARGS` as one plain process (no launch variables)."""
+    env = {name: value for name, value in environment().items() if name not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
+    result = subprocess.run([sys.executable, "-m", "probers.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"medprobe failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+    return result
+
+
+def one_and_two_processes(args: list[str], tmp_path: Path) -> tuple[dict, dict, subprocess.CompletedProcess]:
+    """The results record of `args` run as 1 process and as 2 launched processes, and the launch's output."""
+    run_cli([*args, "--out", str(tmp_path / "one.json")], tmp_path)
+    launched = launch_cli([*args, "--out", str(tmp_path / "two.json")], tmp_path)
+    return json.loads((tmp_path / "one.json").read_text()), json.loads((tmp_path / "two.json").read_text()), launched
+
+
+@pytest.fixture(scope="module")
+def tiny_pair_bert(tmp_path_factory) -> str:
+    """A 1-layer 16-wide BERT encoder (no classification head, like MiniLM) with a vocabulary for the synthetic DisKnE."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny_pair_bert")
+    letters = string.ascii_lowercase + string.digits
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *letters, *(f"##{c}" for c in letters), *".,;:()-"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=256)  # fmt: skip
+    BertModel(config).save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def tiny_mlm_bert(tmp_path_factory) -> str:
+    from tests.test_mlm_head import save_tiny_bert
+
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_mlm_bert"), with_head=True)
+
+
+@pytest.fixture(scope="module")
+def small_mst(tmp_path_factory) -> Path:
+    from probers.hub.build import build
+
+    out = tmp_path_factory.mktemp("mst_small")
+    build("mst", out, configs=["comparison", "sorting"], params={"train_size": 30, "validation_size": 3, "test_size": 20})
+    return out
+
+
+def settings(record: dict) -> dict:
+    """The run's settings less the number of processes (which a launched run records)."""
+    return {name: value for name, value in record["settings"].items() if name != "processes"}
+
+
+FAST_PAIR_TRAINING = ["--max-length", "32", "--train-batch-size", "32"]  # the tiny model needs no more to test plumbing
+
+
+def launch_script(target: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    """`python SCRIPT ARGS` as 2 processes under torchrun (the environment launch_cli gives)."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", *target]
+    result = subprocess.run(command, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"launch failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
+    return result
+
+
+def without_seconds(per_group: dict) -> dict:
+    """Per-disease records less their wall time (which differs between any two runs)."""
+    return {cui: {k: v for k, v in values.items() if k != "seconds"} for cui, values in per_group.items()}
+
+
+def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_table_plumbing_tiny_random_bert(
+    built_disknE, tiny_pair_bert, tmp_path
+):
+    # 2 diseases x 1 seed: process 0 trains the first disease, process 1 the second
+    args = ["probe", "--dataset", str(built_disknE), "--config", "terminological_similar", "--prober", "pair-classifier",
+            "--model", tiny_pair_bert, "--diseases", "2", "--epochs", "1", "--seed", "11", "--device", "cpu",
+            *FAST_PAIR_TRAINING]  # fmt: skip
+    one, two, launched = one_and_two_processes(args, tmp_path)
+    assert len(one["per_group"]) == 2 and one["counts"]["trainings"] == 2
+    assert without_seconds(two["per_group"]) == without_seconds(one["per_group"])
+    assert two["metrics"] == one["metrics"] and two["counts"] == one["counts"] and settings(two) == settings(one)
+    assert launched.stdout.count("macro F1") == 1  # the table is printed once, by the main process
+    assert launched.stderr.count("process 1 of 2's share") >= 1 and "fine-tuning per disease:" not in launched.stderr
+
+
+DISKNE_RUNS_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from probers import distributed
+    from probers.lm.pair_classifier import PairClassifierProbe
+    from probers.tasks.disknE import DisKnETask
+
+    dataset, model = sys.argv[1:3]
+    task = DisKnETask(diseases=2, seeds=2)
+    data = task.load(dataset, "terminological_similar", "test")
+    prober = PairClassifierProbe(model, epochs=1, max_length=32, train_batch_size=32, device="cpu")
+    runs = task.predict(prober, data, 11).runs
+    summary = [[run.cui, run.seed, run.predictions, run.references, run.best_validation_loss, run.epochs] for run in runs]
+    print(f"RUNS {distributed.process_index()} " + json.dumps(summary), flush=True)
+""")
+
+
+def test_disknE_runs_gathered_from_two_processes_equal_the_one_process_runs_on_every_process_plumbing_tiny_random_bert(
+    built_disknE, tiny_pair_bert, tmp_path
+):
+    # 2 seeds x 2 diseases = 4 trainings split 2 / 2; the best validation loss of each depends on every
+    # weight, so equal losses mean each training is the one the single process ran
+    script = tmp_path / "disknE_runs.py"
+    script.write_text(DISKNE_RUNS_SCRIPT)
+    target = [str(script), str(built_disknE), tiny_pair_bert]
+    single = subprocess.run([sys.executable, *target], cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=600)
+    assert single.returncode == 0, single.stderr[-5000:]
+    launched = launch_script(target, tmp_path)
+    [expected] = [json.loads(line.split(" ", 2)[2]) for line in single.stdout.splitlines() if line.startswith("RUNS ")]
+    per_process = {int(line.split(" ", 2)[1]): json.loads(line.split(" ", 2)[2]) for line in launched.stdout.splitlines()
+                   if line.startswith("RUNS ")}  # fmt: skip
+    assert [(cui, seed) for cui, seed, *_ in expected] == [(c, s) for s in (11, 12) for c in {r[0]: 0 for r in expected}]
+    assert len({loss for *_, loss, _ in expected}) == 4  # the seeds train differently: a swap would show
+    assert per_process == {0: expected, 1: expected}
+
+
+def test_mst_heads_on_two_processes_give_the_one_process_accuracies_plumbing_tiny_random_bert(small_mst, tiny_mlm_bert, tmp_path):
+    args = ["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", tiny_mlm_bert, "--seeds", "2",
+            "--seed", "4", "--epochs", "2", "--device", "cpu"]  # fmt: skip
+    one, two, _ = one_and_two_processes(args, tmp_path)
+    assert [len(group["accuracy_per_seed"]) for group in one["per_group"].values()] == [2, 2]
+    assert two["per_group"] == one["per_group"] and two["metrics"] == one["metrics"] and settings(two) == settings(one)
+
+
+def test_scratch_mst_heads_split_mid_seed_give_the_one_process_accuracies_plumbing_tiny_random_bert(
+    small_mst, tiny_mlm_bert, tmp_path
+):
+    # 3 seeds x 2 tasks = 6 fits split 3 / 3: process 1 starts with seed 5's second task, so a fit
+    # must not depend on what ran before it (the scratch encoder of a seed is drawn from the seed alone)
+    args = ["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", tiny_mlm_bert, "--scratch",
+            "--seeds", "3", "--seed", "4", "--epochs", "1", "--device", "cpu"]  # fmt: skip
+    one, two, _ = one_and_two_processes(args, tmp_path)
+    assert [len(group["accuracy_per_seed"]) for group in one["per_group"].values()] == [3, 3]
+    assert two["per_group"] == one["per_group"] and two["metrics"] == one["metrics"]
+
+
+LOCAL_TRAINING_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from transformers import TrainingArguments
+    from transformers.training_args import ParallelMode
+    from probers import distributed
+
+    report = {"launched": distributed.launched(), "processes": distributed.num_processes()}
+    outside = TrainingArguments(output_dir=sys.argv[1], use_cpu=True, report_to="none")
+    report["outside"] = str(outside.parallel_mode)
+    with distributed.local_training():
+        inside = TrainingArguments(output_dir=sys.argv[1], use_cpu=True, report_to="none")
+        report["inside"] = str(inside.parallel_mode)
+        report["inside_world_size"] = inside.world_size
+        report["inside_launched"] = distributed.launched()
+    report["gathered"] = distributed.gather([distributed.process_index()])
+    report["launched_after"] = distributed.launched()
+    if distributed.is_main_process():
+        print("REPORT " + json.dumps(report))
+""")
+
+
+def test_local_training_makes_single_process_trainers_and_gather_works_after_it(tmp_path):
+    script = tmp_path / "local_training.py"
+    script.write_text(LOCAL_TRAINING_SCRIPT)
+    result = launch_script([str(script), str(tmp_path / "trainer")], tmp_path)
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("REPORT ")]  # the main process's only
+    report = json.loads(line.removeprefix("REPORT "))
+    assert report["launched"] and report["processes"] == 2
+    assert report["outside"] == "ParallelMode.DISTRIBUTED"
+    assert report["inside"] == "ParallelMode.NOT_PARALLEL" and report["inside_world_size"] == 1 and not report["inside_launched"]
+    assert report["gathered"] == [0, 1] and report["launched_after"]
