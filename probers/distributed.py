@@ -11,8 +11,8 @@ data, and each step that costs time is split:
 - `split(items)`: this process's contiguous share of a list (accelerate's `split_between_processes`);
   `gather(local)` puts the shares back together in process order, on every process, so split +
   gather gives back the single-process list in its original order.
-- ranking probers: the tasks rank each process's share of the queries (`rank_in_shards`,
-  `score_in_shards`); a prober that spreads its own work (`collective = True`, Contrastive-Probe:
+- ranking probers: the tasks rank (or score) each process's share of the queries
+  (`rank_in_shards`, RankChangeProbe.score_queries); a prober that spreads its own work (`collective = True`, Contrastive-Probe:
   its encoder splits whole batches of names and queries) is called with all queries everywhere.
 - independent trainings (DisKnE's (disease, seed) jobs, MST's (task, seed) fits) are split as
   whole jobs; each trains alone (`local_training`), results are gathered into one record.
@@ -75,6 +75,12 @@ def split(items: Sequence[T]) -> list[T]:
         return list(share)
 
 
+def round_robin(items: Sequence[T]) -> list[T]:
+    """Every `num_processes()`-th item from this process's index: a balanced share of a sorted list
+    (e.g. length-sorted batches, where contiguous shares would give one process all the long ones)."""
+    return list(items)[process_index() :: num_processes()] if launched() else list(items)
+
+
 def gather(local: list[T]) -> list[T]:
     """Every process's `local` list, concatenated in process order, on every process."""
     if not launched():
@@ -99,17 +105,31 @@ def rank_in_shards(prober: Any, queries: Sequence[str], candidates: Sequence[str
     return map_split(lambda share: prober.rank(share, candidates, k), list(queries))
 
 
-def score_in_shards(prober: Any, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[Any]:
-    """`prober.score_candidates(queries, candidates)`, each process scoring its share of the queries."""
-    if not launched() or getattr(prober, "collective", False):
-        return prober.score_candidates(queries, candidates)
-    pairs = list(zip(queries, candidates))
-    return map_split(lambda share: prober.score_candidates([q for q, _ in share], [c for _, c in share]), pairs)
-
-
 def wait_for_everyone() -> None:
     if launched():
         state().wait_for_everyone()
+
+
+PROGRESS_SWITCHES = ("progress", "show_progress", "trainer_progress")
+
+
+def quiet_other_processes(*objects: Any) -> None:
+    """On a process other than the main one: no prints (stdout goes to /dev/null; errors still reach
+    stderr), no datasets progress bars, and the progress switches of `objects` (a prober, the
+    scorer inside it) turned off. The main process shows the run as one process would."""
+    if is_main_process():
+        return
+    import sys
+
+    if sys.stdout is sys.__stdout__:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (kept open for the life of the process)
+    if "datasets" in sys.modules:
+        sys.modules["datasets"].disable_progress_bars()
+    os.environ["HF_DATASETS_DISABLE_PROGRESS_BARS"] = "1"  # read when datasets is first imported
+    for obj in objects:
+        for name in PROGRESS_SWITCHES:
+            if isinstance(getattr(obj, name, None), bool):
+                setattr(obj, name, False)
 
 
 @contextmanager

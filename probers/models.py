@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 import torch
 from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
 
+from probers import distributed
 from probers.api import UserError
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -185,7 +186,13 @@ def require_mask_token(tokenizer: PreTrainedTokenizerBase, model_name: str) -> s
 
 
 def resolve_device(name: str = "auto") -> torch.device:
-    """`auto` = CUDA when available, else CPU; otherwise a torch device string."""
+    """`auto` = CUDA when available, else CPU; otherwise a torch device string.
+
+    Under `accelerate launch` / `torchrun`, `auto` and `cuda` are this process's own device
+    (cuda:<local rank>), so N processes use N GPUs rather than all sharing cuda:0.
+    """
+    if name in ("auto", "cuda") and distributed.launched():
+        return distributed.device()
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:

@@ -55,6 +55,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from probers import distributed
 from probers.api import UserError
 from probers.atomic import check_writable, write_all_atomically
 from probers.registry import prober_entry, task_entry
@@ -311,9 +312,11 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
     where = f"the release folder {data_dir}" if data_dir else "its default source"
     print_fn(f"building {name} from {where} into {out} ...")
     start = time.perf_counter()
-    report = build(name, out, data_dir=data_dir, configs=configs, params=params, overwrite=True)
-    rows = sum(sum(splits.values()) for splits in report.rows.values())
-    seconds = time.perf_counter() - start
+    built: list[tuple[int, float]] = []
+    if distributed.is_main_process():  # under a launch one process builds, the others wait and read it
+        report = build(name, out, data_dir=data_dir, configs=configs, params=params, overwrite=True)
+        built.append((sum(sum(splits.values()) for splits in report.rows.values()), time.perf_counter() - start))
+    [(rows, seconds)] = distributed.gather(built)  # the main process's figures, on every process
     if data_dir:
         return DataSource(name, str(out), "built from a release folder (--data-dir)", note=f"{rows:,} rows, built in {seconds:.0f} s")
     if name == "context_variance":
@@ -512,6 +515,8 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
     from probers.results import library_versions
 
     profile.versions = library_versions()
+    if not distributed.is_main_process():  # under a launch every process holds the same profile; one writes it
+        return profile
     write_profile(profile, out)
     print_fn(summary(profile, out))
     return profile

@@ -3,7 +3,9 @@
     record = run(RunRequest(task="medlama", prober="contrastive", dataset="out/medlama", model="minilm"))
 
 `medprobe probe` and `medprobe profile` both call `run`; the results (JSON, table, plot, predictions)
-depend only on the request, so the same request gives the same predictions bytes from either.
+depend only on the request, so the same request gives the same predictions bytes from either, and
+from one process or several (`accelerate launch` / `torchrun`, see probers.distributed: the tasks
+split their work over the processes and gather it back; only the main process prints and writes).
 What can be checked without a model (the outputs can be written, the prober fits the task, the
 dataset loads and has the task's fields) is checked before the model loads.
 """
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from probers import distributed
 from probers.api import PROTOCOLS, UserError
 from probers.atomic import check_distinct_outputs, check_writable
 from probers.registry import PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
@@ -96,6 +99,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     start = time.perf_counter()
     prober = make_prober(request.prober, request.model, device=request.device, seed=request.seed, options=request.prober_options)
     timings["load_model"] = time.perf_counter() - start
+    distributed.quiet_other_processes(prober, getattr(prober, "scorer", None))  # under a launch: the main one reports
 
     start = time.perf_counter()
     outputs = task.predict(prober, data, request.seed)
@@ -122,6 +126,10 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
         timings={phase: round(seconds, 3) for phase, seconds in timings.items()},
         counts=scored.counts,
     )
+    if distributed.launched():
+        record.settings["processes"] = distributed.num_processes()
+    if not distributed.is_main_process():  # every process holds the same record; one writes it
+        return record
     print_fn(task.table(record))
     if request.out:
         plotted = record if scored.plot_per_group is None else RunRecord(**{**vars(record), "per_group": scored.plot_per_group})

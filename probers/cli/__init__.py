@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 
+from probers import distributed
 from probers.api import UserError
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
@@ -49,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command; Ctrl-C anywhere prints `interrupted` and exits 130, the shell's code for SIGINT."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if distributed.launched():  # one of several processes (accelerate launch / torchrun): the main one reports
+        distributed.quiet_other_processes()
     try:
         if argv[:1] == ["probe"]:  # parsed in two stages: the options depend on --prober and --task
             from probers.cli.probe import run_probe_command

@@ -55,7 +55,9 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
         usage=USAGE,
         description=(
             "Load a benchmark with load_dataset (a folder written by `medprobe build`, or a Hub id), run a "
-            "prober with a model, print a per-group table and write a results JSON."
+            "prober with a model, print a per-group table and write a results JSON. On several processes or GPUs: "
+            "`accelerate launch --multi_gpu --num_processes N -m probers.cli probe ...` (or `torchrun --nproc_per_node N "
+            "-m probers.cli probe ...`) splits the queries, or the trainings, over them and gives the same results."
         ),
         epilog=None if prober else overview(),
         formatter_class=argparse.RawDescriptionHelpFormatter,

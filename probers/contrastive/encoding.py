@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from probers import distributed
 from probers.api import UserError
 
 
@@ -169,17 +170,22 @@ def encode_cls(
             return embeddings.float().cpu()
 
     out = torch.empty((len(sequences), model.config.hidden_size), dtype=torch.float32)
-    batches = length_sorted_batches([len(s) for s in sequences], batch_size)
+    # under a launch each process encodes every N-th batch (the batches are those of one process,
+    # so each text is encoded exactly as it would be alone) and the rows are gathered everywhere
+    batches = distributed.round_robin(length_sorted_batches([len(s) for s in sequences], batch_size))
+    encoded: list[tuple[list[int], torch.Tensor]] = []
     model.eval()
     with (
         _using_layers(model, keep),
         _intra_op_threads(1 if workers > 1 else None),
         ThreadPoolExecutor(max_workers=workers) as pool,
-        tqdm(total=len(sequences), desc=desc, unit="text", disable=not show_progress) as bar,
+        tqdm(total=sum(map(len, batches)), desc=desc, unit="text", disable=not show_progress) as bar,
     ):
         for batch, embeddings in zip(batches, pool.map(encode_batch, batches)):
-            out[torch.tensor(batch)] = embeddings
+            encoded.append((batch, embeddings))
             bar.update(len(batch))
+    for batch, embeddings in distributed.gather(encoded):
+        out[torch.tensor(batch)] = embeddings
     return out
 
 

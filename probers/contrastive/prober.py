@@ -62,6 +62,9 @@ class ContrastiveProbe(Prober):
 
     name = "contrastive"
     kinds = ("ranking", "candidate-scoring")
+    # under a launch it spreads its own encoding (encode_cls splits the batches over the
+    # processes), so the tasks call it with every query on every process (probers.distributed)
+    collective = True
     citation = (
         "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge "
         "of Pre-trained Language Models. ACL."

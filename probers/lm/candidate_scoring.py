@@ -152,6 +152,7 @@ class ShortlistProber(Prober):
         self.source = source
         self.shortlist_size = max(map(len, shortlists.values()), default=0)
         self.timings = getattr(scorer, "timings", {})
+        self.collective = getattr(scorer, "collective", False)  # spread as its scorer is (probers.distributed)
 
     @property
     def settings(self) -> dict:

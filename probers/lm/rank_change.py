@@ -32,6 +32,7 @@ import datasets
 import numpy as np
 from tqdm.auto import tqdm
 
+from probers import distributed
 from probers.api import MASK_SLOT, CandidateScorer, Prober, UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
@@ -145,10 +146,14 @@ class RankChangeProbe(Prober):
         """Scores for each distinct (query, candidates) pair once, in batches of `batch_size` queries."""
         keys = [(query, tuple(names)) for query, names in zip(queries, candidates)]
         unique = list(dict.fromkeys(keys))
+        # under a launch each process scores its share of the pairs, gathered back below; a
+        # collective scorer (it spreads its own encoding) is called with every pair everywhere
+        collective = getattr(self.scorer, "collective", False)
+        share = unique if collective else distributed.split(unique)
         scores: dict[tuple, np.ndarray] = {}
-        batches = range(0, len(unique), self.batch_size)
+        batches = range(0, len(share), self.batch_size)
         for start in tqdm(batches, desc="scoring context steps", unit="batch", disable=not self.progress):
-            batch = unique[start : start + self.batch_size]
+            batch = share[start : start + self.batch_size]
             results = self.scorer.score_candidates([q for q, _ in batch], [list(c) for _, c in batch])
             if len(results) != len(batch):
                 raise UserError(f"{type(self.scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries")
@@ -158,6 +163,8 @@ class RankChangeProbe(Prober):
                         f"{type(self.scorer).__name__}.score_candidates returned {len(values)} scores for {len(key[1])} candidates"
                     )
                 scores[key] = np.asarray(values)
+        if not collective:
+            scores = dict(distributed.gather(list(scores.items())))
         return [scores[key] for key in keys]
 
     def rank_rows(self, ds: datasets.Dataset) -> list[RowRanks]:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from probers import distributed
 from probers.api import CandidateScorer, RankingProber, UserError
 from probers.hub.resources import metric_path
 from probers.registry import PROBERS
@@ -215,7 +216,7 @@ def rank_queries(
         ranked = rank_queries(prober, ds, k + 1, candidates)
         return [[name for name in names if name != head][:k] for names, head in zip(ranked, ds["head_name"])]
     if isinstance(candidates, list):
-        return prober.rank(ds["query"], candidates, k)
+        return distributed.rank_in_shards(prober, ds["query"], candidates, k)
     predictions: list[list[str] | None] = [None] * ds.num_rows
     by_relation: dict[str, list[int]] = {}
     for index, relation in enumerate(ds["relation"]):
@@ -224,12 +225,16 @@ def rank_queries(
     if missing:
         raise UserError(f"no candidate list for relation {missing[0]!r}")
     queries = ds["query"]
-    with overall_progress(prober, ds.num_rows) as advance:
+    # under a launch each process ranks its share of every relation's queries (rank_in_shards);
+    # the bar of the main process counts its own share
+    own = {relation: len(indices) if getattr(prober, "collective", False) else len(distributed.split(indices))
+           for relation, indices in by_relation.items()}  # fmt: skip
+    with overall_progress(prober, sum(own.values())) as advance:
         for relation, indices in by_relation.items():
-            ranked = prober.rank([queries[i] for i in indices], candidates[relation], k)
+            ranked = distributed.rank_in_shards(prober, [queries[i] for i in indices], candidates[relation], k)
             for index, names in zip(indices, ranked):
                 predictions[index] = names
-            advance(len(indices))
+            advance(own[relation])
     return predictions  # type: ignore[return-value]
 
 
