@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tests.launch import REPO_ROOT, launch_cli
+from tests.launch import REPO_ROOT, launch, launch_cli
 
 WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "noted", "the", "to", "have", "disease"]
 
@@ -83,14 +83,6 @@ def settings(record: dict) -> dict:
 FAST_PAIR_TRAINING = ["--max-length", "32", "--train-batch-size", "32"]  # the tiny model needs no more to test plumbing
 
 
-def launch_script(target: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """`python SCRIPT ARGS` as 2 processes under torchrun (the environment launch_cli gives)."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", *target]
-    result = subprocess.run(command, cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"launch failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
-    return result
-
-
 def without_seconds(per_group: dict) -> dict:
     """Per-disease records less their wall time (which differs between any two runs)."""
     return {cui: {k: v for k, v in values.items() if k != "seconds"} for cui, values in per_group.items()}
@@ -137,7 +129,7 @@ def test_disknE_runs_gathered_from_two_processes_equal_the_one_process_runs_on_e
     target = [str(script), str(built_disknE), tiny_pair_bert]
     single = subprocess.run([sys.executable, *target], cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=600)
     assert single.returncode == 0, single.stderr[-5000:]
-    launched = launch_script(target, tmp_path)
+    launched = launch(target, tmp_path)
     [expected] = [json.loads(line.split(" ", 2)[2]) for line in single.stdout.splitlines() if line.startswith("RUNS ")]
     per_process = {int(line.split(" ", 2)[1]): json.loads(line.split(" ", 2)[2]) for line in launched.stdout.splitlines()
                    if line.startswith("RUNS ")}  # fmt: skip
@@ -190,7 +182,7 @@ LOCAL_TRAINING_SCRIPT = textwrap.dedent("""
 def test_local_training_makes_single_process_trainers_and_gather_works_after_it(tmp_path):
     script = tmp_path / "local_training.py"
     script.write_text(LOCAL_TRAINING_SCRIPT)
-    result = launch_script([str(script), str(tmp_path / "trainer")], tmp_path)
+    result = launch([str(script), str(tmp_path / "trainer")], tmp_path)
     [line] = [line for line in result.stdout.splitlines() if line.startswith("REPORT ")]  # the main process's only
     report = json.loads(line.removeprefix("REPORT "))
     assert report["launched"] and report["processes"] == 2
