@@ -189,3 +189,50 @@ def test_local_training_makes_single_process_trainers_and_gather_works_after_it(
     assert report["outside"] == "ParallelMode.DISTRIBUTED"
     assert report["inside"] == "ParallelMode.NOT_PARALLEL" and report["inside_world_size"] == 1 and not report["inside_launched"]
     assert report["gathered"] == [0, 1] and report["launched_after"]
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory) -> Path:
+    from tiny_bert import save_tiny_bert
+
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_encoder"))
+
+
+@pytest.fixture(scope="module")
+def rewiring_corpus(tmp_path_factory) -> Path:
+    from tiny_bert import toy_corpus
+
+    path = tmp_path_factory.mktemp("corpus") / "sentences.txt"
+    path.write_text("\n".join(toy_corpus(40)) + "\n", encoding="utf-8")
+    return path
+
+
+def test_rewiring_on_two_processes_saves_once_the_model_every_process_probed_with_plumbing_tiny_random_bert(
+    synthetic_medlama_hub, tiny_encoder, rewiring_corpus, tmp_path
+):
+    # one DistributedDataParallel training: --rewire-batch-size 8 is the batch of a step, 4 pairs per process
+    saved = tmp_path / "rewired"
+    args = ["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(tiny_encoder),
+            "--rewire-corpus", str(rewiring_corpus), "--rewire-steps", "3", "--rewire-batch-size", "8",
+            "--rewire-learning-rate", "1e-2", "--save-rewired", str(saved), "--device", "cpu"]  # fmt: skip
+    launch_cli([*args, "--out", str(tmp_path / "two.json"), "--predictions", str(tmp_path / "two.jsonl")], tmp_path)
+    record = json.loads((tmp_path / "two.json").read_text())
+    assert record["settings"]["rewiring"]["steps_done"] == 3 and record["settings"]["processes"] == 2
+    # the saved model is the one the processes rewired and probed with: probing it gives the same predictions
+    run_cli(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(saved),
+             "--device", "cpu", "--out", str(tmp_path / "saved.json"), "--predictions", str(tmp_path / "saved.jsonl")], tmp_path)  # fmt: skip
+    assert (tmp_path / "saved.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
+    untuned = tmp_path / "untuned.jsonl"
+    run_cli(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(tiny_encoder),
+             "--device", "cpu", "--out", str(tmp_path / "untuned.json"), "--predictions", str(untuned)], tmp_path)  # fmt: skip
+    assert untuned.read_bytes() != (tmp_path / "two.jsonl").read_bytes()  # the rewiring changed the encoder
+
+
+def test_a_rewiring_batch_that_the_processes_cannot_share_evenly_is_refused(monkeypatch, tmp_path):
+    from probers.api import UserError
+    from probers.contrastive import rewiring
+
+    monkeypatch.setattr(rewiring.distributed, "num_processes", lambda: 4)
+    assert rewiring.rewiring_arguments(str(tmp_path)).per_device_train_batch_size == 48  # the paper's 192 over 4
+    with pytest.raises(UserError, match=r"--rewire-batch-size 190 .* 4 processes .* multiple of 4 \(e.g. 188 or 192\)"):
+        rewiring.rewiring_arguments(str(tmp_path), per_device_train_batch_size=190)
