@@ -236,3 +236,22 @@ def test_a_rewiring_batch_that_the_processes_cannot_share_evenly_is_refused(monk
     assert rewiring.rewiring_arguments(str(tmp_path)).per_device_train_batch_size == 48  # the paper's 192 over 4
     with pytest.raises(UserError, match=r"--rewire-batch-size 190 .* 4 processes .* multiple of 4 \(e.g. 188 or 192\)"):
         rewiring.rewiring_arguments(str(tmp_path), per_device_train_batch_size=190)
+
+
+def test_training_arguments_pinned_to_one_gpu_train_there_alone(monkeypatch, tmp_path):
+    # no GPU here: the check is that the pin holds against TrainingArguments' own choice (cuda:0 and
+    # every visible GPU), which it makes in a process whose launch local_training hides
+    import torch
+    from transformers import TrainingArguments
+    from transformers.training_args import ParallelMode
+
+    from probers.distributed import pin_training_device
+
+    current = []
+    monkeypatch.setattr(torch.cuda, "set_device", current.append)
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    assert pin_training_device(args, torch.device("cpu")).device == torch.device("cpu") and not current
+    assert pin_training_device(args, torch.device("cuda")).device == torch.device("cpu") and not current  # one process: its own choice
+    pinned = pin_training_device(args, torch.device("cuda", 3))
+    assert pinned.device == torch.device("cuda", 3) and pinned.n_gpu == 1 and current == [torch.device("cuda", 3)]
+    assert pinned.parallel_mode == ParallelMode.NOT_PARALLEL and pinned.train_batch_size == pinned.per_device_train_batch_size
