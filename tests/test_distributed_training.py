@@ -17,7 +17,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from tests.launch import REPO_ROOT, launch, launch_cli
+
+from launch import REPO_ROOT, launch, launch_cli
 
 WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "noted", "the", "to", "have", "disease"]
 
@@ -61,7 +62,7 @@ def tiny_pair_bert(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def tiny_mlm_bert(tmp_path_factory) -> str:
-    from tests.test_mlm_head import save_tiny_bert
+    from test_mlm_head import save_tiny_bert
 
     return save_tiny_bert(tmp_path_factory.mktemp("tiny_mlm_bert"), with_head=True)
 
