@@ -106,17 +106,19 @@ def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_ta
 
 DISKNE_RUNS_SCRIPT = textwrap.dedent("""
     import json, sys
+    from pathlib import Path
     from probers import distributed
     from probers.lm.pair_classifier import PairClassifierProbe
     from probers.tasks.disknE import DisKnETask
 
-    dataset, model = sys.argv[1:3]
+    dataset, model, out = sys.argv[1:4]
     task = DisKnETask(diseases=2, seeds=2)
     data = task.load(dataset, "terminological_similar", "test")
     prober = PairClassifierProbe(model, epochs=1, max_length=32, train_batch_size=32, device="cpu")
     runs = task.predict(prober, data, 11).runs
     summary = [[run.cui, run.seed, run.predictions, run.references, run.best_validation_loss, run.epochs] for run in runs]
-    print(f"RUNS {distributed.process_index()} " + json.dumps(summary), flush=True)
+    # a file per process: lines that two processes print to one pipe can interleave
+    (Path(out) / f"runs_{distributed.process_index()}.json").write_text(json.dumps(summary))
 """)
 
 
@@ -127,13 +129,14 @@ def test_disknE_runs_gathered_from_two_processes_equal_the_one_process_runs_on_e
     # weight, so equal losses mean each training is the one the single process ran
     script = tmp_path / "disknE_runs.py"
     script.write_text(DISKNE_RUNS_SCRIPT)
-    target = [str(script), str(built_disknE), tiny_pair_bert]
-    single = subprocess.run([sys.executable, *target], cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=600)
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+    single = subprocess.run([sys.executable, str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "one")], cwd=tmp_path,
+                            env=environment(), capture_output=True, text=True, timeout=600)  # fmt: skip
     assert single.returncode == 0, single.stderr[-5000:]
-    launched = launch(target, tmp_path)
-    [expected] = [json.loads(line.split(" ", 2)[2]) for line in single.stdout.splitlines() if line.startswith("RUNS ")]
-    per_process = {int(line.split(" ", 2)[1]): json.loads(line.split(" ", 2)[2]) for line in launched.stdout.splitlines()
-                   if line.startswith("RUNS ")}  # fmt: skip
+    launch([str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "two")], tmp_path)
+    expected = json.loads((tmp_path / "one" / "runs_0.json").read_text())
+    per_process = {rank: json.loads((tmp_path / "two" / f"runs_{rank}.json").read_text()) for rank in (0, 1)}
     assert [(cui, seed) for cui, seed, *_ in expected] == [(c, s) for s in (11, 12) for c in {r[0]: 0 for r in expected}]
     assert len({loss for *_, loss, _ in expected}) == 4  # the seeds train differently: a swap would show
     assert per_process == {0: expected, 1: expected}
@@ -176,16 +179,15 @@ LOCAL_TRAINING_SCRIPT = textwrap.dedent("""
     report["gathered"] = distributed.gather([distributed.process_index()])
     report["launched_after"] = distributed.launched()
     if distributed.is_main_process():
-        print("REPORT " + json.dumps(report))
+        open(sys.argv[2], "w").write(json.dumps(report))
 """)
 
 
 def test_local_training_makes_single_process_trainers_and_gather_works_after_it(tmp_path):
     script = tmp_path / "local_training.py"
     script.write_text(LOCAL_TRAINING_SCRIPT)
-    result = launch([str(script), str(tmp_path / "trainer")], tmp_path)
-    [line] = [line for line in result.stdout.splitlines() if line.startswith("REPORT ")]  # the main process's only
-    report = json.loads(line.removeprefix("REPORT "))
+    launch([str(script), str(tmp_path / "trainer"), str(tmp_path / "report.json")], tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())  # written by the main process
     assert report["launched"] and report["processes"] == 2
     assert report["outside"] == "ParallelMode.DISTRIBUTED"
     assert report["inside"] == "ParallelMode.NOT_PARALLEL" and report["inside_world_size"] == 1 and not report["inside_launched"]
