@@ -169,3 +169,24 @@ def local_training() -> Iterator[None]:
         training_args_logger.setLevel(level)
         os.environ.update(saved)
         AcceleratorState._reset_state(reset_partial_state=True)
+
+
+def pin_training_device(args: Any, device: Any) -> Any:
+    """Make the Trainer of `args` (TrainingArguments) train on `device` alone when it is one GPU (cuda:K).
+
+    Inside `local_training` the launch is hidden, and TrainingArguments of a process that is not
+    launched takes cuda:0 and every visible GPU (nn.DataParallel over all of them): the processes
+    of a 4-GPU launch would all train on GPU 0 and each spread its batches over the 4 GPUs. A
+    prober resolves its device under the launch (cuda:<local rank>, `probers.models.resolve_device`)
+    and pins its arguments to it here: the model goes to `args.device`, and the Trainer's
+    accelerator places batches on the current CUDA device, which is set to the same GPU. A CPU
+    device, or a bare "cuda" (one process, all GPUs: the Trainer's own choice), is left as it is.
+    """
+    if device.type != "cuda" or device.index is None:
+        return args
+    import torch
+
+    torch.cuda.set_device(device)
+    args.__dict__["_setup_devices"] = device  # TrainingArguments.device is this cached property
+    args._n_gpu = 1
+    return args

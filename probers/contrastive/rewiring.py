@@ -25,6 +25,7 @@ import torch
 from torch.utils.data import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
+from probers import distributed
 from probers.api import UserError
 from probers.atomic import atomic_output
 from probers.contrastive.encoding import (
@@ -58,6 +59,15 @@ def rewiring_arguments(output_dir: str, checkpoint_every: int | None = None, **o
 
     `checkpoint_every=50` saves `output_dir/checkpoint-50`, `-100`, ... (model and tokenizer
     only), each of which can be probed like any model folder.
+
+    `per_device_train_batch_size` (the paper's 192, or `--rewire-batch-size`) is read as the batch
+    of a step over all processes: under `accelerate launch` / `torchrun` with N processes the
+    Trainer is a DistributedDataParallel one, and each process takes batch / N pairs of every step
+    (`per_process_batch`), so 192 stays 192 pairs a step. The gradients are averaged over the
+    processes, but the in-batch negatives are per process: with N processes each pair is contrasted
+    with the batch / N - 1 other pairs of its own process, not the batch - 1 of the whole step (the
+    InfoNCE loss is taken per process), so a launched rewiring is not the 1-process one step for step.
+    Only the main process saves (checkpoints and `--save-rewired`: the Trainer's `should_save`).
     """
     settings = {
         **PAPER_SETTINGS,
@@ -71,7 +81,21 @@ def rewiring_arguments(output_dir: str, checkpoint_every: int | None = None, **o
     if checkpoint_every:
         settings["save_steps"] = checkpoint_every
     settings.update(overrides)
+    settings["per_device_train_batch_size"] = per_process_batch(settings["per_device_train_batch_size"])
     return TrainingArguments(**settings)
+
+
+def per_process_batch(batch: int) -> int:
+    """This process's share of a rewiring batch of `batch` pairs (all of it without a launch)."""
+    processes = distributed.num_processes()
+    if batch % processes:
+        nearest = [n for n in (batch // processes * processes, (batch // processes + 1) * processes) if n]
+        raise UserError(
+            f"--rewire-batch-size {batch} is the batch of a step over all {processes} processes and must divide "
+            f"evenly among them: use a multiple of {processes} (e.g. {' or '.join(map(str, nearest))}), or launch a "
+            f"number of processes that divides {batch}"
+        )
+    return batch // processes
 
 
 class PairDataset(Dataset):

@@ -56,6 +56,7 @@ from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging as hf_logging
 
 from probers.api import Prober, UserError
+from probers.distributed import pin_training_device
 from probers.models import (
     dtype_name,
     load_config,
@@ -311,11 +312,13 @@ class MLMHeadProbe(Prober):
 
     def _args(self) -> TrainingArguments:
         if self.training_args is None:
-            return default_training_args(
+            args = default_training_args(
                 self.seed, self.device.type == "cpu", self.trainer_progress, self._output_dir.name, self.epochs, self.learning_rate,
                 self.dtype,
             )
-        return dataclasses.replace(self.training_args, seed=self.seed)
+        else:
+            args = dataclasses.replace(self.training_args, seed=self.seed)
+        return pin_training_device(args, self.device)  # on GPU cuda:K (a launched process's own), train there alone
 
     @contextlib.contextmanager
     def _softmax_over(self, token_ids: list[int] | None) -> Iterator[None]:

@@ -33,6 +33,7 @@ from transformers import (
 from transformers.utils import logging as transformers_logging
 
 from probers.api import Prober, UserError
+from probers.distributed import pin_training_device
 from probers.models import dtype_name, load_tokenizer, resolve_device, resolve_dtype, resolve_model
 from probers.tasks.disknE_splits import DiseaseSplits
 
@@ -143,7 +144,8 @@ class PairClassifierProbe(Prober):
         return datasets.Dataset.from_dict({**encoded, "labels": list(ds["label"])})
 
     def training_arguments(self, output_dir: str, seed: int) -> TrainingArguments:
-        return TrainingArguments(
+        # on GPU cuda:K (this process's own under a launch), the Trainer trains there alone
+        return pin_training_device(TrainingArguments(
             output_dir=output_dir,
             eval_strategy="epoch",
             save_strategy="epoch",
@@ -159,7 +161,7 @@ class PairClassifierProbe(Prober):
             data_seed=seed,
             use_cpu=self.device.type == "cpu",
             **self.training_kwargs,
-        )
+        ), self.device)
 
     def new_model(self, seed: int):
         """The pretrained encoder with a freshly initialised 2-label head (seeded)."""

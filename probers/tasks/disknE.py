@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
+from probers import distributed
 from probers.api import UserError
 from probers.registry import parse_diseases
 from probers.tasks import Scored
@@ -110,16 +111,15 @@ class DisKnETask:
         self.timings["encode"] = time.perf_counter() - start
 
         seeds = [(DEFAULT_SEED if seed is None else seed) + i for i in range(self.seeds)]
-        runs = []
+        jobs = [(run_seed, cui) for run_seed in seeds for cui in data.diseases]
         start = time.perf_counter()
-        with tqdm(total=len(seeds) * len(data.diseases), desc="fine-tuning per disease", unit="disease") as bar:
-            for run_seed in seeds:
-                for cui in data.diseases:
-                    bar.set_postfix(disease=cui, seed=run_seed)
-                    runs.append(prober.run_disease(encoded, splits[cui], run_seed))
-                    bar.update()
-        self.timings["fine_tune_and_predict"] = time.perf_counter() - start
-        self.timings["per_disease_mean"] = self.timings["fine_tune_and_predict"] / len(runs)
+        runs = train_jobs(prober, encoded, splits, jobs)
+        elapsed = time.perf_counter() - start
+        # under a launch each process trains its share: the run's wall time is the slowest process's;
+        # the mean per disease is over the training time of every process (the same as one process's
+        # wall time / jobs when there is one)
+        self.timings["fine_tune_and_predict"] = max(distributed.gather([elapsed]))
+        self.timings["per_disease_mean"] = sum(run.seconds for run in runs) / len(runs)
         return DisKnEOutputs(splits=splits, seeds=seeds, runs=runs)
 
     def score(self, data: DisKnEData, outputs: DisKnEOutputs) -> Scored:
@@ -142,6 +142,26 @@ class DisKnETask:
 
     def writers(self, data: DisKnEData, outputs: DisKnEOutputs) -> list:
         return []  # the results JSON holds every per-disease number; no predictions file
+
+
+def train_jobs(prober: Any, encoded: Any, splits: dict[str, DiseaseSplits], jobs: list[tuple[int, str]]) -> list[DiseaseRun]:
+    """One `DiseaseRun` per (seed, disease) job, in the order of `jobs`.
+
+    Under a launch (`probers.distributed`) each process trains a contiguous share of the jobs as
+    whole jobs, each Trainer a single-process one (`local_training`), and the runs are gathered
+    back in job order on every process: the same list as one process would make, since each job
+    seeds its own model, Trainer and data order and keeps nothing from the job before it.
+    """
+    share = distributed.split(jobs)
+    processes, main = distributed.num_processes(), distributed.is_main_process()  # asked before local_training hides the launch
+    desc = f"fine-tuning per disease (process 1 of {processes}'s share)" if processes > 1 else "fine-tuning per disease"
+    local = []
+    with distributed.local_training(), tqdm(total=len(share), desc=desc, unit="disease", disable=not main) as bar:
+        for run_seed, cui in share:
+            bar.set_postfix(disease=cui, seed=run_seed)
+            local.append(prober.run_disease(encoded, splits[cui], run_seed))
+            bar.update()
+    return distributed.gather(local)
 
 
 def read_diseases(text: str) -> int | list[str]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from tqdm.auto import tqdm
 
+from probers import distributed
 from probers.api import UserError
 from probers.tasks import Scored
 from probers.tasks.loading import check_fields
@@ -106,18 +107,39 @@ def probe_with(
         for task, (train, test) in tasks.items()
     }
     runs = [(seed, task) for seed in seeds for task in tasks]
+    for (_, task), accuracy in zip(runs, fit_and_score_all(probe, tasks, runs, metric, progress)):
+        scores[task].accuracy.append(accuracy)  # runs go seed by seed: each task's list is in seed order
+    return scores
+
+
+def fit_and_score_all(
+    probe: MLMHeadProbe, tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]], runs: list[tuple[int, str]],
+    metric, progress: bool,
+) -> list[float]:  # fmt: skip
+    """The accuracy of each (seed, task) run, in the order of `runs`.
+
+    Under a launch (`probers.distributed`) each process fits a contiguous share of the runs, each
+    Trainer a single-process one (`local_training`), and the accuracies are gathered back in
+    order: the same list as one process makes, since a run depends only on its seed and task
+    (`probe.reset(seed)` draws the head, and a scratch encoder, from the seed alone; the Trainer
+    reseeds with it; the cached encoder states are the same whichever run encoded them).
+    """
+    share = distributed.split(runs)
+    processes, main = distributed.num_processes(), distributed.is_main_process()  # asked before local_training hides the launch
+    desc = f"training heads (process 1 of {processes}'s share)" if processes > 1 else "training heads"
     probe.trainer_progress = False  # one bar over all fits instead of the Trainer's per fit
-    with tqdm(total=len(runs), desc="training heads", unit="head", disable=not progress) as bar:
-        for seed, task in runs:
+    local = []
+    with distributed.local_training(), tqdm(total=len(share), desc=desc, unit="head", disable=not (progress and main)) as bar:
+        for seed, task in share:
             train, test = tasks[task]
             bar.set_postfix_str(f"seed {seed}, {task}")
             probe.reset(seed)
             probe.fit(train["text"], train["choices"], train["label"])
             ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
             gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
-            scores[task].accuracy.append(metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"])
+            local.append(metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"])
             bar.update()
-    return scores
+    return distributed.gather(local)
 
 
 def load_accuracy_metric():
