@@ -221,6 +221,7 @@ def test_rewiring_on_two_processes_saves_once_the_model_every_process_probed_wit
     launch_cli([*args, "--out", str(tmp_path / "two.json"), "--predictions", str(tmp_path / "two.jsonl")], tmp_path)
     record = json.loads((tmp_path / "two.json").read_text())
     assert record["settings"]["rewiring"]["steps_done"] == 3 and record["settings"]["processes"] == 2
+    assert record["settings"]["rewiring"]["batch_size"] == 8  # recorded as asked: the batch of a step, not per process
     # the saved model is the one the processes rewired and probed with: probing it gives the same predictions
     run_cli(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(saved),
              "--device", "cpu", "--out", str(tmp_path / "saved.json"), "--predictions", str(tmp_path / "saved.jsonl")], tmp_path)  # fmt: skip

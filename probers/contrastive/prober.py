@@ -256,7 +256,7 @@ class ContrastiveProbe(Prober):
             settings={
                 "corpus": source,
                 "steps": args.max_steps,
-                "batch_size": args.per_device_train_batch_size,
+                "batch_size": args.per_device_train_batch_size * args.world_size,  # a step's, over all processes
                 "learning_rate": args.learning_rate,
                 "weight_decay": args.weight_decay,
                 "lr_scheduler": str(args.lr_scheduler_type.value if hasattr(args.lr_scheduler_type, "value") else args.lr_scheduler_type),
