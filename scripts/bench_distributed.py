@@ -9,7 +9,7 @@ predictions files byte for byte, DisKnE's per-disease records (less their second
 The 1-process run keeps torch's default threads (all cores); torchrun gives each process one.
 
 - medlama: the release (/work/shared/data/medlama) built once into /tmp/medlama_full (or
-  --medlama DIR), config full, `--prober contrastive --model minilm`, no rewiring.
+  --medlama DIR), config full, `--prober contrastive --model minilm --no-cache`, no rewiring.
 - disknE: MedNLI is credentialed and not here, so the text is synthetic (tests/synthetic_disknE.py
   writes made-up MedNLI / MEDIQA-NLI / MRCONSO lines for the pair ids of the real annotation files
   in /work/shared/data/disknE), built once into /tmp/disknE_synthetic_built (or --disknE DIR);
@@ -102,7 +102,8 @@ def bench_medlama(dataset: str, model: str, nproc: int, out: Path) -> tuple[floa
     """(1-process s, N-process s, predictions bytes equal) of the untuned full MedLAMA probe."""
     seconds = {}
     for n in (1, nproc):
-        args = ["probe", "--dataset", dataset, "--config", "full", "--prober", "contrastive", "--model", model,
+        # --no-cache: both runs encode (the embedding cache would let the second read the first's vectors)
+        args = ["probe", "--dataset", dataset, "--config", "full", "--prober", "contrastive", "--model", model, "--no-cache",
                 "--device", "cpu", "--out", str(out / f"medlama_{n}.json"), "--predictions", str(out / f"medlama_{n}.jsonl")]  # fmt: skip
         seconds[n] = medprobe(args, n)
     same = (out / "medlama_1.jsonl").read_bytes() == (out / f"medlama_{nproc}.jsonl").read_bytes()
