@@ -49,9 +49,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from medlama_release import built_medlama
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MEDLAMA_RELEASE = "/work/shared/data/medlama"
-MEDLAMA_BUILT = "/tmp/medlama_full"
 DISKNE_ANNOTATIONS = "/work/shared/data/disknE/annotation_files"
 DISKNE_BUILT = "/tmp/disknE_synthetic_built"
 
@@ -74,15 +74,6 @@ def medprobe(args: list[str], nproc: int) -> float:
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(command)}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
     return seconds
-
-
-def built_medlama(folder: str | None) -> str:
-    if folder:
-        return folder
-    if not Path(MEDLAMA_BUILT).exists():
-        subprocess.run([sys.executable, "-m", "probers.cli", "build", "medlama", "--data-dir", MEDLAMA_RELEASE,
-                        "--out", MEDLAMA_BUILT], check=True, env=environment())  # fmt: skip
-    return MEDLAMA_BUILT
 
 
 def built_disknE(folder: str | None) -> str:
@@ -143,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
         out = Path(folder)
         if args.part in ("medlama", "both"):
             rows.append(("MedLAMA full, contrastive (untuned)", "predictions bytes",
-                         *bench_medlama(built_medlama(args.medlama), args.model, args.nproc, out)))  # fmt: skip
+                         *bench_medlama(built_medlama(args.medlama, environment()), args.model, args.nproc, out)))  # fmt: skip
         if args.part in ("disknE", "both"):
             label = f"DisKnE {args.diseases} diseases, {args.epochs:g} epochs"
             dataset = built_disknE(args.disknE)

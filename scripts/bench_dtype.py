@@ -23,25 +23,14 @@ is where it pays. (float32 alone on an idle machine: 88.8-117 s.)
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from medlama_release import built_medlama
+
 from probers.run import RunRequest, run
-
-RELEASE = "/work/shared/data/medlama"
-BUILT = "/tmp/medlama_full"
-
-
-def built_dataset(dataset: str | None) -> str:
-    """The dataset folder: the one given, or the release built once into BUILT."""
-    if dataset:
-        return dataset
-    if not Path(BUILT).exists():
-        subprocess.run(["medprobe", "build", "medlama", "--data-dir", RELEASE, "--out", BUILT], check=True)
-    return BUILT
 
 
 def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple[float, dict, dict]:
@@ -59,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    dataset = built_dataset(args.dataset)
+    dataset = built_medlama(args.dataset)
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-dtype-") as out:
         for dtype in ("float32", "bfloat16"):

@@ -32,32 +32,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from medlama_release import built_medlama
+
 from probers.contrastive import embedding_cache
 from probers.run import RunRequest, run
 
-RELEASE = "/work/shared/data/medlama"
-BUILT = "/tmp/medlama_full"
 RUNS = (  # (label, config, prober options)
     ("full cold", "full", {}),
     ("full warm", "full", {}),
     ("hard warm", "hard", {}),
     ("hard no-cache", "hard", {"cache": False}),
 )
-
-
-def built_dataset(dataset: str | None) -> str:
-    """The dataset folder: the one given, or the release built once into BUILT."""
-    if dataset:
-        return dataset
-    if not Path(BUILT).exists():
-        subprocess.run(["medprobe", "build", "medlama", "--data-dir", RELEASE, "--out", BUILT], check=True)
-    return BUILT
 
 
 def probe(dataset: str, model: str, device: str, config: str, options: dict, out: Path) -> tuple[float, dict, dict]:
@@ -84,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-    dataset = built_dataset(args.dataset)
+    dataset = built_medlama(args.dataset)
     with tempfile.TemporaryDirectory(prefix="bench-embedding-cache-") as scratch:
         root = Path(scratch) / "cache"
         os.environ["MEDPROBE_EMBEDDING_CACHE"] = str(root)  # an empty cache of its own: the first run is cold
