@@ -105,6 +105,22 @@ def rank_in_shards(prober: Any, queries: Sequence[str], candidates: Sequence[str
     return map_split(lambda share: prober.rank(share, candidates, k), list(queries))
 
 
+def finish() -> None:
+    """End a launched run that succeeded: wait for every process, then leave the process group.
+
+    A process that exits with the group still open can abort in gloo's threads ("terminate called
+    without an active exception", seen in CI). Not called after an error: the launcher stops the
+    other processes then, and a barrier could wait for a process that will never reach it.
+    """
+    if not launched():
+        return
+    import torch.distributed
+
+    if torch.distributed.is_initialized():
+        state().wait_for_everyone()
+        torch.distributed.destroy_process_group()
+
+
 def wait_for_everyone() -> None:
     if launched():
         state().wait_for_everyone()

@@ -126,6 +126,7 @@ share = {"rank": distributed.process_index(), "seen": prober.seen, "ranked": ran
          "main": distributed.is_main_process()}
 with open(f"{sys.argv[1]}/share-{distributed.process_index()}.json", "w") as out:  # a file each: stdout lines can interleave
     json.dump(share, out)
+distributed.finish()
 """
 
 

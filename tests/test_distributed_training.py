@@ -119,6 +119,7 @@ DISKNE_RUNS_SCRIPT = textwrap.dedent("""
     summary = [[run.cui, run.seed, run.predictions, run.references, run.best_validation_loss, run.epochs] for run in runs]
     # a file per process: lines that two processes print to one pipe can interleave
     (Path(out) / f"runs_{distributed.process_index()}.json").write_text(json.dumps(summary))
+    distributed.finish()
 """)
 
 
@@ -180,6 +181,7 @@ LOCAL_TRAINING_SCRIPT = textwrap.dedent("""
     report["launched_after"] = distributed.launched()
     if distributed.is_main_process():
         open(sys.argv[2], "w").write(json.dumps(report))
+    distributed.finish()
 """)
 
 

@@ -56,9 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         if argv[:1] == ["probe"]:  # parsed in two stages: the options depend on --prober and --task
             from probers.cli.probe import run_probe_command
 
-            return run_probe_command(argv[1:])
-        args = build_parser().parse_args(argv)
-        return args.func(args)
+            code = run_probe_command(argv[1:])
+        else:
+            args = build_parser().parse_args(argv)
+            code = args.func(args)
+        distributed.finish()  # under a launch: every process done, then the process group closed
+        return code
     except KeyboardInterrupt:  # also SIGTERM during a build (probers.hub.atomic_folder.Terminated)
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
