@@ -142,16 +142,7 @@ def mst_template(location: str, split: str) -> str:
         "doc_to_choice: !function utils.mst_choices",
         "doc_to_target: label",
         'target_delimiter: ""',  # the white space before the slot is part of each choice
-        "metric_list:",
-        "  - metric: acc",
-        "    aggregation: mean",
-        "    higher_is_better: true",
-        "  - metric: acc_norm",
-        "    aggregation: mean",
-        "    higher_is_better: true",
-        "metadata:",
-        "  version: 1.0",
-        "",
+        *task_metrics("acc", "acc_norm"),
     ])  # fmt: skip
 
 
@@ -209,17 +200,16 @@ def medlama_template(location: str, split: str) -> str:
         "doc_to_target: !function utils.medlama_target",
         'target_delimiter: ""',
         "process_results: !function utils.medlama_results",
-        "metric_list:",
-        "  - metric: acc_at_1",
-        "    aggregation: mean",
-        "    higher_is_better: true",
-        "  - metric: acc_at_10",
-        "    aggregation: mean",
-        "    higher_is_better: true",
-        "metadata:",
-        "  version: 1.0",
-        "",
+        *task_metrics("acc_at_1", "acc_at_10"),
     ])  # fmt: skip
+
+
+def task_metrics(*metrics: str) -> list[str]:
+    """The closing lines of a task YAML: its metrics (mean over documents, higher is better) and version."""
+    lines = ["metric_list:"]
+    for metric in metrics:
+        lines += [f"  - metric: {metric}", "    aggregation: mean", "    higher_is_better: true"]
+    return [*lines, "metadata:", "  version: 1.0", ""]
 
 
 def identifier(name: str) -> str:
