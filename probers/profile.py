@@ -35,19 +35,18 @@ the skipped list), DIR/profile.md (the table) and DIR/profile.png (each headline
 chance level and floor). matplotlib is an optional extra: without it the figure is left out, and
 profile.json and the printed summary say so (the runs are not lost for want of a plot).
 
-Chance and floor of a headline row: MedLAMA acc@k has the random-rank expectation k/|answer space|
-(the chance that one given answer is in the top k of a random order; a query with several answers
-has a higher chance); MST has its chance level 1/|choices| (the mean over its tasks) and, as the
-floor, the same architecture with random weights (the `--scratch` run); context variance (UCM
-shares) and DisKnE (F1) have none here.
+Every headline row carries the run's 95% interval and n (`probers.stats`) and its chance level,
+as the run recorded them (`RunRecord.chance`): MedLAMA acc@k of a uniformly random order of each
+query's candidates (exact, with its gold answers); MST 1/|choices| (the mean over its tasks);
+context variance the UCM shares of two independent random rankings of each step's candidates;
+DisKnE the F1 of the always-positive classifier. MST also has, as the floor, the same
+architecture with random weights (the `--scratch` run).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -58,7 +57,7 @@ from typing import Any
 from probers import distributed
 from probers.api import UserError
 from probers.atomic import check_writable, write_all_atomically
-from probers.registry import prober_entry, task_entry
+from probers.registry import task_entry
 
 BENCHMARKS = ("medlama", "mst", "context_variance", "disknE")
 MEDLAMA_CONFIGS = ("full", "hard")
@@ -353,27 +352,6 @@ def make_request(planned: PlannedRun, data: DataSource, options: ProfileOptions)
     )  # fmt: skip
 
 
-def probe_argv(request: Any) -> list[str]:
-    """The `medprobe probe` arguments that make the same RunRequest (recorded beside each run)."""
-    argv = ["probe", "--prober", request.prober, "--task", request.task, "--dataset", request.dataset]
-    if request.config:
-        argv += ["--config", request.config]
-    argv += ["--split", request.split, "--model", request.model, "--out", request.out, "--device", request.device]
-    if request.seed is not None:
-        argv += ["--seed", str(request.seed)]
-    for entry_options, given in ((prober_entry(request.prober).options, request.prober_options),
-                                 (task_entry(request.task).options, request.task_options)):  # fmt: skip
-        by_dest = {option.dest: option for option in entry_options}
-        for dest, value in given.items():
-            option = by_dest[dest]
-            if option.switch:
-                if bool(value) != option.invert:
-                    argv.append(option.flag)
-            else:
-                argv += [option.flag, ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)]
-    return argv
-
-
 # --- headline rows ------------------------------------------------------------------------------------
 
 
@@ -388,33 +366,16 @@ def headline_row(planned: PlannedRun, record: Any, floor_record: Any | None) -> 
     }  # fmt: skip
     if value is None:
         row["note"] = f"the run's metrics have no {entry.headline!r} (found: {', '.join(record.metrics)})"
-    if planned.benchmark == "medlama":
-        row.update(random_rank_chance(entry.headline, record.counts))
-    elif entry.floor:
-        row.update(task_chance(entry.floor, record))
+    chance = record.chance.get(entry.headline) if isinstance(getattr(record, "chance", None), dict) else None
+    if chance:
+        row.update(chance=chance["value"], chance_source=chance["method"])
+    interval = (getattr(record, "intervals", None) or {}).get(entry.headline)
+    if interval:
+        row.update(low=interval["low"], high=interval["high"], n=interval["n"], interval_method=interval["method"])
     if floor_record is not None:
         row["floor"] = floor_record.metrics.get(entry.headline)
         row["floor_source"] = f"the same architecture with random weights (--scratch), run {planned.label}-scratch"
     return row
-
-
-def random_rank_chance(metric: str, counts: dict) -> dict:
-    match = re.fullmatch(r"(?:macro_)?acc@(\d+)", metric)
-    size = counts.get("candidates")
-    if not match or not isinstance(size, int) or size < 1:
-        return {"chance_source": "not computed: the run records no answer-space size (counts.candidates)"}
-    k = int(match.group(1))
-    return {"chance": min(1.0, k / size), "chance_source": f"random-rank expectation k/|answer space| = {k}/{size:,}"}
-
-
-def task_chance(key: str, record: Any) -> dict:
-    """The task's own chance value: metrics[key], else the mean of per_group[*][key]."""
-    if isinstance(record.metrics.get(key), (int, float)):
-        return {"chance": float(record.metrics[key]), "chance_source": f"the run's {key}"}
-    values = [group[key] for group in record.per_group.values() if isinstance(group, dict) and isinstance(group.get(key), (int, float))]
-    if not values:
-        return {"chance_source": f"not computed: the run records no {key}"}
-    return {"chance": statistics.fmean(values), "chance_source": f"the mean {key} (1/|choices|) over its {len(values)} groups"}
 
 
 # --- the profile --------------------------------------------------------------------------------------
@@ -461,7 +422,7 @@ def check_outputs(out: Path) -> None:
 
 def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print) -> Profile:
     """Plan, prepare the data, run every pair through probers.run.run, write profile.json/md/png."""
-    from probers.run import check_request, run
+    from probers.run import check_request, probe_argv, run
 
     start = time.perf_counter()
     out = Path(options.out)
@@ -570,16 +531,17 @@ def markdown(profile: Profile) -> str:
         f"# Knowledge profile: {model_label(profile.model)}",
         "",
         f"{KIND_NAMES[profile.kind]} ({profile.kind_reason}); medprobe profile, {subset}, {profile.created}.",
-        "Values, chance and floor in %.",
+        "Values, 95% intervals, chance and floor in %; n = the items the interval resampled.",
         "",
-        "| benchmark | config | prober | metric | value | chance | floor |",
-        "|---|---|---|---|---:|---:|---:|",
+        "| benchmark | config | prober | metric | value | 95% interval | n | chance | floor |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|",
     ]
     notes: list[str] = []
     for row in profile.headline:
         value = percent(row["value"]) if row["value"] is not None else row.get("note", "—")
+        interval = f"{percent(row['low'])}–{percent(row['high'])}" if row.get("low") is not None else "—"
         lines.append(f"| {row['benchmark']} | {row['config'] or 'all'} | {row['prober']} | {row['metric']} | {value} "
-                     f"| {percent(row['chance'])} | {percent(row['floor'])} |")  # fmt: skip
+                     f"| {interval} | {row.get('n') or '—'} | {percent(row['chance'])} | {percent(row['floor'])} |")  # fmt: skip
         for what in ("chance", "floor"):
             if row[what] is not None:
                 notes.append(f"{row['benchmark']}/{row['config'] or 'all'} {row['prober']}: {what} = {row[f'{what}_source']}")
@@ -603,7 +565,10 @@ def draw_figure(profile: Profile, path: Path) -> None:
     labels = [f"{row['benchmark']}/{row['config'] or 'all'}\n{row['prober']} · {row['metric']}" for row in rows]
     fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(rows), 1) + 1.6))
     positions = list(range(len(rows)))[::-1]
-    bars = ax.barh(positions, [100 * row["value"] for row in rows], color="#3b75af", label="model")
+    errors = [[100 * (row["value"] - row["low"]) if row.get("low") is not None else 0 for row in rows],
+              [100 * (row["high"] - row["value"]) if row.get("high") is not None else 0 for row in rows]]  # fmt: skip
+    bars = ax.barh(positions, [100 * row["value"] for row in rows], color="#3b75af", label="model (95% interval)",
+                   xerr=errors, error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1})  # fmt: skip
     ax.bar_label(bars, labels=[f"{100 * row['value']:.1f}" for row in rows], padding=3, fontsize=8)
     for what, color, marker in (("chance", "black", "|"), ("floor", "#c44e52", "D")):
         marked = [(y, 100 * row[what]) for y, row in zip(positions, rows) if row[what] is not None]
@@ -640,6 +605,8 @@ def summary(profile: Profile, out: Path) -> str:
     for row in profile.headline:
         extra = [f"{what} {percent(row[what])}" for what in ("chance", "floor") if row[what] is not None]
         value = percent(row["value"]) if row["value"] is not None else row.get("note", "—")
+        if row.get("low") is not None:
+            value += f" [{percent(row['low'])}, {percent(row['high'])}], n={row['n']:,}"
         lines.append(f"  {row['benchmark']}/{row['config'] or 'all'} {row['prober']}: {row['metric']} {value}"
                      + (f" ({', '.join(extra)})" if extra else ""))  # fmt: skip
     lines += [f"  skipped {item['benchmark']}: {item['reason']}" for item in profile.skipped]

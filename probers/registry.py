@@ -81,6 +81,7 @@ class Option:
     switch: bool = False
     invert: bool = False
     output: bool = False  # a file the run writes: checked to be writable before the run starts
+    subset: bool = False  # given, the run probes a subset of the benchmark (recorded; `publish` refuses it unless told)
 
     def add_to(self, group: argparse._ActionsContainer) -> None:
         shown = "" if self.switch or self.default is None else f" (default: {show_default(self.default)})"
@@ -128,15 +129,15 @@ class TaskEntry:
     metric: str  # the evaluate module under metrics/
     accepts: tuple[str, ...]  # prober kinds it can run
     group_by: str  # the per-group rows of its table
-    headline: str  # the one number `medprobe profile` reports
-    floor: str = ""  # the per_group or metrics key of the chance/floor value, if the task has one
+    headline: str  # the one number `medprobe profile` reports (with its interval and chance level)
     options: tuple[Option, ...] = field(default_factory=tuple)
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
 DTYPE = Option("--dtype", "dtype", "weight precision: auto = bfloat16 on a CUDA GPU that supports it, else float32",
                choices=("auto", "float32", "bfloat16", "float16"), default="auto")
-PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int, metavar="N")
+PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int,
+                      metavar="N", subset=True)
 ONLY_CANDIDATES = Option(
     "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
 )
@@ -300,7 +301,8 @@ TASKS: dict[str, TaskEntry] = {
             "understand",
             options=(
                 Option("--k", "k", "top-k accuracies without and with context", type=parse_cutoffs, default=[1, 10], metavar="K,..."),
-                Option("--per-relation", "per_relation", "keep the first N instances of each relation", type=positive_int, metavar="N"),
+                Option("--per-relation", "per_relation", "keep the first N instances of each relation", type=positive_int, metavar="N",
+                       subset=True),
                 Option("--predictions", "predictions", "also write the ranks of every row", metavar="JSONL", output=True),
             ),
         ),
@@ -313,14 +315,14 @@ TASKS: dict[str, TaskEntry] = {
                 Option("--category", "category",
                        "medical variants: test one category (symptoms_diseases, treatments_diseases, tests_diseases, procedure_diseases)"),
                 Option("--diseases", "diseases", "only the first N eligible target diseases, or these CUIs (default: all)",
-                       type=parse_diseases, metavar="N|CUI,..."),
+                       type=parse_diseases, metavar="N|CUI,...", subset=True),
                 seeds(1, "; the paper used 3"),
             ),
         ),
         TaskEntry(
             "mst", "probers.tasks.mst:MSTTask", "mst",
             "MST measuring skills: train a head on each task's train split, accuracy on --split; without --config, every task",
-            ("text", "choices", "label"), "acc_at_k", ("choice-scoring",), "task", "accuracy", floor="chance",
+            ("text", "choices", "label"), "acc_at_k", ("choice-scoring",), "task", "accuracy",
             options=(
                 Option("--train-split", "train_split", "split the head is trained on", default="train"),
                 seeds(3),

@@ -13,6 +13,8 @@ dataset loads and has the task's fields) is checked before the model loads.
 from __future__ import annotations
 
 import inspect
+import math
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +24,8 @@ from probers import distributed
 from probers.api import PROTOCOLS, UserError
 from probers.atomic import check_distinct_outputs, check_writable
 from probers.registry import PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
-from probers.results import RunRecord, plot_format, save_run
+from probers.results import RunRecord, format_intervals, outcomes_entry, outcomes_jsonl, outcomes_path, plot_format, save_run
+from probers.stats import RESAMPLES
 
 
 @dataclass
@@ -39,6 +42,7 @@ class RunRequest:
     task_options: dict = field(default_factory=dict)  # keywords of the task's class; left out = its default
     out: str | None = "results.json"
     plot: str | None = None
+    resamples: int = RESAMPLES  # bootstrap resamples of every interval
 
 
 def check_request(request: RunRequest) -> None:
@@ -56,7 +60,9 @@ def check_request(request: RunRequest) -> None:
         )
     if not request.model:
         raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
-    outputs = {"--out": request.out, "--plot": request.plot}
+    if request.resamples < 1:
+        raise UserError(f"--resamples must be a positive integer, got {request.resamples}")
+    outputs = {"--out": request.out, "--plot": request.plot, "--out's outcomes file": outcomes_path(request.out) if request.out else None}
     outputs.update({option.flag: request.task_options.get(option.dest) for option in task.options if option.output})
     for option, path in outputs.items():
         if path:
@@ -125,17 +131,80 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
         per_group=scored.per_group,
         timings={phase: round(seconds, 3) for phase, seconds in timings.items()},
         counts=scored.counts,
+        task=request.task,
+        command="medprobe " + shlex.join(probe_argv(request)),
     )
     if distributed.launched():
         record.settings["processes"] = distributed.num_processes()
     if not distributed.is_main_process():  # every process holds the same record; one writes it
         return record
+    start = time.perf_counter()
+    describe_measurement(record, request, task, scored)
+    record.timings["intervals"] = round(time.perf_counter() - start, 3)
     print_fn(task.table(record))
+    if record.intervals:
+        print_fn(format_intervals(record))
     if request.out:
         plotted = record if scored.plot_per_group is None else RunRecord(**{**vars(record), "per_group": scored.plot_per_group})
-        save_run(
-            record, request.out, plot=request.plot, plot_metric=task.plot_metric, plot_record=plotted,
-            more=task.writers(data, outputs),
-        )  # fmt: skip
+        more = task.writers(data, outputs)
+        if scored.outcomes is not None:
+            text = outcomes_jsonl(scored.outcomes)
+            record.outcomes = outcomes_entry(text, request.out, scored.outcomes, task.outcome_unit, task.outcome_fields)
+            more = [(outcomes_path(request.out), lambda temp: temp.write_text(text, encoding="utf-8")), *more]
+        save_run(record, request.out, plot=request.plot, plot_metric=task.plot_metric, plot_record=plotted, more=more)
     return record
+
+
+def describe_measurement(record: RunRecord, request: RunRequest, task: Any, scored: Any) -> None:
+    """What the record's numbers measured and how sure they are: intervals, chance, data, subset, model, source."""
+    from probers.provenance import dataset_fingerprint, items_digest, model_identity, source_identity
+    from probers.stats import estimate, intervals
+
+    record.chance = scored.chance
+    if scored.outcomes is not None:
+        estimators = {name: estimator for name, estimator in type(task).estimators(record.settings).items()
+                      if isinstance(record.metrics.get(name), (int, float))}  # fmt: skip
+        for name, estimator in estimators.items():  # an estimator that drifted from the metric is a bug, not a user error
+            value = estimate(scored.outcomes, estimator)
+            if not math.isclose(value, record.metrics[name], rel_tol=1e-9, abs_tol=1e-12):
+                raise RuntimeError(f"{request.task}: {name} from the per-item outcomes is {value}, the metric says {record.metrics[name]}")
+        record.intervals = intervals(scored.outcomes, estimators, resamples=request.resamples)
+        for name, found in record.intervals.items():  # a task trained with several seeds: their spread too
+            seeds = record.settings.get("seeds")
+            if isinstance(seeds, list) and len(seeds) > 1 and f"{name}_std" in record.metrics:
+                found.update({"seeds": len(seeds), "seed_std": record.metrics[f"{name}_std"]})
+    subset_options = {option.dest: request.task_options[option.dest] for option in task_entry(request.task).options
+                      if option.subset and request.task_options.get(option.dest) is not None}  # fmt: skip
+    record.subset = {"subset": bool(subset_options), "options": subset_options}
+    if scored.outcomes is not None:
+        record.subset.update({"items": len(scored.outcomes), "item_ids_sha256": items_digest(scored.outcomes.ids)})
+    record.data_fingerprint = dataset_fingerprint(request.dataset, getattr(task, "loaded", None) or [(request.config, request.split)])
+    record.model_identity = model_identity(request.model) if request.model else {}
+    record.source = source_identity()
+
+
+def probe_argv(request: RunRequest) -> list[str]:
+    """The `medprobe probe` arguments that make the same RunRequest (recorded in every results file)."""
+    argv = ["probe", "--prober", request.prober, "--task", request.task, "--dataset", request.dataset]
+    if request.config:
+        argv += ["--config", request.config]
+    argv += ["--split", request.split, "--model", str(request.model)]
+    if request.out:
+        argv += ["--out", request.out]
+    argv += ["--device", request.device]
+    if request.seed is not None:
+        argv += ["--seed", str(request.seed)]
+    if request.resamples != RESAMPLES:
+        argv += ["--resamples", str(request.resamples)]
+    for entry_options, given in ((prober_entry(request.prober).options, request.prober_options),
+                                 (task_entry(request.task).options, request.task_options)):  # fmt: skip
+        by_dest = {option.dest: option for option in entry_options}
+        for dest, value in given.items():
+            option = by_dest[dest]
+            if option.switch:
+                if bool(value) != option.invert:
+                    argv.append(option.flag)
+            else:
+                argv += [option.flag, ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)]
+    return argv
 

@@ -56,15 +56,17 @@ def one_and_two_processes(tmp_path, capsys, argv: list[str], launcher: str = "to
         else:
             result = launch_cli(args, tmp_path, launcher=launcher)
             outputs["stdout"] = result.stdout
-        assert sorted(path.name for path in folder.iterdir()) == ["p.jsonl", "results.json"]  # nothing else, no temp left
+        # nothing else, no temp left
+        assert sorted(path.name for path in folder.iterdir()) == ["p.jsonl", "results.json", "results.outcomes.jsonl"]
         outputs[name] = json.loads((folder / "results.json").read_text())
-    assert (tmp_path / "one" / "p.jsonl").read_bytes() == (tmp_path / "two" / "p.jsonl").read_bytes()
+    for name in ("p.jsonl", "results.outcomes.jsonl"):
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     assert outputs["stdout"].count(table) == 1, outputs["stdout"]  # printed by the main process only
     return outputs["one"], outputs["two"]
 
 
 def assert_same_scores(one: dict, two: dict) -> None:
-    for key in ("benchmark", "metrics", "per_group", "counts"):
+    for key in ("benchmark", "metrics", "per_group", "counts", "intervals", "chance", "outcomes", "data_fingerprint", "subset"):
         assert one[key] == two[key], key
     assert "processes" not in one["settings"] and two["settings"]["processes"] == 2
     assert {k: v for k, v in one["settings"].items()} == {k: v for k, v in two["settings"].items() if k != "processes"}

@@ -294,7 +294,7 @@ def test_plot_path_without_a_suffix_is_written_as_png_at_that_path(synthetic_med
     out_dir = tmp_path / "outputs"
     run_lookup(monkeypatch, synthetic_medlama_hub, out_dir, plot=str(out_dir / "bars"), predictions=None)
     assert (out_dir / "bars").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert sorted(os.listdir(out_dir)) == ["bars", "results.json"]  # not bars.png beside it
+    assert sorted(os.listdir(out_dir)) == ["bars", "results.json", "results.outcomes.jsonl"]  # not bars.png beside it
     assert json.loads((out_dir / "results.json").read_text())["counts"]["queries"] == 57
 
 

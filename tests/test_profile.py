@@ -19,11 +19,11 @@ from probers.profile import (
     load_model_kind,
     model_kind,
     plan_runs,
-    probe_argv,
     run_profile,
     write_profile,
 )
 from probers.results import RunRecord, load_record
+from probers.run import probe_argv
 from tiny_bert import save_tiny_bert
 
 
@@ -132,9 +132,13 @@ def fake_record(request) -> RunRecord:
         per_group = {"comparison": {"accuracy": accuracy, "chance": 0.5}, "sorting": {"accuracy": accuracy, "chance": 0.25}}
     else:
         metrics, per_group, counts = {"understand": 0.4, "confuse": 0.2}, {}, {}
+    chance = {"acc@10": 0.05, "accuracy": 0.375, "understand": 0.375}
     return RunRecord(benchmark=request.task, dataset=request.dataset, config=request.config, split=request.split,
                      prober=request.prober, model=request.model, seed=request.seed, metrics=metrics, per_group=per_group,
-                     counts=counts)  # fmt: skip
+                     counts=counts, task=request.task,
+                     intervals={name: {"low": value - 0.1, "high": value + 0.1, "level": 0.95, "n": 40, "method": "made up"}
+                                for name, value in metrics.items()},
+                     chance={name: {"value": chance[name], "method": "made-up chance"} for name in metrics if name in chance})  # fmt: skip
 
 
 FAILING: set[str] = set()  # tasks whose stand-in run fails
@@ -182,11 +186,12 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
         "medlama-full-contrastive", "medlama-hard-contrastive", "mst-mlm-head", "context_variance-real-target-contrastive",
     ]  # fmt: skip
     medlama, mst, context = profile["headline"][0], profile["headline"][2], profile["headline"][3]
-    assert (medlama["metric"], medlama["value"], medlama["chance"]) == ("acc@10", 0.25, 10 / 200)
-    assert "k/|answer space|" in medlama["chance_source"] and medlama["floor"] is None
+    assert (medlama["metric"], medlama["value"], medlama["chance"]) == ("acc@10", 0.25, 0.05)
+    assert medlama["chance_source"] == "made-up chance" and medlama["floor"] is None
+    assert (medlama["low"], medlama["high"], medlama["n"]) == (0.25 - 0.1, 0.25 + 0.1, 40)
     assert (mst["metric"], mst["value"], mst["chance"], mst["floor"]) == ("accuracy", 0.6, 0.375, 0.3)
     assert "--scratch" in mst["floor_source"]
-    assert context["metric"] == "understand" and context["chance"] is None
+    assert (context["metric"], context["chance"]) == ("understand", 0.375)
     assert [item["benchmark"] for item in profile["skipped"]] == ["disknE"]
     assert profile["data"]["medlama"]["sample"] is True
     # every run went through the run loop with the quick options, its files under runs/
@@ -196,8 +201,8 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     assert load_record(out / "runs" / "mst-mlm-head-scratch.json").metrics["accuracy"] == 0.3
     assert all(run["command"].startswith("medprobe probe --prober ") for run in profile["runs"])
     table = (out / "profile.md").read_text()
-    assert "| medlama | full | contrastive | acc@10 | 25.00 | 5.00 | — |" in table
-    assert "| mst | all | mlm-head | accuracy | 60.00 | 37.50 | 30.00 |" in table
+    assert "| medlama | full | contrastive | acc@10 | 25.00 | 15.00–35.00 | 40 | 5.00 | — |" in table
+    assert "| mst | all | mlm-head | accuracy | 60.00 | 50.00–70.00 | 40 | 37.50 | 30.00 |" in table
     assert "| disknE | medical_similar | pair-classifier | — | skipped: no data" in table
     assert str(tmp_path) not in table  # the table may go into a public model card: no local paths
     assert (out / "profile.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -348,7 +353,7 @@ def test_publish_a_profile_folder(tmp_path, hub, capsys):
     }  # fmt: skip
     assert card.data.datasets == ["my-lab/medlama", "my-lab/mst"] and card.data.license == "apache-2.0"
     assert "Text the owner wrote." in card.text and "## Knowledge profile: m" in card.text
-    assert "| medlama | full | contrastive | acc@10 | 25.00 | 5.00 | — |" in card.text
+    assert "| medlama | full | contrastive | acc@10 | 25.00 | — | — | 5.00 | — |" in card.text
     # published again: the section is replaced, not added twice; the eval results are updated, not repeated
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
     card = ModelCard(repo.files["README.md"].decode())

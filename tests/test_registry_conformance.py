@@ -381,8 +381,10 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
 
         values = set(load_dataset(str(dataset), config, split="test")[entry.group_by])
         assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {entry.group_by} values"
-    if entry.floor:
-        assert entry.floor in record.metrics or all(entry.floor in group for group in record.per_group.values())
+    # every headline is reportable: its 95% interval with n, and its chance level
+    assert entry.headline in record.intervals and record.intervals[entry.headline]["n"] > 0
+    assert record.intervals[entry.headline]["low"] <= record.metrics[entry.headline] <= record.intervals[entry.headline]["high"]
+    assert entry.headline in record.chance and 0 <= record.chance[entry.headline]["value"] <= 1
     assert json.loads((tmp_path / "r.json").read_text())["metrics"] == json.loads(json.dumps(record.metrics))
 
 

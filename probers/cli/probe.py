@@ -13,7 +13,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from probers.registry import PROBERS, TASKS, Option, prober_entry, task_entry, tasks_for
+from probers.registry import PROBERS, TASKS, Option, positive_int, prober_entry, task_entry, tasks_for
 
 USAGE = "medprobe probe --prober NAME [--task TASK] --dataset D --model M [options]"
 
@@ -79,6 +79,10 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (needs medprobe[plot])")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
+    parser.add_argument(
+        "--resamples", type=positive_int, metavar="N",
+        help="bootstrap resamples of the 95%% interval of every overall metric (default: 1000; seeded, deterministic)",
+    )  # fmt: skip
     if prober:
         entry = prober_entry(prober)
         add_options(parser, f"--prober {prober} ({entry.description})", entry.options)
@@ -145,6 +149,7 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
         task_options={o.dest: given[o.dest] for o in task.options if o.dest in given},
         out=args.out,
         plot=args.plot,
+        **({"resamples": args.resamples} if args.resamples else {}),
     )
     run(request, print_fn=print_fn)
     return 0

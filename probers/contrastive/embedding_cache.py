@@ -114,18 +114,28 @@ def file_digest(path: Path, known: dict[str, str]) -> str:
 def weights_digest(folder: Path, root: Path) -> str | None:
     """One sha256 over the names, sizes and contents of `folder`'s weight files (None: it has none).
 
-    Per-file digests are remembered in `root/file-digests.json`, so a 400 MB model is read once.
+    Per-file digests are remembered in `root/file-digests.json`, so a 400 MB model is read once. A
+    results file records the same digest as the model's `weights_sha256` (probers.provenance).
     """
-    files = weight_files(folder)
-    if not files:
-        return None
+    weights = weight_file_digests(folder, root)
+    return combined_digest(weights) if weights else None
+
+
+def weight_file_digests(folder: Path, root: Path) -> dict[str, dict]:
+    """{file name: {"size", "sha256"}} of `folder`'s weight files, per-file digests remembered under `root`."""
     known = read_digests(root)
     before = dict(known)
-    combined = hashlib.sha256()
-    for path in files:
-        combined.update(f"{path.name}|{path.stat().st_size}|{file_digest(path, known)}\n".encode())
+    weights = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in weight_files(folder)}
     if known != before:
         write_digests(root, known)
+    return weights
+
+
+def combined_digest(weights: dict[str, dict]) -> str:
+    """One digest over weight files' names, sizes and sha256 (computable from a Hub repo's file metadata too)."""
+    combined = hashlib.sha256()
+    for name in sorted(weights):
+        combined.update(f"{name}|{weights[name]['size']}|{weights[name]['sha256']}\n".encode())
     return combined.hexdigest()
 
 

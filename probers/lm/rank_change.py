@@ -198,14 +198,31 @@ def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, lis
     """Keyword arguments of the `ucm` metric: one entry per step i >= 1 (step i against step i-1 of
     the same instance), plus the best gold rank per instance without context (step 0) and with the
     whole context (its last step)."""
+    return ucm_steps(ds, row_ranks).inputs
+
+
+@dataclass
+class UCMSteps:
+    """The `ucm` metric's inputs and, aligned with them, which instance each step and each pair of
+    gold ranks belongs to and how many candidates each step ranked (for per-instance outcomes)."""
+
+    inputs: dict[str, list]
+    step_instances: list[str]
+    step_candidates: list[int]
+    rank_instances: list[str]
+
+
+def ucm_steps(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> UCMSteps:
+    """`ucm_inputs`, with the instance of every step and of every gold-rank pair (see `UCMSteps`)."""
     rows = ds.select_columns(["instance_id", "relation", "step", "added_object", "added_is_correct",
-                              "correct_objects", "incorrect_objects"]).to_list()  # fmt: skip
+                              "correct_objects", "incorrect_objects", "candidates"]).to_list()  # fmt: skip
     by_key = {(row["instance_id"], row["step"]): (row, ranks) for row, ranks in zip(rows, row_ranks)}
     inputs: dict[str, list] = {
         name: []
         for name in ("target_rank_before", "target_rank_after", "added_is_correct", "groups", "added_rank_changes",
                      "correct_rank_changes", "incorrect_rank_changes")
     }  # fmt: skip
+    steps = UCMSteps(inputs, [], [], [])
     last_step: dict[str, int] = {}
     for (instance, step), (row, after) in by_key.items():
         last_step[instance] = max(step, last_step.get(instance, 0))
@@ -224,6 +241,8 @@ def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, lis
         for kind in ("correct", "incorrect"):
             existing = [name for name in previous[f"{kind}_objects"] if name != added]
             inputs[f"{kind}_rank_changes"].append([after[name] - before[name] for name in existing])
+        steps.step_instances.append(instance)
+        steps.step_candidates.append(len(row["candidates"]))
     without_context, with_context = [], []
     for instance, last in last_step.items():
         if (instance, 0) not in by_key:
@@ -232,10 +251,11 @@ def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, lis
         if first_gold is not None and last_gold is not None:
             without_context.append(first_gold)
             with_context.append(last_gold)
+            steps.rank_instances.append(instance)
     if without_context:
         inputs["ranks_without_context"] = without_context
         inputs["ranks_with_context"] = with_context
-    return inputs
+    return steps
 
 
 def first_instances_per_relation(ds: datasets.Dataset, n: int) -> datasets.Dataset:

@@ -15,16 +15,19 @@ drops training rows that contain a Test_X hypothesis (`exclude_test_hypotheses`)
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from probers import distributed
 from probers.api import UserError
 from probers.registry import parse_diseases
+from probers.stats import Estimator, Outcomes, Sample, always_positive_f1
 from probers.tasks import Scored
 from probers.tasks.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
 
@@ -66,6 +69,11 @@ class DisKnETask:
     """
 
     plot_metric = "f1"
+    outcome_unit = "test pair"
+    outcome_fields = {
+        "label": "1 when the premise entails the disease (the gold label)",
+        "prediction": "the classifier's 0/1 label, one per seed (in the order of settings.seeds)",
+    }
 
     def __init__(self, category: str | None = None, diseases: int | list[str] | None = None, seeds: int = 1):
         if isinstance(diseases, str):  # as typed on the command line: "3" or "C0020538,C0011849"
@@ -78,12 +86,14 @@ class DisKnETask:
         self.diseases = diseases
         self.seeds = seeds
         self.timings: dict[str, float] = {}
+        self.loaded: list[tuple[str | None, str]] = []
 
     def load(self, dataset: str, config: str | None, split: str) -> DisKnEData:
         """The rows, checked to be DisKnE's, and the target diseases to probe (printed with how many were skipped)."""
         from probers.tasks.loading import load_probe_dataset
 
         ds = load_probe_dataset(dataset, config, split)
+        self.loaded = [(config, split)]
         check_disknE_fields(ds, f"dataset {dataset!r} (config {config!r})")
         eligible, skipped = eligible_diseases(ds, self.category)
         diseases = choose_diseases(eligible, skipped, self.category, self.diseases)
@@ -135,7 +145,18 @@ class DisKnETask:
             },
             settings={"category": self.category, "seeds": outputs.seeds},
             seed=outputs.seeds[0],
+            outcomes=pair_outcomes(data, outputs),
+            chance=always_positive_chance(outputs.splits),
         )
+
+    @staticmethod
+    def estimators(settings: dict) -> dict[str, Estimator]:
+        """Macro and weighted F1 (per disease, averaged over diseases, then over seeds), resampling the
+        test pairs within each disease; every seed sees the same resample."""
+        return {
+            "macro_f1": Estimator(functools.partial(disease_f1, weighted=False), "test pair", stratified=True),
+            "weighted_f1": Estimator(functools.partial(disease_f1, weighted=True), "test pair", stratified=True),
+        }
 
     def table(self, record: RunRecord) -> str:
         return format_disease_table(record)
@@ -242,6 +263,53 @@ def summarise(runs: list[DiseaseRun], splits: dict[str, DiseaseSplits], seeds: l
             "seconds": statistics.fmean(run.seconds for run in cui_runs),
         }
     return metrics, per_group
+
+
+def pair_outcomes(data: DisKnEData, outputs: DisKnEOutputs) -> Outcomes:
+    """One item per (disease, Test_X row): its gold label and the prediction of every seed."""
+    by_job = {(run.cui, run.seed): run for run in outputs.runs}
+    ids, groups, labels, predictions = [], [], [], []
+    pair_ids = data.ds["pair_id"]
+    for cui, split in outputs.splits.items():
+        runs = [by_job[(cui, seed)] for seed in outputs.seeds]
+        seen: dict[str, int] = {}
+        for position, row in enumerate(split.test):
+            name = f"{cui}/{pair_ids[row]}"
+            seen[name] = seen.get(name, 0) + 1
+            ids.append(name if seen[name] == 1 else f"{name}#{seen[name]}")  # a pair can hold two spellings of X
+            groups.append(cui)
+            labels.append(runs[0].references[position])
+            predictions.append([run.predictions[position] for run in runs])
+    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions})
+
+
+def disease_f1(sample: Sample, weighted: bool) -> np.ndarray:
+    """disease_f1's macro (or positive-weighted) F1 of the positive class, averaged over seeds."""
+    label = sample["label"][..., None] == 1  # (resamples, items, 1)
+    predicted = sample["prediction"] == 1  # (resamples, items, seeds)
+    tp = sample.group_sum(predicted & label)
+    fp = sample.group_sum(predicted & ~label)
+    fn = sample.group_sum(~predicted & label)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), 0.0)  # (resamples, diseases, seeds)
+    if not weighted:
+        return f1.mean(axis=1).mean(axis=1)
+    positives = sample.group_sum(label)  # (resamples, diseases, 1)
+    total = positives.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (f1 * positives).sum(axis=1) / total, 0.0).mean(axis=1)
+
+
+def always_positive_chance(splits: dict[str, DiseaseSplits]) -> dict[str, dict]:
+    """F1 of the classifier that says "entails" for every test pair, per disease, averaged as the metric does."""
+    positives = np.array([split.test_positives for split in splits.values()], dtype=np.float64)
+    rows = np.array([len(split.test) for split in splits.values()], dtype=np.float64)
+    f1 = always_positive_f1(positives, rows)
+    method = "F1 of the always-positive classifier (every test pair labelled entails): 2p / (1 + p), p = positive share"
+    return {
+        "macro_f1": {"value": float(f1.mean()), "method": method},
+        "weighted_f1": {"value": float((f1 * positives).sum() / positives.sum()) if positives.sum() else 0.0, "method": method},
+    }
 
 
 def format_disease_table(record: RunRecord) -> str:

@@ -13,6 +13,7 @@ head and answer name, sorted), or only the answers of the query's relation. Scor
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -20,11 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from probers import distributed
 from probers.api import CandidateScorer, RankingProber, UserError
 from probers.hub.resources import metric_path
 from probers.registry import PROBERS
 from probers.results import RunRecord, format_table
+from probers.stats import Estimator, Outcomes, Sample, hit_chance
 from probers.tasks import Scored
 from probers.tasks.loading import check_fields, load_probe_dataset
 
@@ -55,6 +59,8 @@ class MedLAMATask:
     """MedLAMA (Meng, Liu et al., ACL 2022) and any set of the same fields; see `probers.registry`
     for the options, whose defaults are the defaults of this signature."""
 
+    outcome_unit = "query"
+
     def __init__(
         self,
         *,
@@ -78,11 +84,15 @@ class MedLAMATask:
         self.predictions, self.rerank, self.rerank_top = predictions, rerank, rerank_top
         self.plot_metric = f"acc@{max(cutoffs)}"
         self.timings: dict[str, float] = {}
+        self.loaded: list[tuple[str | None, str]] = []
+        self.outcome_fields = {"rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
+                                       f"null: none in the top {max(cutoffs)}"}
 
     def load(self, dataset: str, config: str | None, split: str) -> MedLAMAData:
         """The rows to probe and their candidates, and the --rerank shortlists checked against them,
         all before any model loads (a file that does not fit fails now, not after the model)."""
         ds = load_probe_dataset(dataset, config, split)
+        self.loaded = [(config, split)]
         check_fields(ds, MEDLAMA_FIELDS, f"dataset {dataset!r} (config {config!r})")
         # the answer space of the whole set, also when only a subset is probed
         candidates = answer_space(ds) if self.candidates == "set" else relation_answer_spaces(ds)
@@ -119,6 +129,7 @@ class MedLAMATask:
     def score(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Scored:
         scores = score_ranking(data.rows, outputs.predictions, self.k)
         candidates = data.candidates
+        ranks = best_gold_ranks(outputs.predictions, data.rows["answers"])
         return Scored(
             metrics={key: value for key, value in scores.items() if key != "per_group"},
             per_group=scores["per_group"],
@@ -134,7 +145,33 @@ class MedLAMATask:
                 "per_relation": self.per_relation,
                 **outputs.settings,
             },
+            outcomes=Outcomes.build(data.rows["id"], data.rows["relation"], {"rank": ranks}),
+            chance=self.chance(data),
         )
+
+    @staticmethod
+    def estimators(settings: dict) -> dict[str, Estimator]:
+        """acc@k (micro, over queries) and macro_acc@k (the mean over relations, resampled within each)."""
+        estimators = {}
+        for k in settings["k"]:
+            estimators[f"acc@{k}"] = Estimator(functools.partial(micro_hits, k=k), "query")
+            estimators[f"macro_acc@{k}"] = Estimator(functools.partial(macro_hits, k=k), "query", stratified=True)
+        return estimators
+
+    def chance(self, data: MedLAMAData) -> dict[str, dict]:
+        """acc@k of a uniformly random ranking of each query's candidates, exactly (probers.stats.hit_chance):
+        a query with g of its gold answers among its c candidates is a hit at k with 1 - C(c-g, k)/C(c, k)."""
+        sizes, golds = candidate_counts(data, self.exclude_head)
+        method = "expected acc@k of a uniformly random order of each query's candidates (exact)"
+        chance = {}
+        for k in self.k:
+            per_query = hit_chance(sizes, golds, k)
+            by_relation: dict[str, list[float]] = {}
+            for relation, value in zip(data.rows["relation"], per_query.tolist()):
+                by_relation.setdefault(relation, []).append(value)
+            chance[f"acc@{k}"] = {"value": float(np.mean(per_query)), "method": method}
+            chance[f"macro_acc@{k}"] = {"value": float(np.mean([np.mean(v) for v in by_relation.values()])), "method": method}
+        return chance
 
     def table(self, record: RunRecord) -> str:
         return format_table(record, [f"acc@{k}" for k in self.k], group_label="relation")
@@ -287,6 +324,53 @@ def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
             f"(e.g. {', '.join(map(str, unanswered[:3]))}); counts.queries_without_predictions in the results file"
         )
     return len(unanswered)
+
+
+# --- per-query outcomes and chance ------------------------------------------------------------------
+
+
+def best_gold_ranks(predictions: list[list[str]], answers: list[list[str]]) -> np.ndarray:
+    """Per query, the 1-based rank of the first predicted name that is a gold answer (NaN: none is).
+
+    acc@k is exactly `rank <= k` for every k up to the number of predictions kept."""
+    ranks = np.full(len(predictions), np.nan)
+    for row, (names, gold) in enumerate(zip(predictions, answers)):
+        wanted = set(gold)
+        ranks[row] = next((position for position, name in enumerate(names, start=1) if name in wanted), np.nan)
+    return ranks
+
+
+def micro_hits(sample: Sample, k: int) -> np.ndarray:
+    return (sample["rank"] <= k).mean(axis=1)
+
+
+def macro_hits(sample: Sample, k: int) -> np.ndarray:
+    return sample.group_mean(sample["rank"] <= k).mean(axis=1)
+
+
+def candidate_counts(data: MedLAMAData, exclude_head: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per query, how many names it is ranked among and how many of them are its gold answers.
+
+    The candidates are the set's answer space, the relation's, or the query's --rerank shortlist;
+    with --exclude-head the query's own head name is not among them."""
+    rows = data.rows
+    if isinstance(data.candidates, list):
+        spaces = [set(data.candidates)] * rows.num_rows
+    else:
+        by_relation = {relation: set(names) for relation, names in data.candidates.items()}
+        spaces = [by_relation.get(relation, set()) for relation in rows["relation"]]
+    if data.shortlists is not None:
+        spaces = [space & set(data.shortlists.get(query, ())) for space, query in zip(spaces, rows["query"])]
+    sizes, golds = np.zeros(rows.num_rows), np.zeros(rows.num_rows)
+    for row, (space, answers, head) in enumerate(zip(spaces, rows["answers"], rows["head_name"])):
+        gold = set(answers) & space
+        if exclude_head and head in space:
+            sizes[row] = len(space) - 1
+            gold.discard(head)
+        else:
+            sizes[row] = len(space)
+        golds[row] = len(gold)
+    return sizes, golds
 
 
 # --- the --predictions file -------------------------------------------------------------------------

@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from probers import distributed
 from probers.api import UserError
+from probers.stats import Estimator, Outcomes, Sample
 from probers.tasks import Scored
 from probers.tasks.loading import check_fields
 
@@ -51,6 +53,7 @@ class TaskScores:
     train_rows: int
     test_rows: int
     accuracy: list[float] = field(default_factory=list)  # one per seed
+    predictions: list[list[int]] = field(default_factory=list)  # per seed, the chosen choice of every test item
 
     @property
     def mean(self) -> float:
@@ -107,16 +110,17 @@ def probe_with(
         for task, (train, test) in tasks.items()
     }
     runs = [(seed, task) for seed in seeds for task in tasks]
-    for (_, task), accuracy in zip(runs, fit_and_score_all(probe, tasks, runs, metric, progress)):
+    for (_, task), (accuracy, chosen) in zip(runs, fit_and_score_all(probe, tasks, runs, metric, progress)):
         scores[task].accuracy.append(accuracy)  # runs go seed by seed: each task's list is in seed order
+        scores[task].predictions.append(chosen)
     return scores
 
 
 def fit_and_score_all(
     probe: MLMHeadProbe, tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]], runs: list[tuple[int, str]],
     metric, progress: bool,
-) -> list[float]:  # fmt: skip
-    """The accuracy of each (seed, task) run, in the order of `runs`.
+) -> list[tuple[float, list[int]]]:  # fmt: skip
+    """The accuracy of each (seed, task) run and the index of the choice it picked per test item, in the order of `runs`.
 
     Under a launch (`probers.distributed`) each process fits a contiguous share of the runs, each
     Trainer a single-process one (`local_training`), and the accuracies are gathered back in
@@ -137,7 +141,8 @@ def fit_and_score_all(
             probe.fit(train["text"], train["choices"], train["label"])
             ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
             gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
-            local.append(metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"])
+            chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
+            local.append((metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen))
             bar.update()
     return distributed.gather(local)
 
@@ -194,6 +199,12 @@ class MSTTask:
     """`medprobe probe --prober mlm-head`: one task (--config) or every task of an MST-format dataset."""
 
     plot_metric = "accuracy"
+    outcome_unit = "item"
+    outcome_fields = {
+        "label": "index of the gold choice",
+        "prediction": "index of the choice the trained head ranked first, one per seed (in the order of settings.seeds)",
+        "choices": "number of choices (chance = 1 / choices)",
+    }
 
     def __init__(self, train_split: str = "train", seeds: int = 3):
         if seeds < 1:
@@ -201,6 +212,7 @@ class MSTTask:
         self.train_split = train_split
         self.seeds = seeds
         self.timings: dict[str, float] = {}
+        self.loaded: list[tuple[str | None, str]] = []
 
     def load(self, dataset: str, config: str | None, split: str) -> dict[str, tuple[datasets.Dataset, datasets.Dataset]]:
         """(train split, evaluated split) per task: `config`, or every config of the dataset, the
@@ -219,6 +231,7 @@ class MSTTask:
             for name, ds in ((self.train_split, train), (split, test)):
                 check_fields(ds, ITEM_FIELDS, f"dataset {dataset!r} (config {task!r}, split {name!r})")
             tasks[task] = (train, test)
+        self.loaded = [(task, name) for task in tasks for name in dict.fromkeys((self.train_split, split))]
         return tasks
 
     def predict(self, prober: MLMHeadProbe, data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], seed: int | None) -> MSTOutputs:
@@ -241,7 +254,16 @@ class MSTTask:
             counts={"tasks": len(scores), **{f"{t}_rows": {"train": s.train_rows, "test": s.test_rows} for t, s in scores.items()}},
             settings={"seeds": outputs.seeds, "train_split": self.train_split, **outputs.settings},
             seed=outputs.seeds[0],
+            outcomes=item_outcomes(data, scores),
+            chance={"accuracy": {"value": statistics.fmean(s.chance for s in scores.values()),
+                                 "method": "1 / number of choices, averaged over the tasks"}},  # fmt: skip
         )
+
+    @staticmethod
+    def estimators(settings: dict) -> dict[str, Estimator]:
+        """Accuracy per task, averaged over tasks, then over seeds; test items resampled within each
+        task, every seed on the same resample."""
+        return {"accuracy": Estimator(mean_task_accuracy, "item", stratified=True)}
 
     def table(self, record: RunRecord) -> str:
         """The accuracy table of `format_scores`, rebuilt from the record, and the seconds it took."""
@@ -259,6 +281,25 @@ class MSTTask:
 
     def writers(self, data: dict, outputs: MSTOutputs) -> list:
         return []
+
+
+def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], scores: dict[str, TaskScores]) -> Outcomes:
+    """One item per test row of every task: its gold choice, the choice picked per seed, its number of choices."""
+    ids, groups, labels, predictions, choices = [], [], [], [], []
+    for task, task_scores in scores.items():
+        test = data[task][1]
+        for row, (label, options) in enumerate(zip(test["label"], test["choices"])):
+            ids.append(f"{task}/{row}")
+            groups.append(task)
+            labels.append(label)
+            predictions.append([seed_predictions[row] for seed_predictions in task_scores.predictions])
+            choices.append(len(options))
+    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions, "choices": choices})
+
+
+def mean_task_accuracy(sample: Sample) -> np.ndarray:
+    correct = sample["prediction"] == sample["label"][..., None]  # (resamples, items, seeds)
+    return sample.group_mean(correct).mean(axis=1).mean(axis=1)
 
 
 def run_mst_demo(

@@ -1,0 +1,337 @@
+"""Uncertainty for every reported number: bootstrap intervals, paired comparisons, chance levels.
+
+A task hands its per-item outcomes to this module as an `Outcomes` table (one row per item: a
+MedLAMA query, a context-variance instance, a DisKnE test pair, an MST test item) together with
+one `Estimator` per headline metric: a function that recomputes the metric from the outcome
+columns of many resamples at once. On the items as they are, an estimator gives exactly the
+number the task's evaluate metric reported (the run checks this), so an interval is always the
+interval of the number beside it.
+
+    outcomes = Outcomes.build(ids, groups, {"rank": ranks})
+    estimators = {"acc@10": Estimator(lambda s: (s["rank"] <= 10).mean(axis=-1), "query")}
+    intervals(outcomes, estimators, resamples=1000, seed=0)["acc@10"]   # {"low", "high", "n", ...}
+    paired(outcomes_a, outcomes_b, estimators)["acc@10"]                # difference, its interval, p
+
+Methods (all seeded, deterministic and vectorised: one index matrix per resampling scheme, every
+metric read from it):
+- percentile bootstrap over items; a metric that averages over groups (macro scores) resamples
+  within each group, so every resample keeps the groups and their sizes (stratified);
+- paired comparisons resample the same items for both runs (the difference's interval) and test
+  "no difference" by a paired permutation: each item's two outcomes are swapped with probability
+  1/2 (for any metric, linear or not: macro averages and F1 included);
+- Holm's step-down correction for a family of p-values (per-group differences).
+
+Nothing here imports torch, datasets or evaluate: numpy only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LEVEL = 0.95
+RESAMPLES = 1000
+SEED = 0
+CHUNK = 250  # resamples drawn at once: bounds the index matrix to CHUNK x items
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Per-item outcomes of a run, items ordered by group (the order stratified resampling needs).
+
+    `columns` hold one array per outcome, first axis = item: e.g. `rank` (n,) for a ranking task,
+    `predictions` (n, seeds) for a task trained with several seeds. Missing values are NaN.
+    """
+
+    ids: tuple[str, ...]
+    groups: tuple[str, ...]
+    columns: Mapping[str, np.ndarray]
+    starts: np.ndarray = field(repr=False)  # index of the first item of each group
+    group_names: tuple[str, ...] = ()
+
+    @classmethod
+    def build(cls, ids: Sequence[str], groups: Sequence[str], columns: Mapping[str, Sequence]) -> Outcomes:
+        """Outcomes of items given in any order; they are sorted by group (first appearance), stably."""
+        ids, groups = [str(i) for i in ids], [str(g) for g in groups]
+        if len(set(ids)) != len(ids):
+            repeated = next(i for i in ids if ids.count(i) > 1)
+            raise ValueError(f"item ids must be unique; {repeated!r} appears more than once")
+        arrays = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+        for name, array in arrays.items():
+            if len(array) != len(ids):
+                raise ValueError(f"outcome column {name!r} has {len(array)} rows for {len(ids)} items")
+        order_of = {group: index for index, group in enumerate(dict.fromkeys(groups))}
+        order = sorted(range(len(ids)), key=lambda i: order_of[groups[i]])
+        sorted_groups = [groups[i] for i in order]
+        names = tuple(order_of)
+        starts = np.array([sorted_groups.index(name) for name in names], dtype=np.int64)
+        return cls(
+            ids=tuple(ids[i] for i in order),
+            groups=tuple(sorted_groups),
+            columns={name: array[order] for name, array in arrays.items()},
+            starts=starts,
+            group_names=names,
+        )
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def select(self, ids: Sequence[str]) -> Outcomes:
+        """The outcomes of `ids` only (each must be present), regrouped."""
+        where = {item: index for index, item in enumerate(self.ids)}
+        missing = [item for item in ids if item not in where]
+        if missing:
+            raise KeyError(f"{len(missing)} item id(s) are not in these outcomes, e.g. {missing[0]!r}")
+        rows = [where[item] for item in ids]
+        return Outcomes.build(
+            [self.ids[r] for r in rows],
+            [self.groups[r] for r in rows],
+            {name: array[rows] for name, array in self.columns.items()},
+        )
+
+    def sizes(self) -> np.ndarray:
+        return np.diff(np.append(self.starts, len(self.ids)))
+
+
+class Sample:
+    """Outcome columns under many resamples at once: `sample[name]` has shape (resamples, items, ...).
+
+    Items keep their group blocks when the resample is stratified (or the identity), so
+    `group_sum`/`group_mean` give (resamples, groups) arrays for macro averages.
+    """
+
+    def __init__(self, outcomes: Outcomes, index: np.ndarray | None, columns: Mapping[str, np.ndarray] | None = None):
+        self.outcomes = outcomes
+        self.index = index  # (resamples, items) rows of `outcomes`, or None: every item once
+        self._columns = dict(columns or {})
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self._columns:
+            column = self.outcomes.columns[name]
+            self._columns[name] = column[None, ...] if self.index is None else column[self.index]
+        return self._columns[name]
+
+    def group_sum(self, values: np.ndarray) -> np.ndarray:
+        """Per-group sums over the item axis (axis 1): (resamples, groups, ...)."""
+        return np.add.reduceat(values, self.outcomes.starts, axis=1)
+
+    def group_mean(self, values: np.ndarray) -> np.ndarray:
+        shape = (1, -1) + (1,) * (values.ndim - 2)
+        return self.group_sum(values) / self.outcomes.sizes().reshape(shape)
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """How to recompute one metric from a `Sample`: `compute(sample) -> (resamples,)`.
+
+    `unit` names what an item is (query, instance, test pair, item); `stratified` says that the
+    metric averages over groups, so resampling keeps the groups (macro scores).
+    """
+
+    compute: Callable[[Sample], np.ndarray]
+    unit: str
+    stratified: bool = False
+
+
+def plural(unit: str) -> str:
+    """query -> queries, test pair -> test pairs."""
+    return unit[:-1] + "ies" if unit.endswith("y") else unit + "s"
+
+
+def resample_index(outcomes: Outcomes, resamples: int, rng: np.random.Generator, stratified: bool) -> np.ndarray:
+    """(resamples, items) row indices: uniform over all items, or within each group's block."""
+    n = len(outcomes)
+    if not stratified:
+        return rng.integers(0, n, size=(resamples, n), dtype=np.int64)
+    blocks = [
+        rng.integers(start, start + size, size=(resamples, size), dtype=np.int64)
+        for start, size in zip(outcomes.starts.tolist(), outcomes.sizes().tolist())
+    ]
+    return np.concatenate(blocks, axis=1)
+
+
+def estimate(outcomes: Outcomes, estimator: Estimator) -> float:
+    """The metric on the items as they are."""
+    return float(estimator.compute(Sample(outcomes, None))[0])
+
+
+def bootstrap_distribution(
+    outcomes: Outcomes, estimators: Mapping[str, Estimator], resamples: int = RESAMPLES, seed: int = SEED
+) -> dict[str, np.ndarray]:
+    """Each metric over `resamples` bootstrap resamples of the items (one index matrix per scheme and chunk)."""
+    rng = np.random.default_rng(seed)
+    values: dict[str, list[np.ndarray]] = {name: [] for name in estimators}
+    done = 0
+    while done < resamples:
+        size = min(CHUNK, resamples - done)
+        for stratified in (False, True):  # both schemes drawn every chunk: the draws do not depend on which metrics exist
+            index = resample_index(outcomes, size, rng, stratified)
+            sample = Sample(outcomes, index)
+            for name, estimator in estimators.items():
+                if estimator.stratified == stratified:
+                    values[name].append(np.asarray(estimator.compute(sample), dtype=np.float64))
+        done += size
+    return {name: np.concatenate(parts) for name, parts in values.items()}
+
+
+def percentile_interval(distribution: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    tail = (1 - level) / 2
+    finite = distribution[np.isfinite(distribution)]
+    if not len(finite):
+        return float("nan"), float("nan")
+    low, high = np.quantile(finite, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def intervals(
+    outcomes: Outcomes,
+    estimators: Mapping[str, Estimator],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> dict[str, dict]:
+    """`{metric: {"low", "high", "level", "n", "method", ...}}`: percentile bootstrap intervals, in the
+    metric's own units (a share stays a share)."""
+    distributions = bootstrap_distribution(outcomes, estimators, resamples, seed)
+    result = {}
+    for name, estimator in estimators.items():
+        low, high = percentile_interval(distributions[name], level)
+        entry = {
+            "low": low,
+            "high": high,
+            "level": level,
+            "n": len(outcomes),
+            "method": f"percentile bootstrap over {plural(estimator.unit)}"
+            + (f", resampled within each of {len(outcomes.starts)} groups" if estimator.stratified else ""),
+            "resamples": resamples,
+            "seed": seed,
+            "unit": estimator.unit,
+        }
+        if estimator.stratified:
+            entry["groups"] = len(outcomes.starts)
+        result[name] = entry
+    return result
+
+
+# --- paired comparisons ----------------------------------------------------------------------------
+
+
+def aligned(a: Outcomes, b: Outcomes) -> tuple[Outcomes, Outcomes]:
+    """`b` in the item order of `a`; both must hold the same items (same ids) with the same groups."""
+    if set(a.ids) != set(b.ids):
+        raise ValueError(
+            f"the runs hold different items ({len(set(a.ids) - set(b.ids))} only in the first, "
+            f"{len(set(b.ids) - set(a.ids))} only in the second)"
+        )
+    b = b.select(a.ids)
+    if b.groups != a.groups:
+        differ = next(i for i, (x, y) in enumerate(zip(a.groups, b.groups)) if x != y)
+        raise ValueError(
+            f"item {a.ids[differ]!r} is in group {a.groups[differ]!r} in one run and {b.groups[differ]!r} in the other"
+        )
+    return a, b
+
+
+def swapped(a: Outcomes, b: Outcomes, swap: np.ndarray) -> tuple[Sample, Sample]:
+    """Samples of (resamples, items) where each item's outcomes of a and b are exchanged where `swap` is True."""
+    first, second = {}, {}
+    for name in a.columns.keys() & b.columns.keys():
+        x, y = a.columns[name][None, ...], b.columns[name][None, ...]
+        mask = swap.reshape(swap.shape + (1,) * (x.ndim - 2))
+        first[name], second[name] = np.where(mask, y, x), np.where(mask, x, y)
+    return Sample(a, None, first), Sample(a, None, second)
+
+
+def paired(
+    a: Outcomes,
+    b: Outcomes,
+    estimators: Mapping[str, Estimator],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    level: float = LEVEL,
+) -> dict[str, dict]:
+    """Per metric: both values, their difference a - b with a paired-bootstrap interval, and the
+    two-sided p-value of a paired permutation test (items' outcomes swapped between the runs)."""
+    a, b = aligned(a, b)
+    rng = np.random.default_rng(seed)
+    diffs: dict[str, list[np.ndarray]] = {name: [] for name in estimators}
+    permuted: dict[str, list[np.ndarray]] = {name: [] for name in estimators}
+    done = 0
+    while done < resamples:
+        size = min(CHUNK, resamples - done)
+        for stratified in (False, True):
+            index = resample_index(a, size, rng, stratified)
+            sample_a, sample_b = Sample(a, index), Sample(b, index)
+            for name, estimator in estimators.items():
+                if estimator.stratified == stratified:
+                    diffs[name].append(estimator.compute(sample_a) - estimator.compute(sample_b))
+        swap = rng.random((size, len(a))) < 0.5
+        first, second = swapped(a, b, swap)
+        for name, estimator in estimators.items():
+            permuted[name].append(estimator.compute(first) - estimator.compute(second))
+        done += size
+    result = {}
+    for name, estimator in estimators.items():
+        value_a, value_b = estimate(a, estimator), estimate(b, estimator)
+        observed = value_a - value_b
+        low, high = percentile_interval(np.concatenate(diffs[name]), level)
+        null = np.concatenate(permuted[name])
+        extreme = int(np.sum(np.abs(null) >= abs(observed) - 1e-12))
+        result[name] = {
+            "a": value_a,
+            "b": value_b,
+            "difference": observed,
+            "low": low,
+            "high": high,
+            "level": level,
+            "n": len(a),
+            "p_value": (extreme + 1) / (len(null) + 1),
+            "method": f"paired percentile bootstrap over {plural(estimator.unit)}"
+            + (", within groups" if estimator.stratified else "")
+            + "; p from a paired permutation test (outcomes swapped per item)",
+            "resamples": resamples,
+            "seed": seed,
+        }
+    return result
+
+
+def holm(p_values: Mapping[str, float]) -> dict[str, float]:
+    """Holm's step-down adjusted p-values (family-wise error), in the order given."""
+    names = sorted(p_values, key=lambda name: p_values[name])
+    adjusted: dict[str, float] = {}
+    running = 0.0
+    for rank, name in enumerate(names):
+        running = max(running, min(1.0, (len(names) - rank) * p_values[name]))
+        adjusted[name] = running
+    return {name: adjusted[name] for name in p_values}
+
+
+# --- chance levels ---------------------------------------------------------------------------------
+
+
+def hit_chance(candidates: np.ndarray, golds: np.ndarray, k: int) -> np.ndarray:
+    """P(at least one of `golds` names is in the top k of a uniformly random order of `candidates` names),
+    per query: 1 - C(c - g, k) / C(c, k), computed as a product so that large spaces stay exact in floats."""
+    candidates = np.asarray(candidates, dtype=np.float64)
+    golds = np.asarray(golds, dtype=np.float64)
+    miss = np.ones_like(candidates)
+    for i in range(k):
+        miss *= np.clip((candidates - golds - i) / np.maximum(candidates - i, 1), 0, 1)
+    return np.where(golds > 0, 1 - miss, 0.0)
+
+
+def rank_change_chance(candidates: np.ndarray) -> dict[str, np.ndarray]:
+    """Understand / Confuse / Misunderstand probabilities of one step under two independent uniformly
+    random rankings of `candidates` names: the target's rank moves up with probability (c - 1) / 2c,
+    stays with 1 / c, moves down with (c - 1) / 2c."""
+    c = np.asarray(candidates, dtype=np.float64)
+    return {"understand": (c - 1) / (2 * c), "confuse": 1 / c, "misunderstand": (c - 1) / (2 * c)}
+
+
+def always_positive_f1(positives: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """F1 of the positive class of a classifier that says positive for every row: precision is the
+    share of positives p, recall 1, so F1 = 2p / (1 + p)."""
+    p = np.asarray(positives, dtype=np.float64) / np.maximum(np.asarray(rows, dtype=np.float64), 1)
+    return 2 * p / (1 + p)
