@@ -59,7 +59,7 @@ LICENCES = ("open", "umls", "credentialed")
 #         source: download (pinned commit ...)   # or data_dir (never the user's path), generated, ...
 #         parameters: {}                           # the builder config's own fields: seed, sizes, ...
 #         rows: {test: 19000}
-#         files: {full/test-00000-of-00001.parquet: <sha256>}
+#         files: {full/test-00000-of-00001-<sha256[:16]>.parquet: <sha256>}   # named by content: build.data_file_path
 # It says which configs the folder holds and how each was made; a build changes only a folder
 # whose record names the same benchmark.
 RECORD_KEY = "medprobe_build"
@@ -160,8 +160,8 @@ def render_dataset_card(
 ) -> DatasetCard:
     """Render `hub_cards/<benchmark>.md` for the built configs.
 
-    `split_files[config][split]` is the data-file pattern relative to the card, e.g.
-    `"hard/test-*"`; `build_record` goes under `medprobe_build:` (see RECORD_KEY).
+    `split_files[config][split]` is the data file (path or pattern) relative to the card, e.g.
+    `"hard/test-00000-of-00001-<hash>.parquet"`; `build_record` goes under `medprobe_build:` (see RECORD_KEY).
     """
     import datasets
     from datasets.info import DatasetInfo, DatasetInfosDict
