@@ -9,6 +9,7 @@ here with the card classes of huggingface_hub and datasets, so they are always w
 Placeholders available to every template:
 - `$configs_table`, `$fields_table`, `$total_rows`: from the built data;
 - `$medprobe_version`, `$datasets_version`, `$build_command`;
+- `$citation`: the BibTeX of the benchmark's keys in the registry, and medprobe's (probers/citations.py);
 - one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
 - whatever the builder module's `card_context(built, params)` returns (`params`: the build's `--set` values).
 
@@ -42,6 +43,7 @@ import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from probers.api import UserError
+from probers.citations import benchmark_keys, bibtex
 from probers.hub.resources import card_template, resource_root
 
 if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and --help import this module
@@ -179,6 +181,7 @@ def render_dataset_card(
         "medprobe_version": package_version("medprobe"),
         "datasets_version": datasets.__version__,
         "build_command": build_command,
+        "citation": bibtex(benchmark_keys(benchmark)),
         **context,
     }
     meta, text = split_template(path.read_text(encoding="utf-8"), str(path), variables)
