@@ -88,12 +88,12 @@ PROTOCOLS: dict[str, type] = {
 
 
 class Prober:
-    """What every prober class shares: its registry name, the Protocols it implements, a citation,
-    the settings a results file records, and the seconds spent per phase."""
+    """What every prober class shares: its registry name, the Protocols it implements, the settings
+    a results file records, and the seconds spent per phase. (What it cites is in its registry
+    entry: `ProberEntry.citations`, probers/citations.py.)"""
 
     name: ClassVar[str] = ""
     kinds: ClassVar[tuple[str, ...]] = ()
-    citation: ClassVar[str] = ""
 
     @property
     def timings(self) -> dict[str, float]:

@@ -6,7 +6,8 @@ and `medprobe probe --prober X --help` stay fast: classes are named by "module:a
 imported only when a run needs them (`load`).
 
 Adding a prober = its module + one `ProberEntry` in `PROBERS`; adding a benchmark task = its module
-under `probers/tasks/` + one `TaskEntry` in `TASKS`. The CLI builds each prober's and task's options
+under `probers/tasks/` + one `TaskEntry` in `TASKS`. Every entry names, in `citations`, the keys of
+`hub_cards/citations.bib` that a run using it must cite (probers/citations.py adds medprobe's own). The CLI builds each prober's and task's options
 from here; `tests/test_registry_conformance.py` checks every entry against the code it names (an
 option's default is the class's own default, the class implements the Protocols of its kinds, ...).
 """
@@ -117,6 +118,8 @@ class ProberEntry:
     default_task: str
     options: tuple[Option, ...] = ()
     factory: str = "from_pretrained"  # classmethod called as factory(model, device=..., seed=..., **options)
+    # keys of hub_cards/citations.bib for the method: its paper, or ("medprobe",) for a method medprobe introduced
+    citations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,8 @@ class TaskEntry:
     group_by: str  # the per-group rows of its table
     headline: str  # the one number `medprobe profile` reports (with its interval and chance level)
     options: tuple[Option, ...] = field(default_factory=tuple)
+    # keys of hub_cards/citations.bib: the benchmark's paper, then the papers of the sources its rows come from
+    citations: tuple[str, ...] = ()
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
@@ -176,6 +181,7 @@ PROBERS: dict[str, ProberEntry] = {
                        "$MEDPROBE_EMBEDDING_CACHE_MAX_GB, default 2)", switch=True, invert=True, default=True),
             ),
             factory="from_options",
+            citations=("meng-etal-2022-rewire",),
         ),
         ProberEntry(
             "mask-predict", "probers.lm.mask_predict:MaskPredictProbe", ("ranking",),
@@ -191,11 +197,13 @@ PROBERS: dict[str, ProberEntry] = {
                 Option("--beam-size", "beam_size", "beam width", type=positive_int, default=5, metavar="N"),
                 ONLY_CANDIDATES,
             ),
+            citations=("jiang-etal-2020-x",),
         ),
         ProberEntry(
             "mask-average", "probers.lm.mask_average:MaskAverageProbe", ("ranking", "candidate-scoring"),
             "ranks the answer space by the mean token log-probability at L masks", "a masked LM", "medlama",
             options=(batch_size(64), DTYPE),
+            citations=("kassner-etal-2021-multilingual",),
         ),
         ProberEntry(
             "generative", "probers.lm.seq2seq:GenerativeProbe", ("ranking",),
@@ -208,6 +216,7 @@ PROBERS: dict[str, ProberEntry] = {
                 Option("--max-new-tokens", "max_new_tokens", "longest answer in tokens", type=positive_int, default=24, metavar="N"),
                 ONLY_CANDIDATES,
             ),
+            citations=("meng-etal-2022-rewire",),  # the generation-based baseline of the MedLAMA paper
         ),
         ProberEntry(
             "causal-lm", "probers.lm.causal_lm:CausalLMProbe", ("ranking", "candidate-scoring"),
@@ -224,6 +233,7 @@ PROBERS: dict[str, ProberEntry] = {
                        "keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
                        switch=True, default=False),
             ),
+            citations=("medprobe",),  # log-likelihood ranking of filled prompts, as medprobe does it
         ),
         ProberEntry(
             "rank-change", "probers.lm.rank_change:RankChangeProbe", ("candidate-scoring",),
@@ -236,6 +246,7 @@ PROBERS: dict[str, ProberEntry] = {
                        choices=("auto", "mask-average", "causal-lm"), default="auto"),
             ),
             factory="scorer_for",
+            citations=("yao-etal-2023-context",),
         ),
         ProberEntry(
             "pair-classifier", "probers.lm.pair_classifier:PairClassifierProbe", ("disease-classification",),
@@ -254,6 +265,7 @@ PROBERS: dict[str, ProberEntry] = {
                 Option("--max-length", "max_length", "tokens per (premise, hypothesis) pair", type=positive_int, default=256, metavar="N"),
             ),
             factory="__init__",
+            citations=("alghanmi-etal-2021-probing",),
         ),
         ProberEntry(
             "mlm-head", "probers.lm.mlm_head:MLMHeadProbe", ("choice-scoring",),
@@ -268,6 +280,7 @@ PROBERS: dict[str, ProberEntry] = {
                 Option("--learning-rate", "learning_rate", "AdamW learning rate of the head", type=positive_float, default=1e-3, metavar="LR"),
             ),
             factory="__init__",
+            citations=("park-etal-2022-language",),
         ),
     )
 }
@@ -293,6 +306,7 @@ TASKS: dict[str, TaskEntry] = {
                 Option("--rerank-top", "rerank_top", "with --rerank: the first N names of each query", type=positive_int,
                        default=100, metavar="N"),
             ),
+            citations=("meng-etal-2022-rewire", "bodenreider-2004-unified"),
         ),
         TaskEntry(
             "context_variance", "probers.tasks.context_variance:ContextVarianceTask", "context_variance",
@@ -305,6 +319,7 @@ TASKS: dict[str, TaskEntry] = {
                        subset=True),
                 Option("--predictions", "predictions", "also write the ranks of every row", metavar="JSONL", output=True),
             ),
+            citations=("yao-etal-2023-context", "sung-etal-2021-language"),
         ),
         TaskEntry(
             "disknE", "probers.tasks.disknE:DisKnETask", "disknE",
@@ -318,6 +333,7 @@ TASKS: dict[str, TaskEntry] = {
                        type=parse_diseases, metavar="N|CUI,...", subset=True),
                 seeds(1, "; the paper used 3"),
             ),
+            citations=("alghanmi-etal-2021-probing", "romanov-shivade-2018-lessons", "ben-abacha-etal-2019-overview"),
         ),
         TaskEntry(
             "mst", "probers.tasks.mst:MSTTask", "mst",
@@ -327,6 +343,7 @@ TASKS: dict[str, TaskEntry] = {
                 Option("--train-split", "train_split", "split the head is trained on", default="train"),
                 seeds(3),
             ),
+            citations=("park-etal-2022-language",),
         ),
     )
 }

@@ -18,12 +18,15 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from datasets import load_dataset
 
 import probers.hub.atomic_folder as atomic_folder
 import probers.hub.build as build_module
+from built_folder import data_file
 from probers.cli import main
 from probers.hub.atomic_folder import FolderLocked, exchange, out_lock
 from probers.hub.build import BuildError, build
@@ -108,13 +111,14 @@ def test_staged_build_that_does_not_load_with_its_rows_is_not_swapped_in(good, r
     before = snapshot(good)
     written = build_module.write_config
 
-    def and_a_second_shard(folder, config, dataset_dict):
+    def and_twice_the_rows(folder, config, dataset_dict):
         files = written(folder, config, dataset_dict)
         first = folder / next(iter(files))
-        shutil.copy(first, first.with_name("test-00001-of-00002.parquet"))  # loads twice the rows counted
+        table = pq.read_table(first)
+        pq.write_table(pa.concat_tables([table, table]), first)  # loads twice the rows counted
         return files
 
-    monkeypatch.setattr(build_module, "write_config", and_a_second_shard)
+    monkeypatch.setattr(build_module, "write_config", and_twice_the_rows)
     with pytest.raises(BuildError, match=r"staged build of config 'full' does not load .*num_examples=114"):
         build("medlama", good, data_dir=str(release), params=ANY_COUNT)
     assert snapshot(good) == before and leftovers(good) == []
@@ -323,13 +327,14 @@ def test_an_older_card_without_the_record_is_refused_unless_overwrite(good, rele
 
 def test_building_one_config_keeps_the_others_and_the_default(good, release):
     """Measured before: `--config hard` dropped full from the card and made hard the default."""
-    full_before = snapshot(good)["full/test-00000-of-00001.parquet"]
+    full = data_file(good, "full").relative_to(good).as_posix()
+    full_before = snapshot(good)[full]
     report = build("medlama", good, data_dir=str(release), configs=["hard"], params=ANY_COUNT)
     assert report.kept == ["full"] and list(report.rows) == ["hard"]
     meta = card_yaml(good)
     assert [c["config_name"] for c in meta["configs"]] == ["full", "hard"]
     assert [c["config_name"] for c in meta["configs"] if c.get("default")] == ["full"]
-    assert snapshot(good)["full/test-00000-of-00001.parquet"] == full_before
+    assert snapshot(good)[full] == full_before and data_file(good, "full") == good / full
     assert load_dataset(str(good), split="test").num_rows == 19 * 3  # the default is still full
     check_dataset_folder(good, [])
 
@@ -345,9 +350,28 @@ def test_keeping_configs_built_with_other_parameters_is_refused(tmp_path):
 
 
 def test_a_kept_config_whose_file_changed_is_refused(good, release):
-    (good / "full" / "test-00000-of-00001.parquet").write_bytes(b"not parquet")
-    with pytest.raises(BuildError, match="full/test-00000-of-00001.parquet of config 'full' is missing or changed"):
+    full = data_file(good, "full")
+    full.write_bytes(b"not parquet")
+    with pytest.raises(BuildError, match=f"{full.relative_to(good)} of config 'full' is missing or changed"):
         build("medlama", good, data_dir=str(release), configs=["hard"], params=ANY_COUNT)
+
+
+def test_a_kept_config_of_an_older_build_gets_its_content_name(good, release):
+    """An older medprobe named data files `<split>-00000-of-00001.parquet`; kept, such a file keeps its
+    bytes and record, and takes the name that carries its content hash, like every file of the build."""
+    full = data_file(good, "full")
+    old_name = "full/test-00000-of-00001.parquet"
+    full.rename(good / old_name)
+    card = good / "README.md"
+    card.write_text(card.read_text(encoding="utf-8").replace(full.relative_to(good).as_posix(), old_name), encoding="utf-8")
+    kept = card_yaml(good)["medprobe_build"]["configs"]["full"]
+    assert list(kept["files"]) == [old_name]
+    build("medlama", good, data_dir=str(release), configs=["hard"], params=ANY_COUNT)
+    assert not (good / old_name).exists() and data_file(good, "full") == full
+    renamed = {full.relative_to(good).as_posix(): kept["files"][old_name]}
+    assert card_yaml(good)["medprobe_build"]["configs"]["full"] == kept | {"files": renamed}
+    assert load_dataset(str(good), "full", split="test").num_rows == 19 * 3
+    check_dataset_folder(good, [])
 
 
 def test_the_card_records_parameters_source_rows_and_file_hashes(tmp_path, release):
@@ -360,10 +384,13 @@ def test_the_card_records_parameters_source_rows_and_file_hashes(tmp_path, relea
     assert sorting["parameters"]["seed"] == 7 and sorting["parameters"]["list_length"] == 4
     assert sorting["parameters"]["train_size"] == 30
     assert sorting["rows"] == {"train": 30, "validation": 6, "test": 12}
-    assert sorting["files"] == {
-        f"sorting/{split}-00000-of-00001.parquet": snapshot(out)[f"sorting/{split}-00000-of-00001.parquet"]
-        for split in ("train", "validation", "test")
-    }
+    on_disk = {path: digest for path, digest in snapshot(out).items() if path.startswith("sorting/") and digest != "folder"}
+    assert sorting["files"] == on_disk and len(on_disk) == 3
+    # each file is named by its content: a rebuild with other rows is a new path, so no cache serves the old rows
+    assert set(on_disk) == {f"sorting/{split}-00000-of-00001-{on_disk[str(data_file(out, 'sorting', split).relative_to(out))][:16]}.parquet"
+                            for split in ("train", "validation", "test")}  # fmt: skip
+    paths = [{"split": split, "path": str(data_file(out, "sorting", split).relative_to(out))} for split in ("train", "validation", "test")]
+    assert [c["data_files"] for c in card_yaml(out)["configs"]] == [paths]  # exact paths: a pattern is not in datasets' cache key
     medlama = card_yaml(build("medlama", tmp_path / "m", data_dir=str(release), configs=["full"], params=ANY_COUNT).out)["medprobe_build"]
     assert medlama["configs"]["full"]["source"] == "data_dir" and str(release) not in str(medlama)
 
@@ -377,8 +404,9 @@ def test_publish_refuses_configs_mixed_from_two_builds(tmp_path):
     build("mst", seed42, configs=["comparison", "sorting"], params=SMALL_MST)
     build("mst", seed7, configs=["sorting"], params={**SMALL_MST, "seed": 7})
     for split in ("train", "validation", "test"):
-        shutil.copy(seed7 / "sorting" / f"{split}-00000-of-00001.parquet", seed42 / "sorting")
-    with pytest.raises(PublishError, match=r"sorting/train-00000-of-00001.parquet \(config 'sorting'\) is not the file"):
+        shutil.copy(data_file(seed7, "sorting", split), data_file(seed42, "sorting", split))  # bytes of another build
+    train = data_file(seed42, "sorting", "train").relative_to(seed42)
+    with pytest.raises(PublishError, match=rf"{train} \(config 'sorting'\) is not the file"):
         check_dataset_folder(seed42, [])
 
 

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from built_folder import data_file
 from probers.hub.build import build
 from probers.hub.resources import load_builder_module
 
@@ -255,10 +256,10 @@ def test_same_seed_gives_the_same_bytes(built_sample, tmp_path):
     out, _ = built_sample
     again = tmp_path / "again"
     build("context_variance", again, configs=["knowledge_random-target"])
-    name = "knowledge_random-target/test-00000-of-00001.parquet"
-    assert (again / name).read_bytes() == (out / name).read_bytes()
-    build("context_variance", tmp_path / "seed1", configs=["knowledge_random-target"], params={"seed": 1})
-    assert (tmp_path / "seed1" / name).read_bytes() != (out / name).read_bytes()
+    config = "knowledge_random-target"
+    assert data_file(again, config).read_bytes() == data_file(out, config).read_bytes()
+    build("context_variance", tmp_path / "seed1", configs=[config], params={"seed": 1})
+    assert data_file(tmp_path / "seed1", config).read_bytes() != data_file(out, config).read_bytes()
 
 
 def test_config_and_split_names_follow_the_hub_rules():

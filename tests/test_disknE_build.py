@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 from datasets import load_dataset
 
+from built_folder import data_file
 from probers.cli import main
 from probers.hub.build import build
 from probers.hub.resources import load_builder_module
@@ -159,8 +160,7 @@ def test_rebuild_and_tsv_route_give_identical_parquet(built_disknE, synthetic_di
     )
     build("disknE", tmp_path / "hub", data_dir=str(data), configs=["medical_similar", "terminological_random"])
     for config in ("medical_similar", "terminological_random"):
-        name = f"{config}/test-00000-of-00001.parquet"
-        assert (tmp_path / "hub" / name).read_bytes() == (built_disknE / name).read_bytes()
+        assert data_file(tmp_path / "hub", config).read_bytes() == data_file(built_disknE, config).read_bytes()
 
 
 def test_mention_index_matches_whole_words_in_any_case():

@@ -7,6 +7,7 @@ import pytest
 import yaml
 from datasets import load_dataset
 
+from built_folder import data_file
 from probers.hub.build import build
 from probers.hub.resources import load_builder_module
 
@@ -92,7 +93,7 @@ def test_card_yaml_makes_default_and_named_configs_loadable(built_medlama):
 def test_features_are_stored_in_the_parquet_files(built_medlama):
     import pyarrow.parquet as pq
 
-    schema = pq.read_schema(built_medlama / "hard" / "test-00000-of-00001.parquet")
+    schema = pq.read_schema(data_file(built_medlama, "hard"))
     assert b"huggingface" in schema.metadata
     assert b'"answers"' in schema.metadata[b"huggingface"]
 
@@ -100,7 +101,8 @@ def test_features_are_stored_in_the_parquet_files(built_medlama):
 def test_rebuild_gives_byte_identical_parquet(built_medlama, medlama_release_dir, tmp_path):
     build("medlama", tmp_path, data_dir=str(medlama_release_dir))
     for config in ("full", "hard"):
-        name = f"{config}/test-00000-of-00001.parquet"
+        name = data_file(built_medlama, config).relative_to(built_medlama)
+        assert data_file(tmp_path, config).relative_to(tmp_path) == name  # named by content: the same name
         first = hashlib.sha256((built_medlama / name).read_bytes()).hexdigest()
         again = hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()
         assert first == again, f"{name} differs between two builds of the same input"

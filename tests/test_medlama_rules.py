@@ -5,6 +5,7 @@ import shutil
 import pytest
 from datasets import load_dataset
 
+from built_folder import data_file
 from probers.cli import main
 from probers.hub.build import build
 from probers.hub.resources import load_builder_module
@@ -100,7 +101,7 @@ def test_unknown_config_is_refused_with_the_known_ones(release, tmp_path):
 def test_rebuilding_a_config_removes_stale_files(release, tmp_path):
     build("medlama", tmp_path / "hub", data_dir=str(release), configs=["hard"], params=BUILD_PARAMS)
     stale = tmp_path / "hub" / "hard" / "test-00001-of-00002.parquet"
-    shutil.copy(tmp_path / "hub" / "hard" / "test-00000-of-00001.parquet", stale)
+    shutil.copy(data_file(tmp_path / "hub", "hard"), stale)
     build("medlama", tmp_path / "hub", data_dir=str(release), configs=["hard"], params=BUILD_PARAMS)
     assert not stale.exists()
     assert load_dataset(str(tmp_path / "hub"), split="test").num_rows == 19 * 2

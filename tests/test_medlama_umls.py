@@ -19,6 +19,7 @@ import pytest
 import yaml
 from datasets import load_dataset
 
+from built_folder import data_file
 from probers.api import UserError
 from probers.cli import main
 from probers.hub.build import build
@@ -86,7 +87,7 @@ def read_prompts(folder: Path) -> dict[str, str]:
 
 
 def parquet_digest(folder: Path, config: str) -> str:
-    return hashlib.sha256((folder / config / "test-00000-of-00001.parquet").read_bytes()).hexdigest()
+    return hashlib.sha256(data_file(folder, config).read_bytes()).hexdigest()
 
 
 # --- fixtures ----------------------------------------------------------------------------------------

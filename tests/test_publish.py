@@ -13,6 +13,7 @@ from huggingface_hub import ModelCard, constants, set_client_factory
 from huggingface_hub.utils import _http
 
 import probers.hub.publish as publish
+from built_folder import data_file
 from hub_mock import HEAD, FakeHub
 from probers.cli import main
 from probers.hub.checks import (
@@ -31,7 +32,11 @@ from probers.results import RunRecord
 from synthetic_medlama import write_release
 
 TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
-MEDLAMA_FILES = {"README.md", "full/test-00000-of-00001.parquet", "hard/test-00000-of-00001.parquet"}
+
+
+def medlama_files(folder: Path) -> set[str]:
+    """What a MedLAMA folder uploads: its card and the test files of full and hard (named by content)."""
+    return {"README.md", *(data_file(folder, config).relative_to(folder).as_posix() for config in ("full", "hard"))}
 
 
 @pytest.fixture
@@ -93,8 +98,8 @@ def test_umls_dataset_is_uploaded_gated_and_only_then_opened(hub, token, folder,
     repo = hub.repos[("dataset", "my-lab/medlama")]
     assert (repo.private, repo.gated) == (False, "manual")
     [commit] = repo.commits
-    assert set(commit["files"]) == MEDLAMA_FILES
-    assert all(commit["files"][p] == (folder / p).read_bytes() for p in MEDLAMA_FILES)
+    assert set(commit["files"]) == medlama_files(folder)
+    assert all(commit["files"][p] == (folder / p).read_bytes() for p in medlama_files(folder))
     # the data landed while the repo was private and gated; it was opened afterwards
     assert (commit["private"], commit["gated"]) == (True, "manual")
     assert hub.settings_calls == [
@@ -110,7 +115,7 @@ def test_private_flag_keeps_a_gated_repo_private(hub, token, folder):
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--private"]) == 0
     repo = hub.repos[("dataset", "my-lab/medlama")]
     assert (repo.private, repo.gated) == (True, "manual")
-    assert set(repo.files) == MEDLAMA_FILES
+    assert set(repo.files) == medlama_files(folder)
 
 
 def test_open_dataset_is_public_and_not_gated(hub, token, folder):
@@ -118,7 +123,7 @@ def test_open_dataset_is_public_and_not_gated(hub, token, folder):
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/synthetic"]) == 0
     repo = hub.repos[("dataset", "my-lab/synthetic")]
     assert (repo.private, repo.gated) == (False, False) and hub.settings_calls == []
-    assert set(repo.files) == MEDLAMA_FILES
+    assert set(repo.files) == medlama_files(folder)
 
 
 def test_existing_public_repo_is_gated_before_the_upload(hub, token, folder):
@@ -135,7 +140,7 @@ def test_credentialed_data_is_refused_unless_private(hub, token, folder, capsys)
 
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/disknE", "--private"]) == 0
     repo = hub.repos[("dataset", "my-lab/disknE")]
-    assert repo.private and repo.commits[0]["private"] and set(repo.files) == MEDLAMA_FILES
+    assert repo.private and repo.commits[0]["private"] and set(repo.files) == medlama_files(folder)
 
 
 def test_dry_run_prints_every_file_and_sends_nothing(hub, token, folder, capsys):
@@ -144,7 +149,7 @@ def test_dry_run_prints_every_file_and_sends_nothing(hub, token, folder, capsys)
     assert hub.log == []
     assert "my-lab/medlama (dataset)" in out and "public, gated (manual approval)" in out
     assert "gated='manual'" in out and "found (HF_TOKEN)" in out and TOKEN not in out
-    for path in MEDLAMA_FILES:
+    for path in medlama_files(folder):
         assert f"{path}  " in out and f"{(folder / path).stat().st_size:,} B" in out
 
 
@@ -171,7 +176,7 @@ def test_offline_mode_stops_before_any_request(hub, token, folder, capsys, monke
 
 
 def test_folder_that_does_not_load(hub, token, folder, capsys):
-    (folder / "hard" / "test-00000-of-00001.parquet").write_bytes(b"not parquet")
+    data_file(folder, "hard").write_bytes(b"not parquet")
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 2
     err = capsys.readouterr().err
     assert "load_dataset(folder, 'hard') fails" in err and hub.log == []
@@ -268,7 +273,7 @@ def test_built_real_medlama_passes_the_checks(built_medlama):
 
     plan = publish.dataset_plan(str(built_medlama), "my-lab/medlama", False, [str(shared_path())])
     assert plan.visibility == "public, gated (manual approval)"
-    assert {f.path for f in plan.files} == MEDLAMA_FILES
+    assert {f.path for f in plan.files} == medlama_files(built_medlama)
     assert "full/test 19,000, hard/test 15,329" in plan.calls[2].kwargs["commit_message"]
     assert not any("raw licensed" in note for note in plan.notes)
 

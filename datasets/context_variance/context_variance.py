@@ -53,23 +53,6 @@ SUBJECT_SLOT, OBJECT_SLOT, MASK = "[X]", "[Y]", "[MASK]"
 # for some sources); this is the type name they get.
 UNTYPED = "objects of {relation}"
 
-_CITATION = """\
-@inproceedings{yao-etal-2023-context,
-    title = "Context Variance Evaluation of Pretrained Language Models for Prompt-based Biomedical Knowledge Probing",
-    author = "Yao, Zonghai and Cao, Yi and Yang, Zhichao and Yu, Hong",
-    booktitle = "AMIA Joint Summits on Translational Science Proceedings",
-    year = "2023",
-    pages = "592--601",
-}
-@inproceedings{sung-etal-2021-language,
-    title = "Can Language Models be Biomedical Knowledge Bases?",
-    author = "Sung, Mujeen and Lee, Jinhyuk and Yi, Sean and Jeon, Minji and Kim, Sungdong and Kang, Jaewoo",
-    booktitle = "Proceedings of EMNLP 2021",
-    year = "2021",
-    pages = "4723--4734",
-}
-"""
-
 FEATURES = datasets.Features(
     {
         "row_id": datasets.Value("string"),
@@ -650,7 +633,6 @@ class ContextVariance(datasets.GeneratorBasedBuilder):
             description=__doc__.split("\n\n")[0],
             features=FEATURES,
             homepage="https://github.com/dmis-lab/BioLAMA",
-            citation=_CITATION,
         )
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
@@ -726,4 +708,4 @@ def card_context(built: dict[str, datasets.DatasetDict], params: dict | None = N
             + f" {stats.pairs_without_subject} (object, document) pairs were skipped because the document lacks the subject."
         )
     licence = stats.licence if stats is not None else "credentialed"  # unknown inputs: the strictest
-    return {"instances_table": "\n".join(lines), "coverage": coverage, "citation": _CITATION.strip(), "licence": licence}
+    return {"instances_table": "\n".join(lines), "coverage": coverage, "licence": licence}

@@ -543,18 +543,6 @@ class DisknEConfig(datasets.BuilderConfig):
     max_missing_pairs: int = 5
 
 
-_CITATION = """\
-@inproceedings{alghanmi-etal-2021-probing,
-    title = "Probing Pre-Trained Language Models for Disease Knowledge",
-    author = "Alghanmi, Israa and Espinosa Anke, Luis and Schockaert, Steven",
-    booktitle = "Findings of the Association for Computational Linguistics: ACL-IJCNLP 2021",
-    year = "2021",
-    pages = "3023--3033",
-    url = "https://aclanthology.org/2021.findings-acl.266",
-    doi = "10.18653/v1/2021.findings-acl.266",
-}
-"""
-
 _DESCRIPTION = (
     "DisKnE probes the disease knowledge of pre-trained language models: does a clinical premise "
     "from MedNLI entail a given disease? Negatives swap the disease for a similar or random one; "
@@ -586,7 +574,6 @@ class Diskne(datasets.GeneratorBasedBuilder):
             features=FEATURES,
             homepage="https://github.com/israa-alghanmi/DisKnE",
             license="PhysioNet Credentialed Health Data License (MedNLI text) and UMLS Metathesaurus License (names)",
-            citation=_CITATION,
         )
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
@@ -791,7 +778,6 @@ def card_context(built: dict[str, datasets.DatasetDict], params: dict | None = N
         "data_dir_layout": DATA_DIR_LAYOUT,
         "medical_targets_table": targets_table(MEDICAL_TARGETS, built, "medical"),
         "terminological_targets_table": targets_table(TERMINOLOGICAL_TARGETS, built, "terminological"),
-        "citation": _CITATION.strip(),
     }
 
 

@@ -78,17 +78,6 @@ PROMPT_COLUMNS = ("pid", "human_prompt")
 HARD_THRESHOLD = 0.1
 NAME_SEPARATOR = " || "
 
-_CITATION = """\
-@inproceedings{meng-etal-2022-rewire,
-    title = "Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge of Pre-trained Language Models",
-    author = "Meng, Zaiqiao and Liu, Fangyu and Shareghi, Ehsan and Su, Yixuan and Collins, Charlotte and Collier, Nigel",
-    booktitle = "Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics (Volume 1: Long Papers)",
-    year = "2022",
-    pages = "4798--4810",
-    url = "https://aclanthology.org/2022.acl-long.329",
-}
-"""
-
 _DESCRIPTION = (
     "MedLAMA probes biomedical factual knowledge with cloze queries built from 19 UMLS 2021AA "
     "relations (SNOMED CT, NCI, MED-RT): `full` has 1,000 queries per relation, `hard` keeps the "
@@ -463,7 +452,6 @@ class Medlama(datasets.GeneratorBasedBuilder):
             features=FEATURES,
             homepage="https://github.com/cambridgeltl/medlama",
             license="UMLS Metathesaurus License (UMLS-derived; see the dataset card)",
-            citation=_CITATION,
         )
 
     # --- the second source (the user's UMLS release); the functions are at the end of the module ---
@@ -650,7 +638,6 @@ def card_context(built: dict[str, datasets.DatasetDict], params: dict | None = N
         "answer_space_sizes": "; ".join(answer_space),
         "release_commit": RELEASE_COMMIT,
         "release_tree": RELEASE_TREE,
-        "citation": _CITATION.strip(),
         **source_context(built, params or {}),
     }
 

@@ -38,16 +38,6 @@ _DESCRIPTION = (
     "to compare, rank, sort and convert measurements with SI prefixes, and to tell whether a "
     "laboratory value lies in its reference range."
 )
-_CITATION = """\
-@inproceedings{park-etal-2022-language,
-    title = "Do Language Models Understand Measurements?",
-    author = "Park, Sungjin and Ryu, Seungwoo and Choi, Edward",
-    booktitle = "Findings of the Association for Computational Linguistics: EMNLP 2022",
-    year = "2022",
-    url = "https://arxiv.org/abs/2210.12694",
-}
-"""
-
 # --- measurement system ---------------------------------------------------------------------------
 
 BASE_UNITS = {"g": "gram", "L": "litre", "m": "metre", "mol": "mole"}
@@ -600,7 +590,6 @@ class Mst(datasets.GeneratorBasedBuilder):
             features=FEATURES,
             homepage="https://arxiv.org/abs/2210.12694",
             license="cc-by-4.0",
-            citation=_CITATION,
         )
 
     def _split_generators(self, dl_manager: datasets.DownloadManager) -> list[datasets.SplitGenerator]:
@@ -655,5 +644,4 @@ def _card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
             ["parameter", "default"], [(f"`{p}`", f"`{getattr(defaults, p)}`") for p in PARAMETERS]
         ),
         "analyte_count": str(len(REFERENCE_RANGES)),
-        "citation": _CITATION.strip(),
     }

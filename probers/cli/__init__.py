@@ -1,4 +1,4 @@
-"""The `medprobe` command line: one module per subcommand (build, probe, publish, umls-names, demo, export).
+"""The `medprobe` command line: one module per subcommand (build, probe, publish, umls-names, demo, export, cite).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see probers/cli/probe.py). Errors a user
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top, so that Ctrl-C while they load is caught by `main` too.
     from probers import __version__
     from probers.cli.build import add_build_command
+    from probers.cli.cite import add_cite_command
     from probers.cli.demo import add_demo_command
     from probers.cli.export import add_export_command
     from probers.cli.probe import add_probe_command
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_umls_names_command(subparsers)
     add_demo_command(subparsers)
     add_export_command(subparsers)
+    add_cite_command(subparsers)
     return parser
 
 

@@ -74,10 +74,6 @@ class ContrastiveProbe(Prober):
     # under a launch it spreads its own encoding (encode_cls splits the batches over the
     # processes), so the tasks call it with every query on every process (probers.distributed)
     collective = True
-    citation = (
-        "Meng, Liu et al. 2022. Rewire-then-Probe: A Contrastive Recipe for Probing Biomedical Knowledge "
-        "of Pre-trained Language Models. ACL."
-    )
 
     def __init__(
         self,

@@ -1,10 +1,16 @@
 """Build a benchmark into a Hub-ready folder: Parquet per config and split, plus a card.
 
     OUT/README.md                          card with `configs:`, `dataset_info:` and `medprobe_build:` YAML
-    OUT/<config>/<split>-00000-of-00001.parquet
+    OUT/<config>/<split>-00000-of-00001-<first 16 hex of the file's sha256>.parquet
 
 `load_dataset(OUT, config)` then works offline and with no remote code, and the folder can be
 uploaded as it is (`medprobe publish dataset OUT --repo ...`).
+
+A data file is named by its content, and the card's `configs:` names each file exactly (no
+pattern). datasets keys its cache of a local folder on the card (the `configs:` paths as written
+and `dataset_info:`), not on what the files hold: with a fixed name or a pattern, a rebuild with
+the same row counts and byte sizes but other rows loaded the previous build's rows from the cache.
+With the content in the path, new rows are a new cache entry, for every user of the folder.
 
 A build never leaves OUT half-written. It holds a lock beside OUT (`.OUT.medprobe-lock`), writes
 the whole new folder into a staging folder beside OUT (`.OUT.medprobe-tmp-<pid>/out`, never
@@ -257,26 +263,49 @@ def check_kept_config(out: Path, config: str, recorded: dict, parameters: dict, 
 # --- writing the staged folder -------------------------------------------------------------------
 
 
+def data_file_path(config: str, split: str, digest: str) -> str:
+    """The path of a split's Parquet file in OUT, named by its content (see the module docstring).
+
+    It keeps the Hub's one-shard form `<split>-00000-of-00001` in front. datasets allows no dash in a
+    split name, so the split is the name up to its first dash (`split_of`).
+    """
+    return f"{config}/{split}-00000-of-00001-{digest[:16]}.parquet"
+
+
+def split_of(path: str) -> str:
+    """The split of a data file written by `data_file_path` (or by an older medprobe: `<split>-...`)."""
+    return Path(path).name.split("-")[0]
+
+
 def write_config(folder: Path, config: str, dataset_dict: datasets.DatasetDict) -> dict[str, str]:
     """Write one config's splits as Parquet; return relative path -> sha256."""
     (folder / config).mkdir(parents=True)
     files = {}
     for split, ds in dataset_dict.items():
-        relative = f"{config}/{split}-00000-of-00001.parquet"
-        ds.to_parquet(str(folder / relative))
-        files[relative] = sha256(folder / relative)
+        unnamed = folder / config / f"{split}.parquet.unnamed"  # inside the staging folder: renamed once hashed
+        ds.to_parquet(str(unnamed))
+        digest = sha256(unnamed)
+        relative = data_file_path(config, split, digest)
+        unnamed.rename(folder / relative)
+        files[relative] = digest
     return files
 
 
-def copy_kept_config(out: Path, folder: Path, recorded: dict, cache_dir: str) -> datasets.DatasetDict:
-    """Copy a kept config's files from OUT; return its splits, read back, for the card."""
-    splits = {}
-    for relative in recorded["files"]:
-        (folder / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(out / relative, folder / relative)
-        split = Path(relative).name.split("-")[0]
-        splits[split] = datasets.Dataset.from_parquet(str(folder / relative), cache_dir=cache_dir)
-    return datasets.DatasetDict(splits)
+def copy_kept_config(out: Path, folder: Path, recorded: dict, cache_dir: str) -> tuple[datasets.DatasetDict, dict[str, str]]:
+    """Copy a kept config's files from OUT; return its splits, read back, for the card, and its files.
+
+    The files keep their bytes (`check_kept_config` compared them with the record); one written by
+    an older medprobe under a fixed name gets its content name, so the whole folder loads fresh.
+    """
+    splits, files = {}, {}
+    for relative, digest in recorded["files"].items():
+        split = split_of(relative)
+        target = data_file_path(Path(relative).parent.as_posix(), split, digest)
+        (folder / target).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(out / relative, folder / target)
+        files[target] = digest
+        splits[split] = datasets.Dataset.from_parquet(str(folder / target), cache_dir=cache_dir)
+    return datasets.DatasetDict(splits), files
 
 
 def write_card(
@@ -293,7 +322,7 @@ def write_card(
     card = render_dataset_card(
         benchmark,
         built,
-        {config: {split: f"{config}/{split}-*" for split in dataset_dict} for config, dataset_dict in built.items()},
+        {config: {split_of(path): path for path in record["configs"][config]["files"]} for config in built},
         default_config=default,
         # every config of a card was built with the same parameters (checked when configs are kept)
         context=module.card_context(built, params) if hasattr(module, "card_context") else {},
@@ -410,8 +439,9 @@ def write_staged_build(
         report.rows[config] = rows
         report.seconds[config] = time.perf_counter() - start
     for config in report.kept:
-        configs[config] = previous[RECORD_KEY]["configs"][config]
-        built[config] = copy_kept_config(out, folder, configs[config], str(cache / "kept"))
+        recorded = previous[RECORD_KEY]["configs"][config]
+        built[config], files = copy_kept_config(out, folder, recorded, str(cache / "kept"))
+        configs[config] = {**recorded, "files": files}
     order = [c for c in config_names(benchmark) if c in built]
     record = {"benchmark": benchmark, "configs": {c: configs[c] for c in order}}
     built = {c: built[c] for c in order}

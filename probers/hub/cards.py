@@ -9,6 +9,7 @@ here with the card classes of huggingface_hub and datasets, so they are always w
 Placeholders available to every template:
 - `$configs_table`, `$fields_table`, `$total_rows`: from the built data;
 - `$medprobe_version`, `$datasets_version`, `$build_command`;
+- `$citation`: the BibTeX of the benchmark's keys in the registry, and medprobe's (probers/citations.py);
 - one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
 - whatever the builder module's `card_context(built, params)` returns (`params`: the build's `--set` values).
 
@@ -42,6 +43,7 @@ import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from probers.api import UserError
+from probers.citations import benchmark_keys, bibtex
 from probers.hub.resources import card_template, resource_root
 
 if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and --help import this module
@@ -59,7 +61,7 @@ LICENCES = ("open", "umls", "credentialed")
 #         source: download (pinned commit ...)   # or data_dir (never the user's path), generated, ...
 #         parameters: {}                           # the builder config's own fields: seed, sizes, ...
 #         rows: {test: 19000}
-#         files: {full/test-00000-of-00001.parquet: <sha256>}
+#         files: {full/test-00000-of-00001-<sha256[:16]>.parquet: <sha256>}   # named by content: build.data_file_path
 # It says which configs the folder holds and how each was made; a build changes only a folder
 # whose record names the same benchmark.
 RECORD_KEY = "medprobe_build"
@@ -160,8 +162,8 @@ def render_dataset_card(
 ) -> DatasetCard:
     """Render `hub_cards/<benchmark>.md` for the built configs.
 
-    `split_files[config][split]` is the data-file pattern relative to the card, e.g.
-    `"hard/test-*"`; `build_record` goes under `medprobe_build:` (see RECORD_KEY).
+    `split_files[config][split]` is the data file (path or pattern) relative to the card, e.g.
+    `"hard/test-00000-of-00001-<hash>.parquet"`; `build_record` goes under `medprobe_build:` (see RECORD_KEY).
     """
     import datasets
     from datasets.info import DatasetInfo, DatasetInfosDict
@@ -179,6 +181,7 @@ def render_dataset_card(
         "medprobe_version": package_version("medprobe"),
         "datasets_version": datasets.__version__,
         "build_command": build_command,
+        "citation": bibtex(benchmark_keys(benchmark)),
         **context,
     }
     meta, text = split_template(path.read_text(encoding="utf-8"), str(path), variables)
