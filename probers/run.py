@@ -23,6 +23,7 @@ from typing import Any
 from probers import distributed
 from probers.api import PROTOCOLS, UserError
 from probers.atomic import check_distinct_outputs, check_writable
+from probers.citations import citation_keys
 from probers.registry import PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
 from probers.results import RunRecord, format_intervals, outcomes_entry, outcomes_jsonl, outcomes_path, plot_format, save_run
 from probers.stats import RESAMPLES
@@ -133,6 +134,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
         counts=scored.counts,
         task=request.task,
         command="medprobe " + shlex.join(probe_argv(request)),
+        citations=citation_keys(request.task, request.prober),
     )
     if distributed.launched():
         record.settings["processes"] = distributed.num_processes()

@@ -385,6 +385,10 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
     assert entry.headline in record.intervals and record.intervals[entry.headline]["n"] > 0
     assert record.intervals[entry.headline]["low"] <= record.metrics[entry.headline] <= record.intervals[entry.headline]["high"]
     assert entry.headline in record.chance and 0 <= record.chance[entry.headline]["value"] <= 1
+    # and says what it measured, and whom to cite
+    assert record.data_fingerprint["sha256"] and record.subset["items"] == record.intervals[entry.headline]["n"]
+    assert record.model_identity["weights_sha256"] and record.command.startswith(f"medprobe probe --prober {prober} ")
+    assert set(entry.citations) <= set(record.citations) and record.citations[-1] == "medprobe"
     assert json.loads((tmp_path / "r.json").read_text())["metrics"] == json.loads(json.dumps(record.metrics))
 
 
