@@ -180,7 +180,8 @@ def format_intervals(record: RunRecord) -> str:
         chance = record.chance.get(metric, {}).get("value")
         extra = f"  chance {100 * chance:.2f}" if isinstance(chance, (int, float)) else ""
         strata = f"  (within {found['groups']} groups)" if found.get("groups") else ""
-        lines.append(f"  {metric:<{width}}  {interval_text(record, metric)}{extra}{strata}")
+        seeds = f"  seed std {100 * found['seed_std']:.2f} over {found['seeds']} seeds" if found.get("seeds") else ""
+        lines.append(f"  {metric:<{width}}  {interval_text(record, metric)}{extra}{strata}{seeds}")
     return "\n".join(lines)
 
 
