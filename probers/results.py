@@ -162,7 +162,7 @@ def interval_text(record: RunRecord, metric: str, scale: float = 100.0, digits: 
         return "—"
     found = record.intervals.get(metric)
     text = f"{scale * value:.{digits}f}"
-    if found and found.get("low") is not None and not math.isnan(found["low"]):
+    if found and found.get("low") is not None:
         text += f" [{scale * found['low']:.{digits}f}, {scale * found['high']:.{digits}f}]"
     return text
 

@@ -26,6 +26,7 @@ Nothing here imports torch, datasets or evaluate: numpy only.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -176,11 +177,12 @@ def bootstrap_distribution(
     return {name: np.concatenate(parts) for name, parts in values.items()}
 
 
-def percentile_interval(distribution: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+def percentile_interval(distribution: np.ndarray, level: float = LEVEL) -> tuple[float | None, float | None]:
+    """The central `level` share of the finite resampled values (None, None when there are none: JSON has no NaN)."""
     tail = (1 - level) / 2
     finite = distribution[np.isfinite(distribution)]
     if not len(finite):
-        return float("nan"), float("nan")
+        return None, None
     low, high = np.quantile(finite, [tail, 1 - tail])
     return float(low), float(high)
 
@@ -278,7 +280,9 @@ def paired(
         observed = value_a - value_b
         low, high = percentile_interval(np.concatenate(diffs[name]), level)
         null = np.concatenate(permuted[name])
+        null = null[np.isfinite(null)]
         extreme = int(np.sum(np.abs(null) >= abs(observed) - 1e-12))
+        p_value = (extreme + 1) / (len(null) + 1) if math.isfinite(observed) and len(null) else None
         result[name] = {
             "a": value_a,
             "b": value_b,
@@ -287,7 +291,7 @@ def paired(
             "high": high,
             "level": level,
             "n": len(a),
-            "p_value": (extreme + 1) / (len(null) + 1),
+            "p_value": p_value,
             "method": f"paired percentile bootstrap over {plural(estimator.unit)}"
             + (", within groups" if estimator.stratified else "")
             + "; p from a paired permutation test (outcomes swapped per item)",
