@@ -1,6 +1,7 @@
 """`medprobe publish`: pre-publish checks, the exact repos and files sent to a fake Hub, dry runs,
 bad input stopped before any request, and a token that never shows in output or logs."""
 
+import hashlib
 import json
 import logging
 import shutil
@@ -131,6 +132,23 @@ def test_existing_public_repo_is_gated_before_the_upload(hub, token, folder):
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
     [commit] = hub.repos[("dataset", "my-lab/medlama")].commits
     assert commit["gated"] == "manual" and commit["private"]
+
+
+def test_republishing_a_dataset_replaces_its_data_files(hub, token, folder, capsys):
+    """Data files are named by their content: a rebuild's files sit beside the old ones unless the upload deletes them."""
+    old = {"full/test-00000-of-00001-0123456789abcdef.parquet": b"old full", "hard/test-00000-of-00001-0123456789abcdef.parquet": b"old hard"}
+    repo = hub.add_repo("dataset", "my-lab/medlama", files={**old, "README.md": b"old card", "notes/keep.txt": b"not data"})
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "delete_patterns=['full/*.parquet', 'hard/*.parquet']" in out and "replaces the repo's data files" in out
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    assert set(repo.files) == medlama_files(folder) | {"notes/keep.txt"}  # only the new data files, and what is not data
+    assert all(repo.files[path] == (folder / path).read_bytes() for path in medlama_files(folder))
+    [commit] = repo.commits
+    assert sorted(commit["deleted"]) == sorted(old)  # in the upload's own commit: no moment with both or neither
+    # the same folder again: nothing to delete, the files stay
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    assert set(repo.files) == medlama_files(folder) | {"notes/keep.txt"} and repo.commits[-1]["deleted"] == []
 
 
 def test_credentialed_data_is_refused_unless_private(hub, token, folder, capsys):
@@ -395,20 +413,57 @@ Text the owner wrote.
 """
 
 
-@pytest.fixture
-def results_file(tmp_path) -> Path:
-    record = RunRecord(
+WEIGHTS = b"the probed model's weights"
+OTHER_WEIGHTS = b"another model's weights!!!"  # the same size
+
+
+def weights_identity(**files: bytes) -> dict:
+    """model_identity's weights entries for weight files of these names and bytes (as probers.provenance records them)."""
+    from probers.contrastive.embedding_cache import combined_digest
+
+    weights = {name.replace("_", "."): {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()}
+    return {"weights_sha256": combined_digest(weights), "weights": weights}
+
+
+def run_record(**changes) -> RunRecord:
+    """A results record as `medprobe probe` writes it: whole config, a local model folder, intervals, provenance."""
+    fields = dict(
         benchmark="medlama",
         dataset="my-lab/medlama",
         config="hard",
         split="test",
         prober="contrastive",
-        model="bert",
+        model="/home/someone/models/bert",
         seed=1,
         metrics={"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18},
         per_group={"may_treat": {"acc@1": 0.1}},
-    )
-    return record.save(tmp_path / "results.json")
+        intervals={
+            name: {"low": value - 0.01, "high": value + 0.01, "level": 0.95, "n": 15329, "unit": "query", "resamples": 1000,
+                   "method": "percentile bootstrap over queries"}
+            for name, value in {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18}.items()
+        },
+        data_fingerprint={"sha256": "d" * 64, "files": {"hard/test/test-00000-of-00001-abc.parquet": "e" * 64}},
+        subset={"subset": False, "options": {}, "items": 15329, "item_ids_sha256": "f" * 64},
+        model_identity={"name": "/home/someone/models/bert", "path": "/home/someone/models/bert", **weights_identity(model_safetensors=WEIGHTS)},
+        source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
+        command="medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
+        "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device auto",
+        task="medlama",
+    )  # fmt: skip
+    return RunRecord(**{**fields, **changes})
+
+
+@pytest.fixture
+def results_file(tmp_path) -> Path:
+    return run_record(dataset="my-lab/medlama").save(tmp_path / "results.json")
+
+
+def model_repo(hub, card: str | None = EXISTING_CARD, weights: dict[str, bytes] | None = None):
+    """The fake model repo my-lab/bert holding the probed weights (or `weights`) and `card`."""
+    files = dict(weights if weights is not None else {"model.safetensors": WEIGHTS, "config.json": b"{}"})
+    if card is not None:
+        files["README.md"] = card.encode()
+    return hub.add_repo("model", "my-lab/bert", files=files)
 
 
 def published_card(hub, repo_id="my-lab/bert") -> ModelCard:
@@ -417,7 +472,7 @@ def published_card(hub, repo_id="my-lab/bert") -> ModelCard:
 
 def test_results_merge_into_the_existing_model_card(hub, token, results_file, capsys, caplog):
     caplog.set_level(logging.DEBUG)
-    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
     card = published_card(hub)
     assert "Text the owner wrote." in card.text and card.data.license == "apache-2.0"
@@ -440,7 +495,7 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
 
 
 def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path):
-    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
     data = json.loads(results_file.read_text())
     data["metrics"]["acc@1"] = 0.07
@@ -452,10 +507,10 @@ def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path
 
 
 def test_results_to_a_repo_without_a_card_and_as_a_pull_request(hub, token, results_file, capsys):
-    repo = hub.add_repo("model", "my-lab/bert")
+    repo = model_repo(hub, card=None)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--create-pr"]) == 0
     [commit] = repo.commits
-    assert commit["create_pr"] and repo.files == {}  # a PR leaves main as it was
+    assert commit["create_pr"] and "README.md" not in repo.files  # a PR leaves main as it was
     card = ModelCard(commit["files"]["README.md"].decode())
     assert card.data.model_name == "bert" and len(card.data.eval_results) == 4
     assert "discussions/1" in capsys.readouterr().out
@@ -488,7 +543,7 @@ def test_unknown_metric_in_results(hub, token, results_file, capsys):
 
 def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, capsys, caplog):
     caplog.set_level(logging.DEBUG)
-    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    model_repo(hub)
     hub.fail_commits_with = 403
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     err = capsys.readouterr().err

@@ -7,6 +7,10 @@ token is resolved (--token, then HF_TOKEN, then the huggingface_hub login) befor
 request, and the plan's calls run in order. The token is passed to `HfApi` only: it is never
 printed, and it is scrubbed from any error message.
 
+`publish dataset` mirrors the folder's data files: Parquet files of the repo's config folders that the
+folder does not hold are deleted in the upload's commit (a rebuild names its files by their content,
+so they would otherwise stay beside the new ones).
+
 Gated and private datasets never sit public and ungated, even briefly: a new repo is created
 private, gating is switched on before the data is uploaded, and only then is a gated repo
 made public.
@@ -23,7 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from huggingface_hub import CommitOperationAdd, HfApi, constants, get_token
 from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
@@ -230,17 +234,21 @@ def access_calls(repo_id: str, repo_type: str, private: bool, gated: bool, **cre
     return before, after
 
 
-def upload_call(repo_id: str, repo_type: str, folder: Path, files: list[FileEntry], message: str) -> HubCall:
-    return HubCall(
-        "upload_folder",
-        dict(
-            repo_id=repo_id,
-            repo_type=repo_type,
-            folder_path=str(folder),
-            allow_patterns=[f.path for f in files],
-            commit_message=message,
-        ),
-    )
+def upload_call(
+    repo_id: str, repo_type: str, folder: Path, files: list[FileEntry], message: str, delete: list[str] | None = None
+) -> HubCall:
+    """upload_folder of exactly `files`; `delete`: patterns of the repo's files that go in the same commit,
+    unless uploaded again (`delete_patterns`)."""
+    kwargs = dict(repo_id=repo_id, repo_type=repo_type, folder_path=str(folder), allow_patterns=[f.path for f in files])
+    if delete:
+        kwargs["delete_patterns"] = delete
+    return HubCall("upload_folder", dict(**kwargs, commit_message=message))
+
+
+def data_file_patterns(files: list[FileEntry]) -> list[str]:
+    """`<folder>/*.parquet` for each folder of the built data files: a republish deletes the repo's old data
+    files there (their names carry a content hash, so new data never overwrites them by name)."""
+    return [f"{folder}/*.parquet" for folder in sorted({PurePosixPath(f.path).parent.as_posix() for f in files if f.path.endswith(".parquet")})]
 
 
 def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] | None) -> Plan:
@@ -249,9 +257,12 @@ def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] |
     access = access_for(check, private)
     before, after = access_calls(repo_id, "dataset", access.private, access.gated)
     rows = ", ".join(f"{c}/{s} {n:,}" for c, splits in check.rows.items() for s, n in splits.items())
-    upload = upload_call(repo_id, "dataset", check.folder, check.files, f"Upload {len(check.rows)} config(s): {rows}")
+    delete = data_file_patterns(check.files)
+    upload = upload_call(repo_id, "dataset", check.folder, check.files, f"Upload {len(check.rows)} config(s): {rows}", delete)
     visibility = ("private" if access.private else "public") + (", gated (manual approval)" if access.gated else "")
     notes = [f"licence: {check.licence}: {access.reason}", f"loaded with load_dataset: {rows} rows"]
+    notes.append(f"replaces the repo's data files: Parquet files in {', '.join(delete)} that are not among the files below are "
+                 "deleted in the same commit (a rebuild names its data files by their content)")  # fmt: skip
     notes += [f"raw licensed file allowed only because the repo is gated/private: {f}" for f in check.raw_findings]
     return Plan("dataset", repo_id, "dataset", visibility, [*before, upload, *after], check.files, notes)
 
