@@ -83,6 +83,7 @@ class Option:
     invert: bool = False
     output: bool = False  # a file the run writes: checked to be writable before the run starts
     subset: bool = False  # given, the run probes a subset of the benchmark (recorded; `publish` refuses it unless told)
+    subset_text: str = ""  # how a published result names that subset; {} = the option's value, e.g. "first {} queries per relation"
 
     def add_to(self, group: argparse._ActionsContainer) -> None:
         shown = "" if self.switch or self.default is None else f" (default: {show_default(self.default)})"
@@ -142,7 +143,7 @@ K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs,
 DTYPE = Option("--dtype", "dtype", "weight precision: auto = bfloat16 on a CUDA GPU that supports it, else float32",
                choices=("auto", "float32", "bfloat16", "float16"), default="auto")
 PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int,
-                      metavar="N", subset=True)
+                      metavar="N", subset=True, subset_text="first {} queries per relation")
 ONLY_CANDIDATES = Option(
     "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
 )
@@ -316,7 +317,7 @@ TASKS: dict[str, TaskEntry] = {
             options=(
                 Option("--k", "k", "top-k accuracies without and with context", type=parse_cutoffs, default=[1, 10], metavar="K,..."),
                 Option("--per-relation", "per_relation", "keep the first N instances of each relation", type=positive_int, metavar="N",
-                       subset=True),
+                       subset=True, subset_text="first {} instances per relation"),
                 Option("--predictions", "predictions", "also write the ranks of every row", metavar="JSONL", output=True),
             ),
             citations=("yao-etal-2023-context", "sung-etal-2021-language"),
@@ -330,7 +331,7 @@ TASKS: dict[str, TaskEntry] = {
                 Option("--category", "category",
                        "medical variants: test one category (symptoms_diseases, treatments_diseases, tests_diseases, procedure_diseases)"),
                 Option("--diseases", "diseases", "only the first N eligible target diseases, or these CUIs (default: all)",
-                       type=parse_diseases, metavar="N|CUI,...", subset=True),
+                       type=parse_diseases, metavar="N|CUI,...", subset=True, subset_text="first {} eligible diseases"),
                 seeds(1, "; the paper used 3"),
             ),
             citations=("alghanmi-etal-2021-probing", "romanov-shivade-2018-lessons", "ben-abacha-etal-2019-overview"),

@@ -178,6 +178,8 @@ def describe_measurement(record: RunRecord, request: RunRequest, task: Any, scor
     subset_options = {option.dest: request.task_options[option.dest] for option in task_entry(request.task).options
                       if option.subset and request.task_options.get(option.dest) is not None}  # fmt: skip
     record.subset = {"subset": bool(subset_options), "options": subset_options}
+    if subset_options and getattr(task, "subset_of", None):  # e.g. {"probed": 190, "total": 15329, "unit": "queries"}
+        record.subset["of"] = task.subset_of
     if scored.outcomes is not None:
         record.subset.update({"items": len(scored.outcomes), "item_ids_sha256": items_digest(scored.outcomes.ids)})
     record.data_fingerprint = dataset_fingerprint(request.dataset, getattr(task, "loaded", None) or [(request.config, request.split)])

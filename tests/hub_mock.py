@@ -2,14 +2,17 @@
 
 `huggingface_hub.set_client_factory` routes every request that `HfApi` makes to `FakeHub.handle`,
 which implements the few endpoints publishing uses (create repo, repo settings, YAML
-validation, preupload, commit, repo info, file download) and records what it was asked. Files
-are committed inline ("regular" upload mode), so the fake sees their exact bytes and no LFS or
-Xet storage is involved. Nothing leaves the process.
+validation, preupload, commit with added and deleted files, repo info with file metadata, file
+tree listing, file download) and records what it was asked. Files are committed inline ("regular"
+upload mode), so the fake sees their exact bytes and no LFS or Xet storage is involved; the file
+metadata (`model_info(files_metadata=True)`) reports the files the Hub stores with LFS by default
+(weights, Parquet) with their LFS size and sha256, as the Hub does. Nothing leaves the process.
 """
 
 from __future__ import annotations
 
 import base64
+import fnmatch
 import hashlib
 import json
 import re
@@ -21,6 +24,15 @@ from huggingface_hub.utils import _http
 REPO_PATH = r"(?P<ns>[\w.-]+)/(?P<name>[\w.-]+)"
 TYPES = {"models": "model", "datasets": "dataset", "spaces": "space"}
 HEAD = "c0ffee" * 6 + "c0ff"  # the commit every fake repo is at
+LFS_PATTERNS = ("*.safetensors", "*.bin", "*.gguf", "*.parquet")  # some of the Hub's default .gitattributes
+
+
+def sibling(path: str, content: bytes) -> dict:
+    """A file of a repo as the Hub's `?blobs=true` repo info lists it: size, git blob id, and LFS size and sha256."""
+    entry = {"rfilename": path, "size": len(content), "blobId": hashlib.sha1(content).hexdigest()}
+    if any(fnmatch.fnmatch(path, pattern) for pattern in LFS_PATTERNS):
+        entry["lfs"] = {"size": len(content), "sha256": hashlib.sha256(content).hexdigest(), "pointerSize": 134}
+    return entry
 
 
 @dataclass
@@ -66,6 +78,7 @@ class FakeHub:
             ("POST", rf"/api/(?P<type>\w+)/{REPO_PATH}/preupload/(?P<rev>[^/]+)", self.preupload),
             ("POST", rf"/api/(?P<type>\w+)/{REPO_PATH}/commit/(?P<rev>[^/]+)", self.commit),
             ("GET", rf"/api/(?P<type>models|datasets|spaces)/{REPO_PATH}(/revision/[^/]+)?", self.repo_info),
+            ("GET", rf"/api/(?P<type>models|datasets|spaces)/{REPO_PATH}/tree/(?P<rev>[^/]+)", self.tree),
             ("HEAD", rf"/{REPO_PATH}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
             ("GET", rf"/{REPO_PATH}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
         ]
@@ -124,13 +137,18 @@ class FakeHub:
         files = {
             line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"
         }
-        if any(line["key"] not in ("header", "file") for line in lines):
-            return httpx2.Response(400, json={"error": "fake hub: only inline file additions are supported"})
+        deleted = [line["value"]["path"] for line in lines if line["key"] == "deletedFile"]
+        if any(line["key"] not in ("header", "file", "deletedFile") for line in lines):
+            return httpx2.Response(400, json={"error": "fake hub: only inline file additions and file deletions are supported"})
+        missing = [path for path in deleted if path not in repo.files]
+        if missing:
+            return httpx2.Response(404, json={"error": f"fake hub: cannot delete {missing}: no such file"})
         create_pr = request.url.params.get("create_pr") == "1"
         repo.commits.append(
             {
                 "message": header["summary"],
                 "files": files,
+                "deleted": deleted,
                 "create_pr": create_pr,
                 "parent": header.get("parentCommit"),
                 "private": repo.private,
@@ -138,6 +156,8 @@ class FakeHub:
             }
         )
         if not create_pr:
+            for path in deleted:
+                del repo.files[path]
             repo.files.update(files)
         oid = hashlib.sha1(request.content).hexdigest()
         return httpx2.Response(
@@ -153,7 +173,23 @@ class FakeHub:
         repo = self.repo(type, ns, name)
         if repo is None:
             return self.not_found()
-        return httpx2.Response(200, json={"id": f"{ns}/{name}", "sha": HEAD, "private": repo.private})
+        info = {"id": f"{ns}/{name}", "sha": HEAD, "private": repo.private}
+        if request.url.params.get("blobs") in ("1", "true", "True"):  # model_info(files_metadata=True)
+            info["siblings"] = [sibling(path, content) for path, content in sorted(repo.files.items())]
+        return httpx2.Response(200, json=info)
+
+    def tree(self, request, type, ns, name, rev) -> httpx2.Response:
+        """Every file of the repo (list_repo_files, e.g. for upload_folder's delete_patterns), in one page."""
+        repo = self.repo(type, ns, name)
+        if repo is None:
+            return self.not_found()
+        return httpx2.Response(
+            200,
+            json=[
+                {"type": "file", "path": path, "size": len(content), "oid": hashlib.sha1(content).hexdigest()}
+                for path, content in sorted(repo.files.items())
+            ],
+        )
 
     def resolve(self, request, ns, name, rev, file) -> httpx2.Response:
         repo = self.repo("model", ns, name)

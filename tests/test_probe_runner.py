@@ -94,6 +94,7 @@ def test_per_relation_subset_keeps_the_whole_answer_space(hub, tmp_path, monkeyp
     run_with(monkeypatch, prober, hub, tmp_path, per_relation=1)
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["counts"]["queries"] == 19 and record["settings"]["per_relation"] == 1
+    assert record["subset"]["subset"] and record["subset"]["of"] == {"probed": 19, "total": 57, "unit": "queries"}
     assert "probing the first 1 queries of each relation: 19 of 57 queries" in capsys.readouterr().out
     # the first row of each relation has head Alphazine; the space still holds every name of the set
     assert prober.seen_candidates[0] == answer_space(load_dataset(str(hub), split="test"))

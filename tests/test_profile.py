@@ -1,6 +1,7 @@
 """`medprobe profile`: the plan per model kind with its skip reasons, the profile files, the runs going
 through the one run loop (same predictions bytes as `medprobe probe`), and `publish results DIR`."""
 
+import hashlib
 import json
 import shlex
 from pathlib import Path
@@ -14,6 +15,7 @@ from probers.api import UserError
 from probers.cli import main
 from probers.profile import (
     MST_CAUSAL_REASON,
+    QUICK,
     Profile,
     ProfileOptions,
     load_model_kind,
@@ -290,8 +292,20 @@ def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(tm
 # --- publish results DIR ---------------------------------------------------------------------------------
 
 
-def written_profile(folder: Path, sample_medlama: bool = False) -> Path:
-    """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run."""
+PROBED_WEIGHTS = b"weights of the profiled model"
+
+
+def probed_identity(weights: bytes = PROBED_WEIGHTS) -> dict:
+    """The model_identity a run records for a local folder holding one model.safetensors of these bytes."""
+    from probers.contrastive.embedding_cache import combined_digest
+
+    files = {"model.safetensors": {"size": len(weights), "sha256": hashlib.sha256(weights).hexdigest()}}
+    return {"name": "/home/someone/m", "path": "/home/someone/m", "weights_sha256": combined_digest(files), "weights": files}
+
+
+def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = False) -> Path:
+    """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run;
+    `quick`: a --quick profile (MedLAMA probed with --per-relation 10, MST generated small)."""
     def run(label, benchmark, config, prober, record, floor_of=None):
         return {"label": label, "benchmark": benchmark, "config": config, "prober": prober, "floor_of": floor_of,
                 "record": record and {**vars(record)}}  # fmt: skip
@@ -300,7 +314,15 @@ def written_profile(folder: Path, sample_medlama: bool = False) -> Path:
     medlama = fake_record(request(task="medlama", prober="contrastive", dataset=str(folder / "datasets/medlama"), config="full", model="m"))
     mst = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m"))
     scratch = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True}))
-    profile = Profile(model="m", kind="encoder", kind_reason="architectures BertModel", settings={"quick": True}, figure_note="no figure")
+    for record in (medlama, mst, scratch):
+        record.model_identity, record.subset = probed_identity(), {"subset": False, "options": {}, "items": 40}
+        record.source = {"version": "0.2.0", "commit": "b" * 40, "dirty": False}
+        record.data_fingerprint = {"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}}
+        record.command = f"medprobe probe --prober {record.prober} --task {record.task} --dataset {record.dataset} --model /home/someone/m"
+    if quick:
+        medlama.subset = {"subset": True, "options": {"per_relation": 10}, "of": {"probed": 190, "total": 19000, "unit": "queries"}}
+    settings = {"quick": quick, "quick_settings": QUICK if quick else None}
+    profile = Profile(model="m", kind="encoder", kind_reason="architectures BertModel", settings=settings, figure_note="no figure")
     profile.data = {
         "medlama": {"benchmark": "medlama", "dataset": medlama.dataset, "source": "sample" if sample_medlama else "built",
                     "note": "", "sample": sample_medlama},
@@ -340,7 +362,7 @@ CARD = "---\nlicense: apache-2.0\n---\n\n# bert\n\nText the owner wrote.\n"
 
 def test_publish_a_profile_folder(tmp_path, hub, capsys):
     folder = written_profile(tmp_path / "profile")
-    repo = hub.add_repo("model", "my-lab/bert", files={"README.md": CARD.encode()})
+    repo = hub.add_repo("model", "my-lab/bert", files={"README.md": CARD.encode(), "model.safetensors": PROBED_WEIGHTS})
     ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
     out = capsys.readouterr().out
@@ -375,6 +397,59 @@ def test_publish_a_profile_leaves_out_runs_on_the_shipped_sample(tmp_path, hub, 
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "mst=my-lab/mst", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "medlama-full-contrastive: left out, its data is a shipped sample" in out and "type: my-lab/mst" in out and hub.log == []
+
+
+def test_publish_a_quick_profile_is_refused_unless_allowed_and_then_labelled_a_subset(tmp_path, hub, capsys):
+    folder = written_profile(tmp_path / "profile", quick=True)
+    repo = hub.add_repo("model", "my-lab/bert", files={"README.md": CARD.encode(), "model.safetensors": PROBED_WEIGHTS})
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+    for dry_run in ([], ["--dry-run"]):
+        assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, *dry_run]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{folder / 'profile.json'} run medlama-full-contrastive probed a subset" in err
+        assert "profile --quick: first 10 queries per relation, 190 of 19,000 queries" in err and "--allow-subset" in err
+    assert repo.commits == []
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--allow-subset"]) == 0
+    card = ModelCard(repo.files["README.md"].decode())
+    names = {result.dataset_type: result.dataset_name for result in card.data.eval_results}
+    assert names == {
+        "my-lab/medlama": "MedLAMA (full; subset: profile --quick: first 10 queries per relation, 190 of 19,000 queries)",
+        "my-lab/mst": "MST (measuring-skill tests) (subset: profile --quick: generated with train_size=200, validation_size=20, test_size=100)",
+    }
+
+
+def test_publish_a_profile_checks_the_model_it_probed(tmp_path, hub, capsys):
+    folder = written_profile(tmp_path / "profile")
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+    repo = hub.add_repo("model", "my-lab/bert", files={"model.safetensors": b"weights of another model"})
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 'profile.json'} run medlama-full-contrastive: --model-repo my-lab/bert does not hold the weights" in err
+    assert "--model-mismatch-ok" in err and repo.commits == []
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--model-mismatch-ok"]) == 0
+    # a profile whose runs recorded no weights hash cannot be checked, even in a dry run
+    data = json.loads((folder / "profile.json").read_text())
+    for run in data["runs"]:
+        if run["record"]:
+            run["record"]["model_identity"] = {"name": "m"}
+    (folder / "profile.json").write_text(json.dumps(data))
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--dry-run"]) == 2
+    assert "records no weights hash of its model" in capsys.readouterr().err
+
+
+def test_a_published_profile_card_gives_each_run_n_interval_fingerprint_version_and_command(tmp_path, hub, capsys):
+    folder = written_profile(tmp_path / "profile")
+    repo = hub.add_repo("model", "my-lab/bert", files={"README.md": CARD.encode(), "model.safetensors": PROBED_WEIGHTS})
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
+    text = ModelCard(repo.files["README.md"].decode()).text
+    section = text[text.index("<!-- medprobe knowledge profile: start") : text.index("<!-- medprobe knowledge profile: end")]
+    assert "### Published runs" in section and section.count("<!-- medprobe run: ") == 2  # medlama and mst, not the floor
+    assert "#### MedLAMA (full) · split test · prober contrastive" in section and "| acc@10 | 25.00 | 15.00–35.00 | 40 |" in section
+    assert "- data: my-lab/mst, sha256 `cccccccccccc` over 1 data file(s)" in section
+    assert "measured with medprobe 0.2.0 (commit `bbbbbbbbbbbb`)" in section
+    assert "- repeat: `medprobe probe --prober mlm-head --task mst --dataset my-lab/mst --model my-lab/bert`" in section
+    assert str(tmp_path) not in text and "/home/someone" not in text  # no local path in the card
 
 
 def test_publish_a_folder_that_is_no_profile(tmp_path, hub, capsys):

@@ -1,6 +1,7 @@
 """`medprobe publish`: pre-publish checks, the exact repos and files sent to a fake Hub, dry runs,
 bad input stopped before any request, and a token that never shows in output or logs."""
 
+import hashlib
 import json
 import logging
 import shutil
@@ -131,6 +132,23 @@ def test_existing_public_repo_is_gated_before_the_upload(hub, token, folder):
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
     [commit] = hub.repos[("dataset", "my-lab/medlama")].commits
     assert commit["gated"] == "manual" and commit["private"]
+
+
+def test_republishing_a_dataset_replaces_its_data_files(hub, token, folder, capsys):
+    """Data files are named by their content: a rebuild's files sit beside the old ones unless the upload deletes them."""
+    old = {"full/test-00000-of-00001-0123456789abcdef.parquet": b"old full", "hard/test-00000-of-00001-0123456789abcdef.parquet": b"old hard"}
+    repo = hub.add_repo("dataset", "my-lab/medlama", files={**old, "README.md": b"old card", "notes/keep.txt": b"not data"})
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "delete_patterns=['full/*.parquet', 'hard/*.parquet']" in out and "replaces the repo's data files" in out
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    assert set(repo.files) == medlama_files(folder) | {"notes/keep.txt"}  # only the new data files, and what is not data
+    assert all(repo.files[path] == (folder / path).read_bytes() for path in medlama_files(folder))
+    [commit] = repo.commits
+    assert sorted(commit["deleted"]) == sorted(old)  # in the upload's own commit: no moment with both or neither
+    # the same folder again: nothing to delete, the files stay
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    assert set(repo.files) == medlama_files(folder) | {"notes/keep.txt"} and repo.commits[-1]["deleted"] == []
 
 
 def test_credentialed_data_is_refused_unless_private(hub, token, folder, capsys):
@@ -395,20 +413,57 @@ Text the owner wrote.
 """
 
 
-@pytest.fixture
-def results_file(tmp_path) -> Path:
-    record = RunRecord(
+WEIGHTS = b"the probed model's weights"
+OTHER_WEIGHTS = b"another model's weights!!!"  # the same size
+
+
+def weights_identity(**files: bytes) -> dict:
+    """model_identity's weights entries for weight files of these names and bytes (as probers.provenance records them)."""
+    from probers.contrastive.embedding_cache import combined_digest
+
+    weights = {name.replace("_", "."): {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()}
+    return {"weights_sha256": combined_digest(weights), "weights": weights}
+
+
+def run_record(**changes) -> RunRecord:
+    """A results record as `medprobe probe` writes it: whole config, a local model folder, intervals, provenance."""
+    fields = dict(
         benchmark="medlama",
         dataset="my-lab/medlama",
         config="hard",
         split="test",
         prober="contrastive",
-        model="bert",
+        model="/home/someone/models/bert",
         seed=1,
         metrics={"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18},
         per_group={"may_treat": {"acc@1": 0.1}},
-    )
-    return record.save(tmp_path / "results.json")
+        intervals={
+            name: {"low": value - 0.01, "high": value + 0.01, "level": 0.95, "n": 15329, "unit": "query", "resamples": 1000,
+                   "method": "percentile bootstrap over queries"}
+            for name, value in {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18}.items()
+        },
+        data_fingerprint={"sha256": "d" * 64, "files": {"hard/test/test-00000-of-00001-abc.parquet": "e" * 64}},
+        subset={"subset": False, "options": {}, "items": 15329, "item_ids_sha256": "f" * 64},
+        model_identity={"name": "/home/someone/models/bert", "path": "/home/someone/models/bert", **weights_identity(model_safetensors=WEIGHTS)},
+        source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
+        command="medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
+        "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device auto",
+        task="medlama",
+    )  # fmt: skip
+    return RunRecord(**{**fields, **changes})
+
+
+@pytest.fixture
+def results_file(tmp_path) -> Path:
+    return run_record(dataset="my-lab/medlama").save(tmp_path / "results.json")
+
+
+def model_repo(hub, card: str | None = EXISTING_CARD, weights: dict[str, bytes] | None = None):
+    """The fake model repo my-lab/bert holding the probed weights (or `weights`) and `card`."""
+    files = dict(weights if weights is not None else {"model.safetensors": WEIGHTS, "config.json": b"{}"})
+    if card is not None:
+        files["README.md"] = card.encode()
+    return hub.add_repo("model", "my-lab/bert", files=files)
 
 
 def published_card(hub, repo_id="my-lab/bert") -> ModelCard:
@@ -417,7 +472,7 @@ def published_card(hub, repo_id="my-lab/bert") -> ModelCard:
 
 def test_results_merge_into_the_existing_model_card(hub, token, results_file, capsys, caplog):
     caplog.set_level(logging.DEBUG)
-    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
     card = published_card(hub)
     assert "Text the owner wrote." in card.text and card.data.license == "apache-2.0"
@@ -440,7 +495,7 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
 
 
 def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path):
-    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
     data = json.loads(results_file.read_text())
     data["metrics"]["acc@1"] = 0.07
@@ -452,10 +507,10 @@ def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path
 
 
 def test_results_to_a_repo_without_a_card_and_as_a_pull_request(hub, token, results_file, capsys):
-    repo = hub.add_repo("model", "my-lab/bert")
+    repo = model_repo(hub, card=None)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--create-pr"]) == 0
     [commit] = repo.commits
-    assert commit["create_pr"] and repo.files == {}  # a PR leaves main as it was
+    assert commit["create_pr"] and "README.md" not in repo.files  # a PR leaves main as it was
     card = ModelCard(commit["files"]["README.md"].decode())
     assert card.data.model_name == "bert" and len(card.data.eval_results) == 4
     assert "discussions/1" in capsys.readouterr().out
@@ -488,12 +543,187 @@ def test_unknown_metric_in_results(hub, token, results_file, capsys):
 
 def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, capsys, caplog):
     caplog.set_level(logging.DEBUG)
-    hub.add_repo("model", "my-lab/bert", files={"README.md": EXISTING_CARD.encode()})
+    model_repo(hub)
     hub.fail_commits_with = 403
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("medprobe: error: publish to my-lab/bert failed: HTTP 403 Forbidden") and err.count("\n") == 1
     assert TOKEN not in err and TOKEN not in caplog.text
+
+
+# --- results: what is published is what was measured (issue 21 §5) ----------------------------------------
+
+SUBSETS = {  # task, subset as the run records it, the words in the model card
+    "medlama": ("medlama", {"options": {"per_relation": 10}, "of": {"probed": 190, "total": 15329, "unit": "queries"}},
+                "first 10 queries per relation, 190 of 15,329 queries"),
+    "context_variance": ("context_variance", {"options": {"per_relation": 5}, "of": {"probed": 60, "total": 900, "unit": "instances"}},
+                         "first 5 instances per relation, 60 of 900 instances"),
+    "disknE_cuis": ("disknE", {"options": {"diseases": ["C0020538", "C0011849"]}, "of": {"probed": 2, "total": 37, "unit": "eligible diseases"}},
+                    "diseases C0020538,C0011849, 2 of 37 eligible diseases"),
+}  # fmt: skip
+
+
+def subset_record(task: str, subset: dict, tmp_path: Path) -> Path:
+    return run_record(benchmark=task, task=task, subset={"subset": True, "items": 190, **subset}).save(tmp_path / "subset.json")
+
+
+def publish_results(path: Path, *extra: str) -> int:
+    return main(["publish", "results", str(path), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/data", *extra])
+
+
+@pytest.mark.parametrize("case", list(SUBSETS))
+def test_a_subset_run_is_refused_naming_the_subset_and_the_flag(hub, token, tmp_path, capsys, case):
+    task, subset, words = SUBSETS[case]
+    path = subset_record(task, subset, tmp_path)
+    model_repo(hub)
+    for dry_run in ([], ["--dry-run"]):
+        assert publish_results(path, *dry_run) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{path} probed a subset ({words})" in err and "--allow-subset" in err
+    assert hub.log == []
+
+
+def test_allow_subset_labels_the_model_index_and_the_card_as_a_subset(hub, token, tmp_path, capsys):
+    task, subset, words = SUBSETS["medlama"]
+    path = subset_record(task, subset, tmp_path)
+    model_repo(hub, card=None)
+    assert publish_results(path, "--allow-subset") == 0
+    card = published_card(hub)
+    names = {result.dataset_name for result in card.data.eval_results}
+    assert names == {f"MedLAMA (hard; subset: {words})"}  # never "MedLAMA (hard)" alone
+    assert f"### MedLAMA (hard; subset: {words})" in card.text and f"- subset: {words}" in card.text
+
+
+def test_a_whole_run_is_not_labelled_a_subset(hub, token, results_file, capsys):
+    model_repo(hub)
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "subset:  none" in out and "name: MedLAMA (hard)\n" in out and "subset:" not in out.split("subset:  none")[1]
+
+
+def test_a_results_file_that_does_not_record_its_subset_is_refused(hub, token, tmp_path, capsys):
+    path = run_record(subset={}).save(tmp_path / "old.json")  # written by a medprobe before 0.2
+    assert publish_results(path, "--dry-run") == 2
+    assert f"{path} does not record which items it probed" in capsys.readouterr().err
+    assert publish_results(path, "--dry-run", "--allow-subset") == 0
+    assert "name: 'MedLAMA (hard; subset: not recorded)'" in capsys.readouterr().out
+
+
+def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
+    identity = {"name": "other-org/bert", "hub_id": "other-org/bert", "revision": "1" * 40, **weights_identity(model_safetensors=WEIGHTS)}
+    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    assert publish_results(path, "--dry-run") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path} probed the Hub model other-org/bert, not --model-repo my-lab/bert" in err
+    assert "--model-mismatch-ok" in err and hub.log == []
+    assert publish_results(path, "--dry-run", "--model-mismatch-ok") == 0
+    assert "model:   not checked (--model-mismatch-ok)" in capsys.readouterr().out
+
+
+def test_a_run_of_the_same_hub_model_says_so_in_the_plan(hub, token, tmp_path, capsys):
+    identity = {"name": "My-Lab/bert", "hub_id": "My-Lab/bert", "revision": "1" * 40, **weights_identity(model_safetensors=WEIGHTS)}
+    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    assert publish_results(path, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "checked: it was loaded from the Hub id My-Lab/bert, which is --model-repo" in out
+    assert "model_info('my-lab/bert', files_metadata=True) lists model.safetensors with the same size and LFS sha256" in out
+
+
+def test_a_hub_model_that_changed_since_it_was_probed_is_refused_with_both_revisions(hub, token, tmp_path, capsys):
+    identity = {"name": "my-lab/bert", "hub_id": "my-lab/bert", "revision": "1" * 40, **weights_identity(model_safetensors=WEIGHTS)}
+    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    model_repo(hub, weights={"model.safetensors": OTHER_WEIGHTS})
+    assert publish_results(path) == 2
+    assert f"the run probed revision 111111111111, the repo is at {HEAD[:12]}" in capsys.readouterr().err
+
+
+def test_a_run_without_a_weights_hash_is_refused(hub, token, tmp_path, capsys):
+    path = run_record(model_identity={"name": "bert", "note": "not identified: no such model"}).save(tmp_path / "nohash.json")
+    model_repo(hub)
+    assert publish_results(path, "--dry-run") == 2
+    err = capsys.readouterr().err
+    assert f"{path} records no weights hash of its model (not identified: no such model)" in err and "--model-mismatch-ok" in err
+    assert publish_results(path, "--model-mismatch-ok") == 0 and len(published_card(hub).data.eval_results) == 5
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ({"model.safetensors": OTHER_WEIGHTS}, "does not hold the weights that were probed (model.safetensors: 26 B, sha256"),
+        ({"pytorch_model.bin": WEIGHTS}, "the run loaded model.safetensors, which the repo does not have (it has pytorch_model.bin)"),
+        ({"config.json": b"{}"}, "cannot check that my-lab/bert holds the model probed: the repo has no weight files"),
+        ({"sub/model.safetensors": WEIGHTS}, "the repo has no weight files"),  # weights only in a subfolder: not the model
+    ],
+    ids=["other_weights", "other_file", "no_weights", "weights_in_a_subfolder"],
+)
+def test_a_repo_that_does_not_hold_the_probed_weights_is_refused(hub, token, results_file, capsys, weights, message):
+    repo = model_repo(hub, weights=weights)
+    assert publish_results(results_file) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--model-mismatch-ok" in err
+    assert repo.commits == []  # refused before anything was written
+    assert publish_results(results_file, "--model-mismatch-ok") == 0 and len(repo.commits) == 1
+
+
+def test_the_repo_holding_the_probed_weights_is_published_and_the_check_said(hub, token, results_file, capsys):
+    model_repo(hub, weights={"model.safetensors": WEIGHTS, "pytorch_model.bin": b"the same model, as a .bin"})
+    assert publish_results(results_file) == 0
+    out = capsys.readouterr().out
+    assert "model checked: model.safetensors of" in out and "equal in my-lab/bert (size and sha256)" in out
+    assert "the repo also holds pytorch_model.bin, which the run did not load" in out
+    assert "GET /api/models/my-lab/bert" in hub.log
+
+
+def test_the_weights_identity_a_run_records_matches_the_hub_s_file_metadata_of_the_same_files(hub, token, tmp_path, monkeypatch):
+    """probers.provenance hashes a local folder as a run does; the check compares that with the Hub's LFS sha256."""
+    from probers.provenance import weights_identity
+
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    shards = {"model-00001-of-00002.safetensors": b"first shard", "model-00002-of-00002.safetensors": b"second shard"}
+    for name, data in shards.items():
+        (folder / name).write_bytes(data)
+    path = run_record(model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}).save(tmp_path / "r.json")
+    model_repo(hub, weights=shards)
+    assert publish_results(path) == 0
+    model_repo(hub, weights={**shards, "model-00002-of-00002.safetensors": b"second shard, retrained"})
+    assert publish_results(path) == 2
+
+
+def test_the_card_says_n_interval_fingerprint_version_and_the_command(hub, token, results_file, capsys):
+    model_repo(hub)
+    assert publish_results(results_file, "--metric", "acc@1", "--metric", "macro_acc@10") == 0
+    text = published_card(hub).text
+    assert "Text the owner wrote." in text and text.count("<!-- medprobe results: start") == 1
+    assert "| acc@1 | 5.00 | 4.00–6.00 | 15,329 queries |" in text and "| macro_acc@10 | 18.00 | 17.00–19.00 | 15,329 queries |" in text
+    assert "- data: my-lab/data, sha256 `dddddddddddd` over 1 data file(s)" in text
+    assert "measured with medprobe 0.2.0 (commit `aaaaaaaaaaaa`)" in text and "percentile bootstrap over queries, 1,000 resamples" in text
+    assert ("- repeat: `medprobe probe --prober contrastive --task medlama --dataset my-lab/data --config hard --split test "
+            "--model my-lab/bert --out hard.json --device auto`") in text  # fmt: skip
+    assert "/home/someone" not in str(published_card(hub))  # no local path in the card
+
+
+def test_the_results_section_replaces_a_run_s_block_and_keeps_the_others(hub, token, tmp_path, capsys):
+    model_repo(hub)
+    hard = run_record().save(tmp_path / "hard.json")
+    full = run_record(config="full", metrics={"acc@1": 0.03, "acc@10": 0.1}).save(tmp_path / "full.json")
+    assert publish_results(hard) == 0 and publish_results(full) == 0
+    data = json.loads(hard.read_text())
+    data["metrics"]["acc@1"] = 0.07
+    hard.write_text(json.dumps(data))
+    assert publish_results(hard) == 0
+    card = published_card(hub)
+    assert card.text.count("<!-- medprobe results: start") == 1 and card.text.count("<!-- medprobe run: ") == 2
+    assert "| acc@1 | 7.00 |" in card.text and "| acc@1 | 5.00 |" not in card.text and "| acc@1 | 3.00 |" in card.text
+    assert card.text.index("### MedLAMA (hard)") < card.text.index("### MedLAMA (full)")  # the block stayed in its place
+
+
+def test_results_help_lists_the_overrides(capsys):
+    with pytest.raises(SystemExit):
+        main(["publish", "results", "--help"])
+    out = capsys.readouterr().out
+    assert "--allow-subset" in out and "--model-mismatch-ok" in out
 
 
 NETWORK_FAILURES = {

@@ -258,6 +258,9 @@ def test_task_option_defaults_are_the_class_defaults(name):
         assert callable(getattr(task, method, None)), f"{entry.target} has no {method}"
     assert isinstance(task.plot_metric, str) and isinstance(task.timings, dict)
     assert set(entry.accepts) <= set(PROTOCOLS) and any(set(p.kinds) & set(entry.accepts) for p in PROBERS.values())
+    for option in entry.options:  # `publish results` names a subset in the model card with these words
+        if option.subset:
+            assert option.subset_text.count("{}") == 1, f"{option.flag} makes a subset: give it a subset_text with one {{}}"
 
 
 @pytest.mark.parametrize("name", TASKS)
@@ -387,6 +390,9 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
     assert entry.headline in record.chance and 0 <= record.chance[entry.headline]["value"] <= 1
     # and says what it measured, and whom to cite
     assert record.data_fingerprint["sha256"] and record.subset["items"] == record.intervals[entry.headline]["n"]
+    if any(option.subset and option.dest in task_options for option in entry.options):  # what of what it kept, for publish
+        kept = record.subset["of"]
+        assert record.subset["subset"] and 0 < kept["probed"] < kept["total"] and kept["unit"], record.subset
     assert record.model_identity["weights_sha256"] and record.command.startswith(f"medprobe probe --prober {prober} ")
     assert set(entry.citations) <= set(record.citations) and record.citations[-1] == "medprobe"
     assert json.loads((tmp_path / "r.json").read_text())["metrics"] == json.loads(json.dumps(record.metrics))

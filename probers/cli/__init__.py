@@ -29,8 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     from probers.cli.export import add_export_command
     from probers.cli.probe import add_probe_command
     from probers.cli.profile import add_profile_command
+    from probers.cli.publish import add_publish_command
     from probers.cli.umls_names import add_umls_names_command
-    from probers.hub.publish import add_publish_command
 
     parser = argparse.ArgumentParser(
         prog="medprobe",

@@ -48,6 +48,13 @@ def benchmark_metadata(benchmark: str) -> dict:
         return {}
 
 
+def dataset_label(record: RunRecord, subset: str | None = None) -> str:
+    """`MedLAMA (hard)`, or `MedLAMA (hard; subset: first 10 queries per relation, 190 of 15,329 queries)`."""
+    pretty = benchmark_metadata(record.benchmark).get("pretty_name") or record.benchmark
+    inside = [part for part in (record.config, f"subset: {subset}" if subset else None) if part]
+    return f"{pretty} ({'; '.join(inside)})" if inside else pretty
+
+
 def eval_results_for(
     record: RunRecord,
     dataset_id: str,
@@ -55,7 +62,9 @@ def eval_results_for(
     metrics: list[str] | None = None,
     task_type: str | None = None,
     source_url: str | None = None,
+    subset: str | None = None,
 ) -> list[EvalResult]:
+    """One EvalResult per overall metric; `subset` (probers.hub.subsets.subset_phrase) goes into the dataset name."""
     meta = benchmark_metadata(record.benchmark)
     task_type = task_type or next(iter(meta.get("task_categories") or []), None)
     if not task_type:
@@ -64,7 +73,7 @@ def eval_results_for(
             "pass --task-type, e.g. fill-mask or text-classification"
         )
     pretty = meta.get("pretty_name") or record.benchmark
-    dataset_name = f"{pretty} ({record.config})" if record.config else pretty
+    dataset_name = dataset_label(record, subset)
     return [
         EvalResult(
             task_type=task_type,
@@ -113,23 +122,3 @@ def merge_into_card(existing: str | None, results: list[EvalResult], model_name:
     if added:
         data.datasets = [*listed, *added]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n{card.text}")
-
-
-PROFILE_START = "<!-- medprobe knowledge profile: start (replaced by `medprobe publish results PROFILE_DIR`) -->"
-PROFILE_END = "<!-- medprobe knowledge profile: end -->"
-
-
-def with_profile_section(card: ModelCard, table: str) -> ModelCard:
-    """The card with `table` (a profile.md) as its knowledge-profile section: the section of an
-    earlier publish is replaced, otherwise it is appended; the rest of the text is kept."""
-    body = table.strip().replace("\n# Knowledge profile", "\n## Knowledge profile")
-    if body.startswith("# "):
-        body = "#" + body  # a section of the card, under the card's own title
-    section = f"{PROFILE_START}\n{body}\n{PROFILE_END}"
-    text = card.text
-    start, end = text.find(PROFILE_START), text.find(PROFILE_END)
-    if start != -1 and end > start:
-        text = text[:start] + section + text[end + len(PROFILE_END):]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    return ModelCard(f"---\n{card.data.to_yaml()}\n---\n{text}")

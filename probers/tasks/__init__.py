@@ -13,7 +13,10 @@ names the extra files a run writes (e.g. --predictions), written all-or-nothing 
 Reportable numbers: `scored.outcomes` holds one row per item (a query, an instance, a test pair)
 and `Task.estimators(settings)` recomputes each overall metric from those rows (probers.stats), so
 the run can bootstrap its intervals and `medprobe compare` can pair two runs from their files
-alone. `task.loaded` lists the (config, split) pairs `load` read, for the data fingerprint.
+alone. `task.loaded` lists the (config, split) pairs `load` read, for the data fingerprint; a task
+whose options probe a subset (registry `Option(subset=True)`) sets `task.subset_of` in `load` to
+what was kept of what ({"probed": 190, "total": 15329, "unit": "queries"}), recorded in the run's
+`subset` so that a published number can say "190 of 15,329 queries".
 """
 
 from __future__ import annotations

@@ -69,14 +69,16 @@ class ContextVarianceTask:
         self.predictions = predictions
         self.timings: dict[str, float] = {}
         self.loaded: list[tuple[str | None, str]] = []
+        self.subset_of: dict | None = None  # with --per-relation: {"probed", "total", "unit"}, recorded in the run's subset
 
     def load(self, dataset: str, config: str | None, split: str) -> datasets.Dataset:
         ds = load_probe_dataset(dataset, config, split)
         self.loaded = [(config, split)]
         check_fields(ds, CONTEXT_VARIANCE_FIELDS, f"dataset {dataset!r} (config {config!r})")
         if self.per_relation:
-            rows_in = ds.num_rows
+            rows_in, instances_in = ds.num_rows, len(set(ds["instance_id"]))
             ds = first_instances_per_relation(ds, self.per_relation)
+            self.subset_of = {"probed": len(set(ds["instance_id"])), "total": instances_in, "unit": "instances"}
             print(f"probing the first {self.per_relation} instances of each relation: {ds.num_rows:,} of {rows_in:,} rows")
         return ds
 

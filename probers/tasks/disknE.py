@@ -87,6 +87,7 @@ class DisKnETask:
         self.seeds = seeds
         self.timings: dict[str, float] = {}
         self.loaded: list[tuple[str | None, str]] = []
+        self.subset_of: dict | None = None  # with --diseases: {"probed", "total", "unit"}, recorded in the run's subset
 
     def load(self, dataset: str, config: str | None, split: str) -> DisKnEData:
         """The rows, checked to be DisKnE's, and the target diseases to probe (printed with how many were skipped)."""
@@ -97,6 +98,8 @@ class DisKnETask:
         check_disknE_fields(ds, f"dataset {dataset!r} (config {config!r})")
         eligible, skipped = eligible_diseases(ds, self.category)
         diseases = choose_diseases(eligible, skipped, self.category, self.diseases)
+        if self.diseases is not None:
+            self.subset_of = {"probed": len(diseases), "total": len(eligible), "unit": "eligible diseases"}
         where = f" in {self.category}" if self.category else ""
         print(
             f"probing {len(diseases)} of the {len(eligible)} target diseases with at least 2 positive test rows{where} "

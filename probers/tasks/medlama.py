@@ -85,6 +85,7 @@ class MedLAMATask:
         self.plot_metric = f"acc@{max(cutoffs)}"
         self.timings: dict[str, float] = {}
         self.loaded: list[tuple[str | None, str]] = []
+        self.subset_of: dict | None = None  # with --per-relation: {"probed", "total", "unit"}, recorded in the run's subset
         self.outcome_fields = {"rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
                                        f"null: none in the top {max(cutoffs)}"}
 
@@ -99,6 +100,7 @@ class MedLAMATask:
         rows = ds
         if self.per_relation:
             rows = first_per_group(ds, self.per_relation)
+            self.subset_of = {"probed": rows.num_rows, "total": ds.num_rows, "unit": "queries"}
             print(f"probing the first {self.per_relation} queries of each relation: {rows.num_rows:,} of {ds.num_rows:,} queries")
         data = MedLAMAData(rows, candidates)
         if self.rerank:
