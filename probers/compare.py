@@ -18,9 +18,9 @@ left out and listed.
 
 Runs are paired on identical items only. Refused (UserError, exit 2, one line saying what
 differs): different tasks or splits; settings that change what a metric means (a task's
-`paired_settings`, e.g. MedLAMA's candidate set); different data (config or content fingerprint)
-or different items (the subset's id digest) unless `intersect`, which pairs the items whose ids
-both runs hold and says how many of each run's that is.
+`paired_settings` in probers.registry, e.g. MedLAMA's candidate set); different data (config or
+content fingerprint) or different items (the subset's id digest) unless `intersect`, which pairs
+the items whose ids both runs hold and says how many of each run's that is.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def read_inputs(paths: Sequence[str | Path]) -> list[Input]:
     """Each path as a run or a profile, labelled by its file or folder name (by the path as given when two names clash)."""
     if len(paths) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
-    names = [Path(path).name for path in paths]
+    names = [input_name(Path(path)) for path in paths]
     labels = [name if names.count(name) == 1 else str(path) for name, path in zip(names, paths)]
     labels = [label if labels[:index].count(label) == 0 else f"{label} ({index + 1})" for index, label in enumerate(labels)]
     inputs = [read_input(path, label) for path, label in zip(paths, labels)]
@@ -85,9 +85,14 @@ def read_inputs(paths: Sequence[str | Path]) -> list[Input]:
     return inputs
 
 
+def input_name(path: Path) -> str:
+    """A results JSON by its file name, a profile by its folder's name (also when given as DIR/profile.json)."""
+    return path.resolve().parent.name if path.name == "profile.json" else path.name
+
+
 def read_input(path: str | Path, label: str | None = None) -> Input:
     path = Path(path)
-    label = label or path.name
+    label = label or input_name(path)
     if path.is_dir() or path.name == "profile.json":
         return read_profile(path if path.is_dir() else path.parent, label)
     if not path.is_file():
@@ -239,8 +244,9 @@ def subset_text(record: RunRecord) -> str:
 
 
 def paired_settings(task: str | None) -> tuple[str, ...]:
-    """The settings of `task` that two runs must share (they change what its metrics mean)."""
-    return tuple(getattr(task_class(task), "paired_settings", ()))
+    """The settings of `task` that two runs must share (they change what its metrics mean; probers.registry)."""
+    task_class(task)  # an installed task
+    return task_entry(task).paired_settings
 
 
 def task_class(task: str | None) -> Any:

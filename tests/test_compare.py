@@ -124,6 +124,14 @@ def test_different_tasks_splits_and_meaning_settings_are_refused_even_with_inter
     assert "settings that change what the medlama metrics mean (candidates 'set' in a.json, 'relation' in rel.json)" in error
 
 
+def test_every_paired_setting_is_an_option_its_task_records():
+    from probers.registry import TASKS
+
+    for name, entry in TASKS.items():
+        assert set(entry.paired_settings) <= {option.dest for option in entry.options}, name
+    assert TASKS["medlama"].paired_settings == ("candidates", "exclude_head")
+
+
 def test_an_outcomes_file_that_no_longer_matches_its_sha256_is_refused(tmp_path, capsys):
     a = write_medlama_run(tmp_path / "a.json", 0.5, seed=1)
     b = write_medlama_run(tmp_path / "b.json", 0.4, seed=2)
@@ -294,3 +302,17 @@ def test_plot_and_html_are_written_with_the_tables(tmp_path, capsys):
     page = (tmp_path / "r.html").read_text()
     assert "data:image/png;base64," in page and "<script" not in page and "http" not in page.replace("http-equiv", "")
     assert page.count("<table>") == 4  # headline, runs, metrics, per relation
+
+
+def test_the_readme_compare_commands_parse():
+    import re
+
+    from probers.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    commands = [line.split(" #", 1)[0].split() for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+                for line in block.splitlines() if line.startswith("medprobe compare ")]  # fmt: skip
+    assert len(commands) >= 2
+    for command in commands:
+        args = build_parser().parse_args(command[1:])
+        assert len(args.inputs) >= 2 and args.func.__name__ == "run_compare_command"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from probers.registry import positive_int
+from probers.registry import TASKS, positive_int
 
 DESCRIPTION = """\
 Compare runs of one benchmark item by item: results JSONs written by `medprobe probe` (with the
@@ -15,15 +15,25 @@ with --out): each run's metrics with their 95% intervals; the difference of ever
 runs report, with a 95% paired-bootstrap interval and a two-sided paired permutation p-value;
 the headline metric's difference per group (relation, disease, task) with Holm-adjusted p-values.
 
-Refused (exit 2, saying what differs): runs of different tasks or splits, or with settings that
-change what a metric means (MedLAMA --candidates, --exclude-head); runs of different data
-(config or content fingerprint) or different items (e.g. --per-relation) unless --intersect."""
+Refused (exit 2, saying what differs): runs of different tasks or splits; runs of different data
+(config or content fingerprint) or different items (e.g. --per-relation) unless --intersect; runs
+whose settings change what a metric means: {settings}."""
+
+
+def meaning_settings() -> str:
+    """`--task medlama: --candidates, --exclude-head`, from the registry."""
+    parts = []
+    for name, entry in TASKS.items():
+        flags = [option.flag for option in entry.options if option.dest in entry.paired_settings]
+        if flags:
+            parts.append(f"--task {name}: {', '.join(flags)}")
+    return "; ".join(parts) or "none"
 
 
 def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare", help="compare runs or profiles item by item: differences, intervals, p-values",
-        description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION.format(settings=meaning_settings()), formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     parser.add_argument("inputs", nargs="+", metavar="RUN_OR_PROFILE",
                         help="a results JSON or a profile folder; two or more, the first is the reference")  # fmt: skip

@@ -47,7 +47,6 @@ class Task(Protocol):
     loaded: list[tuple[str | None, str]]  # the (config, split) pairs `load` read
     outcome_unit: str  # what one item of `Scored.outcomes` is: query, instance, test pair, item
     outcome_fields: dict[str, str]  # each outcome column, described for the outcomes file's readers
-    paired_settings: tuple[str, ...]  # settings two runs must share to be compared (they change what a metric means)
 
     @staticmethod
     def estimators(settings: dict) -> dict[str, Estimator]: ...

@@ -56,7 +56,6 @@ SHARES = ("understand", "confuse", "misunderstand")
 class ContextVarianceTask:
     plot_metric = "understand"
     outcome_unit = "instance"
-    paired_settings = ()  # nothing beyond the data and items changes what a share means
     outcome_fields = {
         **{share: f"steps of the instance whose added object is correct and that count as {share}" for share in SHARES},
         "steps": "steps of the instance whose added object is correct (the UCM steps)",

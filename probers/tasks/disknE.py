@@ -70,7 +70,6 @@ class DisKnETask:
 
     plot_metric = "f1"
     outcome_unit = "test pair"
-    paired_settings = ()  # the category and diseases show in the items compared
     outcome_fields = {
         "label": "1 when the premise entails the disease (the gold label)",
         "prediction": "the classifier's 0/1 label, one per seed (in the order of settings.seeds)",

@@ -60,9 +60,6 @@ class MedLAMATask:
     for the options, whose defaults are the defaults of this signature."""
 
     outcome_unit = "query"
-    # what a hit is depends on them: `medprobe compare` pairs only runs that agree (the cut-offs need not:
-    # acc@k of every cut-off both runs recorded is recomputed from the ranks)
-    paired_settings = ("candidates", "exclude_head")
 
     def __init__(
         self,

@@ -200,7 +200,6 @@ class MSTTask:
 
     plot_metric = "accuracy"
     outcome_unit = "item"
-    paired_settings = ()  # how the head was trained (split, seeds) is what a comparison may vary
     outcome_fields = {
         "label": "index of the gold choice",
         "prediction": "index of the choice the trained head ranked first, one per seed (in the order of settings.seeds)",
