@@ -35,7 +35,7 @@ from typing import Any
 from probers.api import UserError
 from probers.registry import TASKS, load, task_entry
 from probers.results import RunRecord, load_record, read_outcomes
-from probers.stats import RESAMPLES, SEED, Estimator, Outcomes, estimate, holm, intervals, paired, plural
+from probers.stats import RESAMPLES, SEED, Estimator, Outcomes, aligned, estimate, holm, intervals, paired, plural
 
 Key = tuple[str, str | None, str]  # (benchmark, config, prober): what a profile run is matched by
 
@@ -278,7 +278,8 @@ def is_number(value: Any) -> bool:
 
 def common_items(pair: Pair, a: Outcomes, b: Outcomes, intersect: bool) -> tuple[Outcomes, Outcomes, dict]:
     """Both runs' outcomes on the items they share (all of them unless `intersect`), and how many that is."""
-    shared = [item for item in a.ids if item in set(b.ids)]
+    held = set(b.ids)
+    shared = [item for item in a.ids if item in held]
     counts = {"compared": len(shared), pair.reference.label: len(a), pair.run.label: len(b)}
     if not shared:
         raise UserError(f"{pair.title}: {pair.reference.label} and {pair.run.label} share no item id; nothing to pair")
@@ -288,6 +289,10 @@ def common_items(pair: Pair, a: Outcomes, b: Outcomes, intersect: bool) -> tuple
                 f"{pair.title}: the outcomes files of {pair.reference.label} and {pair.run.label} hold different items"
             )
         a, b = a.select(shared), b.select(shared)
+    try:
+        a, b = aligned(a, b)
+    except ValueError as err:  # an item in one group in one run and in another in the other
+        raise UserError(f"{pair.title}: {pair.reference.label} and {pair.run.label} cannot be paired: {err}") from None
     check_columns(pair, a, b)
     return a, b, counts
 
@@ -398,6 +403,19 @@ def differences_by_group(b: Outcomes, a: Outcomes) -> list[tuple[str, Outcomes, 
     return rows
 
 
+def intersect_notes(found: dict) -> list[str]:
+    """What --intersect did to one comparison: how many items of each run it kept, and that ids paired different data."""
+    notes = []
+    items, ref, run = found["items"], found["reference"], found["run"]
+    if found["intersected"]:
+        notes.append(f"{found['title']}: --intersect: {items['compared']:,} common {found['units']} ({items['compared']:,} of "
+                     f"{ref}'s {items[ref]:,}, {items['compared']:,} of {run}'s {items[run]:,})")  # fmt: skip
+    if len(set(found["data"].values())) > 1:
+        notes.append(f"{found['title']}: the runs probed different data; items are paired by id, which must name the same "
+                     "item in both (true of MedLAMA full and hard)")  # fmt: skip
+    return notes
+
+
 def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
     """The whole comparison, as written to compare.json: every pair checked first, then compared."""
     from probers import __version__
@@ -409,19 +427,9 @@ def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RE
         check_pair(pair, intersect)
     comparisons = []
     for pair in pairs:
-        try:
-            comparisons.append(compare_pair(pair, intersect, resamples, seed))
-        except ValueError as err:  # stats.aligned: an item in different groups in the two runs
-            raise UserError(f"{pair.title}: {pair.reference.label} and {pair.run.label} cannot be paired: {err}") from None
+        comparisons.append(compare_pair(pair, intersect, resamples, seed))
     for found in comparisons:
-        if found["intersected"]:
-            items = found["items"]
-            notes.append(f"{found['title']}: --intersect: {items['compared']:,} common {found['units']} "
-                         f"({items['compared']:,} of {found['reference']}'s {items[found['reference']]:,}, "
-                         f"{items['compared']:,} of {found['run']}'s {items[found['run']]:,})")  # fmt: skip
-            if len(set(found["data"].values())) > 1:
-                notes.append(f"{found['title']}: the runs probed different data; items are paired by id, which must name "
-                             "the same item in both (true of MedLAMA full and hard)")  # fmt: skip
+        notes += intersect_notes(found)
     return {
         "inputs": [{"label": item.label, "path": str(item.path), "kind": item.kind,
                     "runs": {key_title(key): run_summary(run) for key, run in item.runs.items()}} for item in inputs],  # fmt: skip

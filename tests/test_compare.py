@@ -316,3 +316,10 @@ def test_the_readme_compare_commands_parse():
     for command in commands:
         args = build_parser().parse_args(command[1:])
         assert len(args.inputs) >= 2 and args.func.__name__ == "run_compare_command"
+
+
+def test_an_item_in_different_groups_in_the_two_runs_is_refused(tmp_path, capsys):
+    a = write_run(tmp_path / "a.json", ["q1", "q2"], ["r1", "r2"], {"rank": [1.0, 2.0]})
+    b = write_run(tmp_path / "b.json", ["q1", "q2"], ["r1", "r1"], {"rank": [1.0, 2.0]})
+    assert "b.json and a.json" not in (error := refused(capsys, a, b))
+    assert "a.json and b.json cannot be paired: item 'q2' is in group 'r2' in one run and 'r1' in the other" in error
