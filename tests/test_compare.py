@@ -323,3 +323,14 @@ def test_an_item_in_different_groups_in_the_two_runs_is_refused(tmp_path, capsys
     b = write_run(tmp_path / "b.json", ["q1", "q2"], ["r1", "r1"], {"rank": [1.0, 2.0]})
     assert "b.json and a.json" not in (error := refused(capsys, a, b))
     assert "a.json and b.json cannot be paired: item 'q2' is in group 'r2' in one run and 'r1' in the other" in error
+
+
+def test_compare_help_imports_no_numpy():
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom probers.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass\n"
+              "print(sorted(m for m in ('numpy', 'probers.compare', 'probers.stats') if m in sys.modules))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "RUN_OR_PROFILE" in done.stdout, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
