@@ -45,7 +45,7 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--intersect", action="store_true",
                         help="pair the items whose ids both runs hold, when their data or subsets differ (says how many)")  # fmt: skip
     parser.add_argument("--resamples", type=positive_int, default=1000, metavar="N",
-                        help="bootstrap resamples and permutations per test (default: 1000)")  # fmt: skip
+                        help="bootstrap resamples and permutations per test (default: 1000; a p-value is at least 1/(N+1))")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same numbers)")
     parser.set_defaults(func=run_compare_command)
 
