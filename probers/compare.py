@@ -215,13 +215,11 @@ def run_values(
 
 
 def paired_result(found: dict) -> dict:
-    """stats.paired's entry of one metric for `paired(run, reference)`, its values named by run, and no
-    p-value where the difference has no value (NaN: e.g. a group without scored steps; a permutation
-    p-value of NaN against its null would count nothing as extreme and look significant)."""
+    """stats.paired's entry of one metric for `paired(run, reference)`, its two values named by run. A
+    difference without a value (NaN: e.g. a group without scored steps) has no p-value (stats gives None)
+    and stays out of Holm's family."""
     result = {"reference": found["b"], "run": found["a"]}
     result.update({key: value for key, value in found.items() if key not in ("a", "b")})
-    if not math.isfinite(found["difference"]):
-        result["p_value"] = None
     return result
 
 
