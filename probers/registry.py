@@ -137,6 +137,8 @@ class TaskEntry:
     options: tuple[Option, ...] = field(default_factory=tuple)
     # keys of hub_cards/citations.bib: the benchmark's paper, then the papers of the sources its rows come from
     citations: tuple[str, ...] = ()
+    # options (dests) that change what the metric means: `medprobe compare` pairs only runs that agree on them
+    paired_settings: tuple[str, ...] = ()
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
@@ -308,6 +310,8 @@ TASKS: dict[str, TaskEntry] = {
                        default=100, metavar="N"),
             ),
             citations=("meng-etal-2022-rewire", "bodenreider-2004-unified"),
+            # what a hit is; the cut-offs need not agree (acc@k of every cut-off both runs report comes from the ranks)
+            paired_settings=("candidates", "exclude_head"),
         ),
         TaskEntry(
             "context_variance", "probers.tasks.context_variance:ContextVarianceTask", "context_variance",

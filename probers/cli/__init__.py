@@ -1,4 +1,4 @@
-"""The `medprobe` command line: one module per subcommand (build, probe, publish, umls-names, demo, export, cite).
+"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, umls-names, demo, export, cite).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see probers/cli/probe.py). Errors a user
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     from probers import __version__
     from probers.cli.build import add_build_command
     from probers.cli.cite import add_cite_command
+    from probers.cli.compare import add_compare_command
     from probers.cli.demo import add_demo_command
     from probers.cli.export import add_export_command
     from probers.cli.probe import add_probe_command
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_build_command(subparsers)
     add_probe_command(subparsers)
     add_profile_command(subparsers)
+    add_compare_command(subparsers)
     add_publish_command(subparsers)
     add_umls_names_command(subparsers)
     add_demo_command(subparsers)

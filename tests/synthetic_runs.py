@@ -1,0 +1,106 @@
+"""Made-up results JSONs with their outcomes files, and profile folders of them, for `medprobe compare` tests.
+
+A run is written the way `probers.run.run` writes one: the metrics are the task's estimators on the
+outcomes (so they agree, as a real run's do), the intervals come from probers.stats, and the
+record names its outcomes file, its data fingerprint and the digest of its item ids. No model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from probers.provenance import items_digest
+from probers.registry import load, task_entry
+from probers.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path
+from probers.stats import Outcomes, estimate, intervals
+
+RELATIONS = ("may_treat", "may_prevent", "occurs_after")
+MEDLAMA_SETTINGS = {"k": [1, 10], "candidates": "set", "exclude_head": False, "per_relation": None, "layers": None}
+
+
+def medlama_ranks(queries_per_relation: int, hit_share: float, seed: int) -> tuple[list[str], list[str], list[float]]:
+    """Ids, relations and best-gold ranks (NaN: no gold in the top 10) of made-up MedLAMA queries."""
+    rng = np.random.default_rng(seed)
+    ids, groups, ranks = [], [], []
+    for relation in RELATIONS:
+        for row in range(queries_per_relation):
+            ids.append(f"{relation}-{row:04d}")
+            groups.append(relation)
+            ranks.append(float(rng.integers(1, 11)) if rng.random() < hit_share else float("nan"))
+    return ids, groups, ranks
+
+
+def write_run(
+    path: Path,
+    ids: list[str],
+    groups: list[str],
+    columns: dict[str, list],
+    *,
+    task: str = "medlama",
+    config: str | None = "hard",
+    split: str = "test",
+    prober: str = "contrastive",
+    model: str = "minilm",
+    settings: dict | None = None,
+    fingerprint: str = "d" * 64,
+    subset_options: dict | None = None,
+) -> Path:
+    """A results JSON at `path` and its outcomes file beside it."""
+    settings = dict(MEDLAMA_SETTINGS if settings is None else settings)
+    outcomes = Outcomes.build(ids, groups, columns)
+    cls = load(task_entry(task).target)
+    estimators = cls.estimators(settings)
+    metrics = {name: estimate(outcomes, estimator) for name, estimator in estimators.items()}
+    text = outcomes_jsonl(outcomes)
+    record = RunRecord(
+        benchmark=task_entry(task).benchmark, dataset="made-up", config=config, split=split, prober=prober, model=model,
+        seed=None, settings=settings, metrics=metrics, task=task,
+        intervals=intervals(outcomes, estimators, resamples=50),
+        outcomes=outcomes_entry(text, path, outcomes, cls.outcome_unit, {}),
+        data_fingerprint={"sha256": fingerprint},
+        subset={"subset": bool(subset_options), "options": subset_options or {}, "items": len(outcomes),
+                "item_ids_sha256": items_digest(outcomes.ids)},
+        command=f"medprobe probe --prober {prober} --task {task} --model {model} --out {path}",
+    )  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record.save(path)
+    outcomes_path(path).write_text(text, encoding="utf-8")
+    return path
+
+
+def write_medlama_run(path: Path, hit_share: float, seed: int, queries_per_relation: int = 20, **options) -> Path:
+    ids, groups, ranks = medlama_ranks(queries_per_relation, hit_share, seed)
+    return write_run(path, ids, groups, {"rank": ranks}, **options)
+
+
+def write_mst_run(path: Path, seeds: int, accuracy: float, rng_seed: int) -> Path:
+    """Made-up MST items of two tasks, `seeds` predictions each."""
+    rng = np.random.default_rng(rng_seed)
+    ids = [f"{task}/{row}" for task in ("comparison", "sorting") for row in range(30)]
+    groups = [item.split("/")[0] for item in ids]
+    labels = rng.integers(0, 2, len(ids))
+    right = rng.random((len(ids), seeds)) < accuracy
+    predictions = np.where(right, labels[:, None], 1 - labels[:, None])
+    return write_run(path, ids, groups, {"label": labels, "prediction": predictions, "choices": [2] * len(ids)},
+                     task="mst", config=None, prober="mlm-head", settings={"seeds": list(range(seeds)), "train_split": "train"})  # fmt: skip
+
+
+def write_profile(folder: Path, runs: dict[str, dict], recorded_root: Path | None = None) -> Path:
+    """A profile folder: runs/<label>.json per entry of `runs` (label -> {"benchmark", "config", "prober",
+    "writer": callable(path), "floor_of", "failed"}) and a profile.json naming each run's results at
+    `recorded_root`/runs/<label>.json (where it was written at profile time; default: the folder itself)."""
+    entries = []
+    for label, spec in runs.items():
+        path = folder / "runs" / f"{label}.json"
+        record = None
+        if not spec.get("failed"):
+            spec["writer"](path)
+            record = json.loads(path.read_text())
+        results = (recorded_root or folder) / "runs" / f"{label}.json"
+        entries.append({"label": label, "benchmark": spec["benchmark"], "config": spec["config"], "prober": spec["prober"],
+                        "floor_of": spec.get("floor_of"), "results": str(results), "record": record})  # fmt: skip
+    (folder / "profile.json").write_text(json.dumps({"model": "made-up", "runs": entries, "headline": []}), encoding="utf-8")
+    return folder
