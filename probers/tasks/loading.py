@@ -109,7 +109,7 @@ def folder_problem(folder: Path, config: str | None, split: str | None) -> str |
     try:
         builder = datasets.load_dataset_builder(str(folder), config)
     except Exception:  # noqa: BLE001 - the diagnosis is best effort; the caller falls back to load_dataset's message
-        return None
+        return missing_card_files(folder, config, split)
     split = split or next(iter(builder.config.data_files or {}), None)
     if split is None or split not in (builder.config.data_files or {}):
         return None
@@ -129,6 +129,28 @@ def folder_problem(folder: Path, config: str | None, split: str | None) -> str |
             f"its README.md card says {name} has {stated:,} rows but its Parquet files hold {rows:,} "
             "(a stale card, or data files missing or replaced)"
         )
+    return None
+
+
+def missing_card_files(folder: Path, config: str | None, split: str | None) -> str | None:
+    """The data files the card names (by exact name, as `medprobe build` writes them) that are gone, or None."""
+    import yaml
+
+    try:
+        header = (folder / "README.md").read_text(encoding="utf-8").split("---", 2)[1]
+        configs = yaml.safe_load(header).get("configs") or []
+    except (OSError, IndexError, AttributeError, yaml.YAMLError):
+        return None
+    chosen = next((c for c in configs if c.get("config_name") == config or (config is None and c.get("default"))), None)
+    if not isinstance(chosen, dict):
+        return None
+    for entry in chosen.get("data_files") or []:
+        if not isinstance(entry, dict) or (split and entry.get("split") != split):
+            continue
+        paths = entry.get("path")
+        paths = [paths] if isinstance(paths, str) else list(paths or [])
+        if paths and not any((folder / path).is_file() or list(folder.glob(path)) for path in paths):
+            return f"the card names data files for {chosen['config_name']}/{entry.get('split')} but none exist"
     return None
 
 
