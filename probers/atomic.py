@@ -99,6 +99,13 @@ def check_writable(path: str | Path, option: str) -> Path:
     target = Path(path).expanduser()
     if target.is_dir():
         raise UnwritableOutput(f"{option} {target} is a folder; give a file path, e.g. {target / default_name(option)}")
+    return check_creatable(target, option)
+
+
+def check_creatable(target: Path, option: str) -> Path:
+    """Fail at once, with one line naming `option`, if nothing can be created at `target` (a file, or
+    a folder written beside itself): an ancestor is a file, or its nearest existing folder cannot be
+    written (tried for real: permissions, read-only mounts and ACLs all show up). Creates nothing that stays."""
     folder = nearest_existing(target.parent)
     if not folder.is_dir():
         raise UnwritableOutput(f"{option} {target}: cannot create its folder, {folder} is a file")

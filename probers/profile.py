@@ -29,11 +29,14 @@ per task and 1 seed; context variance with the first 5 instances of each relatio
 first 2 eligible diseases and 1 training epoch. With MiniLM and the real MedLAMA release it
 finishes in under 10 minutes on 2 CPU cores.
 
-Outputs, written together (all or nothing) at the end: DIR/profile.json (model, kind, settings,
-data sources, every run's request and RunRecord, one headline row per run that is not a floor,
-the skipped list), DIR/profile.md (the table) and DIR/profile.png (each headline against its
-chance level and floor). matplotlib is an optional extra: without it the figure is left out, and
-profile.json and the printed summary say so (the runs are not lost for want of a plot).
+Outputs: DIR/profile.json (model, kind, settings, data sources, every run's request and RunRecord,
+one headline row per run that is not a floor, the skipped list, the sha256 of every file of the
+folder), DIR/profile.md (the table) and DIR/profile.png (each headline against its chance level and
+floor). matplotlib is an optional extra: without it the figure is left out, and profile.json and the
+printed summary say so (the runs are not lost for want of a plot). The whole folder, runs/ and
+datasets/ included, is written beside DIR under a lock and replaces DIR in one swap at the end; DIR
+must be new, empty or a profile medprobe wrote (`overwrite` replaces anything); a profile killed
+before is resumed, reusing its runs of the same request (probers/profile_folder.py).
 
 Every headline row carries the run's 95% interval and n (`probers.stats`) and its chance level,
 as the run recorded them (`RunRecord.chance`): MedLAMA acc@k of a uniformly random order of each
@@ -49,14 +52,14 @@ import json
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from probers import distributed
 from probers.api import UserError
-from probers.atomic import check_writable, write_all_atomically
+from probers.atomic import check_creatable, write_all_atomically
 from probers.registry import task_entry
 
 BENCHMARKS = ("medlama", "mst", "context_variance", "disknE")
@@ -142,6 +145,7 @@ class ProfileOptions:
     quick: bool = False
     device: str = "auto"
     seed: int | None = None
+    overwrite: bool = False  # replace --out even when it holds files that are not a medprobe profile's
 
 
 # --- the model's kind --------------------------------------------------------------------------------
@@ -300,12 +304,9 @@ def medlama_sample() -> DataSource:
 
 
 def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_fn: Callable[[str], None]) -> DataSource:
-    from probers.hub.build import build, existing_build
+    from probers.hub.build import build
 
-    out = Path(options.out) / "datasets" / name
-    # A folder there that is not a medprobe build of this benchmark is refused (never replaced); a previous
-    # profile's build of it is rebuilt whole, since --quick and full profiles build it with other sizes.
-    existing_build(out, name, overwrite=False)
+    out = Path(options.out) / "datasets" / name  # in the profile's staging folder: new, whatever OUT holds
     params = QUICK.get(name, {}).get("build", {}) if options.quick else {}
     configs = {"medlama": list(MEDLAMA_CONFIGS), "context_variance": [CONTEXT_VARIANCE_CONFIG], "disknE": [DISKNE_CONFIG]}.get(name)
     where = f"the release folder {data_dir}" if data_dir else "its default source"
@@ -397,6 +398,9 @@ class Profile:
     seconds: float = 0.0
     versions: dict = field(default_factory=dict)
     created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    # sha256 of every file of the folder but profile.json and the runs' own (each run entry's `files`):
+    # what makes the folder a medprobe profile a new one may replace, and what `publish results` checks
+    files: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, ensure_ascii=False) + "\n"
@@ -416,18 +420,33 @@ def figure_available() -> str:
 def check_outputs(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the profile")
-    for name in ("profile.json", "profile.md", "profile.png"):
-        check_writable(out / name, "--out")
+    check_creatable(out, "--out")  # the profile is staged beside OUT and swapped in: OUT's folder must be writable
 
 
 def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print) -> Profile:
-    """Plan, prepare the data, run every pair through probers.run.run, write profile.json/md/png."""
-    from probers.run import check_request, probe_argv, run
+    """Plan, prepare the data, run every pair through probers.run.run, write profile.json/md/png.
 
-    start = time.perf_counter()
+    The whole folder is written beside OUT, under a lock, and replaces OUT in one swap at the end; a
+    profile killed before resumes from what it left (probers.profile_folder)."""
+    from probers.profile_folder import open_folder
+
     out = Path(options.out)
     check_outputs(out)
     check_data_dirs(options.data_dirs, options.benchmarks)
+    with open_folder(out, overwrite=options.overwrite, print_fn=print_fn) as folder:
+        profile = profile_runs(options, folder, print_fn)
+    if distributed.is_main_process():
+        print_fn(summary(profile, out))
+    return profile
+
+
+def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str], None]) -> Profile:
+    """The profile of `run_profile`, its datasets and runs written into `folder` (a ProfileFolder)."""
+    from probers.results import RunRecord
+    from probers.run import check_request, probe_argv, run
+
+    start = time.perf_counter()
+    staged = replace(options, out=str(folder.staged))  # what the builds and runs write: the staging folder
     figure_note = figure_available()
     kind, why = load_model_kind(options.model)
     print_fn(f"model {options.model}: {KIND_NAMES[kind]} ({why})")
@@ -440,20 +459,26 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
     )  # fmt: skip
     for item in skipped:
         print_fn(f"skipped: {item.benchmark} ({item.prober or '-'}): {item.reason}")
-    data = prepare_data(options, list(dict.fromkeys(p.benchmark for p in planned)), print_fn)
+    data = prepare_data(staged, list(dict.fromkeys(p.benchmark for p in planned)), print_fn)
     profile.data = {name: asdict(source) for name, source in data.items()}
     planned, lacking = missing_configs(planned, data)
     for item in lacking:
         print_fn(f"skipped: {item.benchmark}/{item.config} ({item.prober}): {item.reason}")
     profile.skipped += [asdict(s) for s in lacking]
-    requests = [make_request(p, data[p.benchmark], options) for p in planned]
+    requests = [make_request(p, data[p.benchmark], staged) for p in planned]
     for request in requests:  # outputs writable, prober fits task, --plot format: before any model loads
         check_request(request)
+    reused = folder.reuse([(p.label, r, profile.data[p.benchmark]) for p, r in zip(planned, requests)])
 
     records: dict[str, Any] = {}
     for number, (item, request) in enumerate(zip(planned, requests), start=1):
         print_fn(f"\nrun {number}/{len(planned)}: {item.title}")
-        command = "medprobe " + shlex.join(probe_argv(request))
+        if item.label in reused:  # a killed profile's run of the same request and data, its files unchanged
+            print_fn(f"run {number}/{len(planned)}: reused from the killed profile this one resumes")
+            records[item.label] = RunRecord(**reused[item.label]["record"])
+            profile.runs.append(reused[item.label])
+            continue
+        command = "medprobe " + shlex.join(probe_argv(folder.logical(request)))  # as run from OUT
         entry = {"label": item.label, "benchmark": item.benchmark, "config": item.config, "prober": item.prober,
                  "floor_of": item.floor_of, "request": asdict(request), "command": command, "results": request.out,
                  "predictions": request.task_options.get("predictions"), "record": None, "seconds": None}  # fmt: skip
@@ -468,6 +493,7 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
             continue
         entry["record"], entry["seconds"] = asdict(record), round(time.perf_counter() - started, 1)
         print_fn(f"run {number}/{len(planned)} took {entry['seconds']:.0f} s")
+        folder.finished(entry, request, profile.data[item.benchmark])
         records[item.label] = record
         profile.runs.append(entry)
 
@@ -478,8 +504,8 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
     profile.versions = library_versions()
     if not distributed.is_main_process():  # under a launch every process holds the same profile; one writes it
         return profile
-    write_profile(profile, out)
-    print_fn(summary(profile, out))
+    folder.seal(profile)
+    write_profile(profile, folder.out, into=folder.staged)
     return profile
 
 
@@ -587,15 +613,28 @@ def draw_figure(profile: Profile, path: Path) -> None:
         plt.close(fig)
 
 
-def write_profile(profile: Profile, out: Path) -> list[Path]:
-    """profile.json, profile.md and (with matplotlib) profile.png, all or nothing."""
-    figure = out / "profile.png"
+def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list[Path]:
+    """profile.json, profile.md and (with matplotlib) profile.png of the profile folder OUT, all or nothing,
+    written into `into` (default OUT; `run_profile` writes its staging folder); profile.json records the
+    sha256 of the other two in `files`."""
+    from probers.hub.cards import sha256
+
+    into = into or out
     if not profile.figure_note:
-        profile.figure = str(figure)
-    writers = [
-        (out / "profile.json", lambda temp: temp.write_text(profile.to_json(), encoding="utf-8")),
-        (out / "profile.md", lambda temp: temp.write_text(markdown(profile), encoding="utf-8")),
-        (None if profile.figure_note else figure, lambda temp: draw_figure(profile, temp)),
+        profile.figure = str(out / "profile.png")
+
+    def write_table(temp: Path) -> None:
+        temp.write_text(markdown(profile), encoding="utf-8")
+        profile.files["profile.md"] = sha256(temp)
+
+    def draw(temp: Path) -> None:
+        draw_figure(profile, temp)
+        profile.files["profile.png"] = sha256(temp)
+
+    writers = [  # profile.json last: it records the others' sha256
+        (into / "profile.md", write_table),
+        (None if profile.figure_note else into / "profile.png", draw),
+        (into / "profile.json", lambda temp: temp.write_text(profile.to_json(), encoding="utf-8")),
     ]
     return write_all_atomically(writers)
 

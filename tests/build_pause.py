@@ -1,33 +1,76 @@
-"""Run the `medprobe` command line, pausing a build at a chosen step so that a test can signal it there.
+"""Run the `medprobe` command line, pausing it at a chosen step so that a test can signal it there.
 
     python tests/build_pause.py STEP build medlama --data-dir DIR --out OUT
+    python tests/build_pause.py probers.run:run profile --model M --out P
+    python tests/build_pause.py replace:results.json probe --prober ... --out results.json
+    python tests/build_pause.py --fake-runs probers.run:run@2 profile --model M --out P
 
-STEP names a function of probers.hub.build (`write_config`, `write_card`, `check_staged_build`):
-after its first call returns, the process prints `PAUSED after STEP` and sleeps, so the signal
-lands at a known point of a real build, not after a guessed delay.
+STEP is where the command pauses, printing `PAUSED after STEP` and sleeping, so the signal lands at
+a known point of a real run, not after a guessed delay:
+- `NAME`: after the first call of the function NAME of probers.hub.build (`write_config`,
+  `write_card`, `check_staged_build`) returns;
+- `MODULE:FUNCTION`: after the first call of that function returns (e.g. `probers.run:run`, one run
+  of a profile); `@N` after either form: after the N-th call;
+- `replace:NAME`: just before the file NAME is renamed into place (its temporary file is complete
+  beside it; probers.atomic writes every output file this way).
+
+`--fake-runs` (first) replaces probers.run.run by a stand-in that writes a made-up results JSON
+(tests/fake_runs.py), for the profile tests where the model is not the point.
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 import time
+from pathlib import Path
 
-import probers.hub.build as build_module
 from probers.cli import main
 
 
-def pause_after(step: str) -> None:
-    original = getattr(build_module, step)
+def paused(step: str, original, after: int = 1):
+    calls = []
 
-    def paused(*args, **kwargs):
+    def wrapper(*args, **kwargs):
         result = original(*args, **kwargs)
-        print(f"PAUSED after {step}", flush=True)
-        time.sleep(120)
+        calls.append(1)
+        if len(calls) == after:
+            print(f"PAUSED after {step}", flush=True)
+            time.sleep(120)
         return result
 
-    setattr(build_module, step, paused)
+    return wrapper
+
+
+def pause_before_replace(step: str, name: str) -> None:
+    original = os.replace
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst).name == name:
+            print(f"PAUSED after {step}", flush=True)
+            time.sleep(120)
+        return original(src, dst, *args, **kwargs)
+
+    os.replace = replace
+
+
+def pause_after(step: str) -> None:
+    if step.startswith("replace:"):
+        pause_before_replace(step, step.partition(":")[2])
+        return
+    target, _, count = step.partition("@")
+    module_name, _, function = target.rpartition(":")
+    module = importlib.import_module(module_name or "probers.hub.build")
+    setattr(module, function, paused(step, getattr(module, function), int(count or 1)))
 
 
 if __name__ == "__main__":
-    pause_after(sys.argv[1])
-    sys.exit(main(sys.argv[2:]))
+    argv = sys.argv[1:]
+    if argv[0] == "--fake-runs":
+        import fake_runs
+
+        fake_runs.install()
+        argv = argv[1:]
+    pause_after(argv[0])
+    sys.exit(main(argv[1:]))

@@ -33,7 +33,7 @@ from probers.hub.build import BuildError, build
 from probers.hub.checks import PublishError, check_dataset_folder
 from synthetic_medlama import release_row, write_release
 
-PROBERS_HOME = Path(build_module.__file__).resolve().parents[1]
+PROBERS_HOME = Path(build_module.__file__).resolve().parents[2]  # the folder that holds the probers package
 PAUSE = Path(__file__).resolve().parent / "build_pause.py"
 # The synthetic release has 3 rows per relation and changed_release() adds one: any count is fine here.
 ANY_COUNT = {"rows_per_relation": 0}
@@ -127,12 +127,13 @@ def test_staged_build_that_does_not_load_with_its_rows_is_not_swapped_in(good, r
 # --- real signals in a subprocess ------------------------------------------------------------------
 
 
-def start_paused_build(step: str, args: list[str]) -> subprocess.Popen:
-    """`medprobe build ARGS` in a subprocess, paused after `step`; SIGINT as in a terminal."""
-    # the subprocess imports the same probers as this test (a checkout, or the installed wheel in CI)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), os.environ.get("PYTHONPATH", "")])}
+def start_paused(step: str, argv: list[str], *options: str) -> subprocess.Popen:
+    """`medprobe ARGV` in a subprocess, paused after `step` (tests/build_pause.py, given its OPTIONS);
+    SIGINT as in a terminal."""
+    # the subprocess imports the same probers as this test (a checkout, or the installed wheel in CI), and the test helpers
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), str(PAUSE.parent), os.environ.get("PYTHONPATH", "")])}
     process = subprocess.Popen(
-        [sys.executable, str(PAUSE), step, "build", *args],
+        [sys.executable, str(PAUSE), *options, step, *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -140,11 +141,16 @@ def start_paused_build(step: str, args: list[str]) -> subprocess.Popen:
         # a shell without job control starts background commands with SIGINT ignored; a user's Ctrl-C is not
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    line = process.stdout.readline()
-    if line.strip() != f"PAUSED after {step}":
-        process.kill()
-        raise AssertionError(f"the build did not reach {step}: {line!r} {process.communicate()[1][-2000:]}")
-    return process
+    for line in process.stdout:  # what the command prints before the pause (a probe's table) is read past
+        if line.strip() == f"PAUSED after {step}":
+            return process
+    process.kill()
+    raise AssertionError(f"`medprobe {' '.join(argv[:1])}` did not reach {step}: {process.communicate()[1][-2000:]}")
+
+
+def start_paused_build(step: str, args: list[str]) -> subprocess.Popen:
+    """`medprobe build ARGS` in a subprocess, paused after `step`."""
+    return start_paused(step, ["build", *args])
 
 
 def signal_and_wait(process: subprocess.Popen, signum: int) -> tuple[int, str]:
@@ -162,11 +168,13 @@ def signal_and_wait(process: subprocess.Popen, signum: int) -> tuple[int, str]:
     ],
 )
 def test_ctrl_c_and_sigterm_leave_out_byte_identical_and_nothing_beside_it(good, release, signum, step):
+    """Measured before: a build stopped by SIGTERM exited 130, the code of SIGINT."""
     before = snapshot(good)
     process = start_paused_build(step, ["medlama", *ANY_COUNT_CLI, "--data-dir", str(changed_release(release)), "--out", str(good)])
     assert any(name.startswith(".OUT.medprobe-tmp-") for name in leftovers(good)), "the build was staging"
     code, err = signal_and_wait(process, signum)
-    assert code == 130 and err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
+    expected = (130, "interrupted") if signum == signal.SIGINT else (143, "terminated")
+    assert (code, err.strip().splitlines()[-1]) == expected and "Traceback" not in err
     assert snapshot(good) == before
     assert leftovers(good) == []
 
@@ -206,14 +214,17 @@ def test_killed_mst_reseed_leaves_the_seed_42_build(tmp_path):
     assert {c["parameters"]["seed"] for c in card_yaml(out)["medprobe_build"]["configs"].values()} == {42}
 
 
-def test_a_second_build_into_the_same_out_stops_at_once(good, release):
-    """Measured before: two concurrent builds into one OUT mixed their outputs."""
+def test_a_second_build_into_the_same_out_stops_at_once(good, release, capsys):
+    """Measured before: two concurrent builds into one OUT mixed their outputs; then, a FolderLocked traceback, exit 1."""
     process = start_paused_build("write_config", ["medlama", *ANY_COUNT_CLI, "--data-dir", str(release), "--out", str(good)])
     try:
         start = time.perf_counter()
         with pytest.raises(FolderLocked, match=rf"another `medprobe build` \(pid {process.pid}\) is writing this folder"):
             build("medlama", good, data_dir=str(release), params=ANY_COUNT)
         assert time.perf_counter() - start < 2
+        assert main(["build", "medlama", *ANY_COUNT_CLI, "--data-dir", str(release), "--out", str(good)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"medprobe: error: {good}: another `medprobe build` (pid {process.pid})") and err.count("\n") == 1
     finally:
         signal_and_wait(process, signal.SIGTERM)
     build("medlama", good, data_dir=str(release), params=ANY_COUNT)  # the lock went with the first build

@@ -71,6 +71,13 @@ def test_bad_input(disease_f1):
         disease_f1.compute(predictions=[1], references=[1], diseases=["A"], average="micro")
 
 
+def test_an_empty_disease_id_is_refused_like_an_empty_group_of_acc_at_k(disease_f1):
+    with pytest.raises(ValueError, match=r"diseases\[1\] is ''; expected a non-empty str"):
+        disease_f1.compute(predictions=[1, 0], references=[1, 0], diseases=["A", ""])
+    with pytest.raises(ValueError, match=r"diseases\[0\] is ''"):
+        disease_f1.add(prediction=1, reference=1, diseases="")
+
+
 rows = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from("ABCD")), min_size=1, max_size=40)
 
 

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -140,6 +141,34 @@ def test_a_damaged_chunk_is_a_miss_and_is_replaced_plumbing_tiny_random_bert(dam
     embeddings = probe.encode_names(NAMES)
     assert probe.timings["embedding_cache_hits"] == 0 and torch.allclose(embeddings, good, atol=1e-6)
     assert chunks(cache_dir) == [chunk] and ec.read_chunk(chunk) is not None  # rewritten whole
+
+
+@pytest.mark.parametrize("change", ["rows shifted against their keys", "float64 embeddings", "another width"])
+def test_a_chunk_rewritten_with_a_valid_checksum_but_not_this_space_s_entries_is_a_miss_plumbing_tiny_random_bert(
+    change, cache_dir, model_dir
+):
+    """Measured before: a chunk rewritten whole (its name the checksum of its new contents) was read as it was:
+    shifted rows gave silently wrong embeddings, other widths or dtypes a matmul traceback."""
+    good = load(model_dir).encode_names(NAMES)
+    (chunk,) = chunks(cache_dir)
+    with np.load(chunk) as data:
+        arrays = {name: data[name] for name in data.files}  # ids, lengths, embeddings (and what else a chunk holds)
+    chunk.unlink()
+    if change == "another width":  # a valid chunk of a model with another hidden size, in this space's folder
+        ends = np.cumsum(arrays["lengths"]).tolist()
+        keys = [tuple(arrays["ids"][end - length : end].tolist()) for end, length in zip(ends, arrays["lengths"].tolist())]
+        ec.write_chunk(chunk.parent, keys, np.ones((len(keys), 8), dtype=np.float32))
+    else:
+        embeddings = arrays["embeddings"]
+        arrays["embeddings"] = np.roll(embeddings, 1, axis=0) if change.startswith("rows") else embeddings.astype(np.float64)
+        with open(chunk.parent / f"{ec.chunk_checksum(*arrays.values())}.npz", "wb") as handle:
+            np.savez(handle, **arrays)
+    probe = load(model_dir)
+    embeddings = probe.encode_names(NAMES)
+    assert probe.timings["embedding_cache_hits"] == 0 and torch.allclose(embeddings, good, atol=1e-6)
+    assert probe.rank(QUERIES, NAMES, 3) == load(model_dir, cache=False).rank(QUERIES, NAMES, 3)
+    # the bad chunk is gone; the names' chunk written again, and the queries' one
+    assert len(chunks(cache_dir)) == 2 and all(ec.read_chunk(path, good.shape[1]) is not None for path in chunks(cache_dir))
 
 
 def test_the_cache_stays_under_its_bound_evicting_the_least_recently_used_plumbing_tiny_random_bert(

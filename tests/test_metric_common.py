@@ -61,7 +61,8 @@ BAD_INPUTS = {
         ({"predictions": [1.0, 0]}, r"predictions\[0\] is 1.0; expected the int 0 or 1"),
         ({"references": [1, True]}, r"references\[1\] is True; expected the int 0 or 1"),
         ({"references": ["1", 0]}, r"references\[0\] is '1'; expected the int 0 or 1"),
-        ({"diseases": ["A", 7]}, r"diseases\[1\] is 7; expected a str"),
+        ({"diseases": ["A", 7]}, r"diseases\[1\] is 7; expected a non-empty str"),
+        ({"diseases": ["A", ""]}, r"diseases\[1\] is ''; expected a non-empty str"),
     ],
     "ucm": [
         ({"target_rank_before": [2.9, 3]}, r"target_rank_before\[0\] is 2.9; expected a rank"),

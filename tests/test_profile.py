@@ -3,16 +3,19 @@ through the one run loop (same predictions bytes as `medprobe probe`), and `publ
 
 import hashlib
 import json
+import os
 import shlex
 from pathlib import Path
 
 import pytest
+from datasets import load_dataset
 from huggingface_hub import ModelCard
 from transformers import BertConfig, GPT2Config, T5Config
 
 import probers.run
 from probers.api import UserError
 from probers.cli import main
+from probers.hub.cards import sha256
 from probers.profile import (
     MST_CAUSAL_REASON,
     QUICK,
@@ -198,7 +201,13 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     assert profile["data"]["medlama"]["sample"] is True
     # every run went through the run loop with the quick options, its files under runs/
     assert [(r.task, r.prober, r.seed) for r in fake_run][:2] == [("medlama", "contrastive", 5)] * 2
-    assert fake_run[0].task_options == {"per_relation": 10, "predictions": str(out / "runs/medlama-full-contrastive.predictions.jsonl")}
+    # the runs wrote into the staging folder beside OUT; profile.json names the paths they have in OUT
+    assert fake_run[0].task_options["predictions"].startswith(str(tmp_path / ".profile.medprobe-tmp-"))
+    predictions = str(out / "runs/medlama-full-contrastive.predictions.jsonl")
+    assert profile["runs"][0]["request"]["task_options"] == {"per_relation": 10, "predictions": predictions}
+    assert profile["runs"][0]["predictions"] == predictions and Path(predictions).is_file()
+    assert ".medprobe-tmp-" not in (out / "profile.json").read_text() + (out / "runs/mst-mlm-head.json").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["profile"]  # no lock, no staging folder left beside OUT
     assert fake_run[2].task_options == {"seeds": 1} and fake_run[3].prober_options == {"scratch": True}
     assert load_record(out / "runs" / "mst-mlm-head-scratch.json").metrics["accuracy"] == 0.3
     assert all(run["command"].startswith("medprobe probe --prober ") for run in profile["runs"])
@@ -268,25 +277,36 @@ def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monk
     monkeypatch.setattr(probers.hub.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
     release = write_release(tmp_path / "release")
     out = tmp_path / "profile"
-    run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",), data_dirs={"medlama": str(release)}))
-    assert {r.dataset for r in fake_run} == {str(out / "datasets" / "medlama")}
+    profile = run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",),
+                                         data_dirs={"medlama": str(release)}))  # fmt: skip
+    assert {r.dataset for r in fake_run} == {str(tmp_path / f".profile.medprobe-tmp-{os.getpid()}" / "out" / "datasets" / "medlama")}
+    assert {run["request"]["dataset"] for run in profile.runs} == {str(out / "datasets" / "medlama")}  # built there, swapped in
     assert [(r.config, r.task) for r in fake_run] == [("full", "medlama"), ("hard", "medlama")]
     data = json.loads((out / "profile.json").read_text())["data"]["medlama"]
     assert data["source"] == "built from a release folder (--data-dir)" and str(release) not in (out / "profile.md").read_text()
+    assert data["dataset"] == str(out / "datasets" / "medlama") and load_dataset(data["dataset"], "hard", split="test").num_rows
 
 
-def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(tmp_path, model_folders, fake_run):
-    from synthetic_medlama import write_release
+def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(tmp_path, model_folders, fake_run, capsys, monkeypatch):
+    import probers.hub.build
+    from synthetic_medlama import BUILD_PARAMS, write_release
 
+    real_build = probers.hub.build.build  # the synthetic release holds 3 rows per relation
+    monkeypatch.setattr(probers.hub.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
     release = write_release(tmp_path / "release")
     out = tmp_path / "profile"
     foreign = out / "datasets" / "medlama"
     foreign.mkdir(parents=True)
     (foreign / "notes.txt").write_text("mine")
-    with pytest.raises(UserError, match="a build would replace it"):
-        run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",), data_dirs={"medlama": str(release)}))
+    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--benchmarks", "medlama", "--data-dir", f"medlama={release}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{out} already holds 1 file(s): datasets/medlama/notes.txt, and no profile.json; a profile would replace it: pass " \
+           "--overwrite, or choose another --out" in err and len(err.splitlines()) == 1  # fmt: skip
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"] and (foreign / "notes.txt").read_text() == "mine"
-    assert fake_run == []
+    assert fake_run == [] and sorted(p.name for p in tmp_path.iterdir()) == ["profile", "release"]
+    assert main([*argv, "--overwrite"]) == 0  # the --overwrite the message names is an option of profile
+    assert not foreign.joinpath("notes.txt").exists() and len(fake_run) == 2
 
 
 # --- publish results DIR ---------------------------------------------------------------------------------
@@ -303,9 +323,10 @@ def probed_identity(weights: bytes = PROBED_WEIGHTS) -> dict:
     return {"name": "/home/someone/m", "path": "/home/someone/m", "weights_sha256": combined_digest(files), "weights": files}
 
 
-def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = False) -> Path:
+def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = False, weights_hash: bool = True) -> Path:
     """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run;
-    `quick`: a --quick profile (MedLAMA probed with --per-relation 10, MST generated small)."""
+    `quick`: a --quick profile (MedLAMA probed with --per-relation 10, MST generated small); `weights_hash=False`: runs
+    that recorded no weights hash of their model."""
     def run(label, benchmark, config, prober, record, floor_of=None):
         return {"label": label, "benchmark": benchmark, "config": config, "prober": prober, "floor_of": floor_of,
                 "record": record and {**vars(record)}}  # fmt: skip
@@ -316,6 +337,8 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
     scratch = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True}))
     for record in (medlama, mst, scratch):
         record.model_identity, record.subset = probed_identity(), {"subset": False, "options": {}, "items": 40}
+        if not weights_hash:
+            record.model_identity = {"name": "m"}
         record.source = {"version": "0.2.0", "commit": "b" * 40, "dirty": False}
         record.data_fingerprint = {"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}}
         record.command = f"medprobe probe --prober {record.prober} --task {record.task} --dataset {record.dataset} --model /home/someone/m"
@@ -338,6 +361,10 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
     profile.headline = [{"benchmark": "medlama", "config": "full", "prober": "contrastive", "run": "medlama-full-contrastive",
                          "metric": "acc@10", "value": 0.25, "chance": 0.05, "chance_source": "k/N", "floor": None,
                          "floor_source": "none"}]  # fmt: skip
+    for entry in profile.runs:  # the run files, with their sha256 in profile.json as `medprobe profile` records them
+        if entry["record"]:
+            path = RunRecord(**entry["record"]).save(folder / "runs" / f"{entry['label']}.json")
+            entry["results"], entry["files"] = str(path), {f"runs/{path.name}": sha256(path)}
     write_profile(profile, folder)
     return folder
 
@@ -428,11 +455,7 @@ def test_publish_a_profile_checks_the_model_it_probed(tmp_path, hub, capsys):
     assert "--model-mismatch-ok" in err and repo.commits == []
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--model-mismatch-ok"]) == 0
     # a profile whose runs recorded no weights hash cannot be checked, even in a dry run
-    data = json.loads((folder / "profile.json").read_text())
-    for run in data["runs"]:
-        if run["record"]:
-            run["record"]["model_identity"] = {"name": "m"}
-    (folder / "profile.json").write_text(json.dumps(data))
+    folder = written_profile(tmp_path / "no-weights-hash", weights_hash=False)
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--dry-run"]) == 2
     assert "records no weights hash of its model" in capsys.readouterr().err
 
@@ -450,6 +473,45 @@ def test_a_published_profile_card_gives_each_run_n_interval_fingerprint_version_
     assert "measured with medprobe 0.2.0 (commit `bbbbbbbbbbbb`)" in section
     assert "- repeat: `medprobe probe --prober mlm-head --task mst --dataset my-lab/mst --model my-lab/bert`" in section
     assert str(tmp_path) not in text and "/home/someone" not in text  # no local path in the card
+
+
+def test_publish_refuses_a_profile_whose_files_are_not_the_ones_it_recorded(tmp_path, hub, capsys):
+    """Measured before: a killed --seed 5 profile left the old profile.json over seed-5 run files, and publish
+    planned the old values without a word. Now profile.json records each file's sha256 and publish checks them."""
+    hub.add_repo("model", "my-lab/bert")
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+
+    def publish(folder: Path) -> str:
+        assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--dry-run"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.splitlines()) == 1 and hub.log == []
+        return err
+
+    folder = written_profile(tmp_path / "other-seed")
+    other = load_record(folder / "runs/mst-mlm-head.json")
+    other.metrics["accuracy"] = 0.508  # the run file of another profile's run (as the killed seed-5 profile left it)
+    other.save(folder / "runs/mst-mlm-head.json")
+    assert f"{folder / 'runs/mst-mlm-head.json'} is not the file profile.json recorded" in publish(folder)
+
+    folder = written_profile(tmp_path / "missing")
+    (folder / "runs/mst-mlm-head-scratch.json").unlink()
+    assert f"{folder / 'runs/mst-mlm-head-scratch.json'}, which profile.json records, is missing" in publish(folder)
+
+    folder = written_profile(tmp_path / "table")
+    (folder / "profile.md").write_text("my table\n")
+    assert f"{folder / 'profile.md'} is not the file profile.json recorded" in publish(folder)
+
+    folder = written_profile(tmp_path / "edited")  # the value edited in profile.json: its run file says otherwise
+    profile = json.loads((folder / "profile.json").read_text())
+    profile["runs"][1]["record"]["metrics"]["accuracy"] = 0.51
+    (folder / "profile.json").write_text(json.dumps(profile))
+    assert "runs/mst-mlm-head.json and the record of run mst-mlm-head in profile.json disagree" in publish(folder)
+
+    folder = written_profile(tmp_path / "older")  # written before profiles recorded their files
+    profile = json.loads((folder / "profile.json").read_text())
+    del profile["files"]
+    (folder / "profile.json").write_text(json.dumps(profile))
+    assert "records no sha256 of its files" in publish(folder)
 
 
 def test_publish_a_folder_that_is_no_profile(tmp_path, hub, capsys):
@@ -537,12 +599,11 @@ def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, f
     assert main(argv) == 0
     [request] = fake_run
     assert (request.task, request.prober, request.config) == ("disknE", "pair-classifier", "medical_similar")
-    assert request.dataset == str(out / "datasets" / "disknE") and request.task_options == {"diseases": 2}
+    assert request.dataset.endswith("/out/datasets/disknE") and request.task_options == {"diseases": 2}
     assert request.prober_options == {"epochs": 1}
     profile = json.loads((out / "profile.json").read_text())
     assert profile["skipped"] == [] and profile["data"]["disknE"]["source"] == "built from a release folder (--data-dir)"
-    from datasets import load_dataset
-
+    assert profile["runs"][0]["request"]["dataset"] == str(out / "datasets" / "disknE")
     assert load_dataset(str(out / "datasets" / "disknE"), "medical_similar", split="test").num_rows > 0
 
 

@@ -14,6 +14,7 @@ import sys
 
 from probers import distributed
 from probers.api import UserError
+from probers.hub.atomic_folder import Terminated, sigterm_raises
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.
@@ -52,25 +53,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one command; Ctrl-C anywhere prints `interrupted` and exits 130, the shell's code for SIGINT."""
+    """Run one command; Ctrl-C anywhere prints `interrupted` and exits 130, SIGTERM prints `terminated`
+    and exits 143 (the shell's codes for the two signals), after the same cleanup: temporary files and
+    staging folders are removed on the way out."""
     argv = sys.argv[1:] if argv is None else list(argv)
     if distributed.launched():  # one of several processes (accelerate launch / torchrun): the main one reports
         distributed.quiet_other_processes()
     try:
-        if argv[:1] == ["probe"]:  # parsed in two stages: the options depend on --prober and --task
-            from probers.cli.probe import run_probe_command
+        with sigterm_raises():  # SIGTERM raises Terminated (a KeyboardInterrupt): `finally` blocks run as on Ctrl-C
+            if argv[:1] == ["probe"]:  # parsed in two stages: the options depend on --prober and --task
+                from probers.cli.probe import run_probe_command
 
-            code = run_probe_command(argv[1:])
-        else:
-            args = build_parser().parse_args(argv)
-            code = args.func(args)
-        distributed.finish()  # under a launch: every process done, then the process group closed
+                code = run_probe_command(argv[1:])
+            else:
+                args = build_parser().parse_args(argv)
+                code = args.func(args)
+            distributed.finish()  # under a launch: every process done, then the process group closed
         return code
-    except KeyboardInterrupt:  # also SIGTERM during a build (probers.hub.atomic_folder.Terminated)
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (probers.hub.atomic_folder.Terminated)
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
-        print("interrupted", file=sys.stderr)
-        return 130
+        terminated = isinstance(err, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return 143 if terminated else 130
     except USER_ERRORS as err:
         if os.environ.get("MEDPROBE_DEBUG"):
             raise

@@ -15,7 +15,10 @@ DESCRIPTION = (
     "(MST is skipped: it needs a masked-LM head). What cannot run is skipped with its reason. Writes "
     "DIR/runs/<run>.json (+ .predictions.jsonl), DIR/profile.json (every run's record, one headline row per "
     "run with its chance level and floor, the skipped list, the data sources), DIR/profile.md (the table) and "
-    "DIR/profile.png (needs matplotlib: without it the figure is left out and the output says so)."
+    "DIR/profile.png (needs matplotlib: without it the figure is left out and the output says so). The whole "
+    "folder is written beside DIR and replaces it in one rename at the end, under a lock: a failed or interrupted "
+    "profile leaves DIR as it was, and a killed one (SIGKILL) is resumed by the next profile into DIR, which reuses "
+    "the runs whose request and data are unchanged. DIR must be new, empty or a medprobe profile (--overwrite)."
 )
 EPILOG = (
     "data: --data-dir NAME=PATH takes a folder built by `medprobe build` as it is, or builds a release folder "
@@ -52,6 +55,10 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     parser.add_argument("--seed", type=int, help="seed of every run (default: each task's and prober's own)")
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace DIR even when it holds files that are not a medprobe profile's (or files changed since)",
+    )  # fmt: skip
     parser.set_defaults(func=run_profile_command)
 
 
@@ -65,7 +72,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
         raise UserError(f"--data-dir {', '.join(repeated)} given more than once; give each benchmark one folder")
     options = ProfileOptions(
         model=args.model, out=args.out, benchmarks=tuple(dict.fromkeys(args.benchmarks)), data_dirs=dict(args.data_dirs),
-        quick=args.quick, device=args.device, seed=args.seed,
+        quick=args.quick, device=args.device, seed=args.seed, overwrite=args.overwrite,
     )  # fmt: skip
     profile = run_profile(options)
     return 1 if profile.failed else 0

@@ -9,9 +9,11 @@ Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medpro
 
     file-digests.json            sha256 of each weight file seen, by (path, inode, size, times): a
                                  big model is hashed once, not on every run
-    <space>/space.json           what the space key was made of (for people; never read back)
+    <space>/space.json           what the space key was made of (for people; never read back), among
+                                 it the embeddings' width (the model's hidden size) and dtype (float32)
     <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
-                                 their lengths, and the float32 embeddings (rows in the same order)
+                                 their lengths, the float32 embeddings (rows in the same order) and
+                                 a 64-bit digest of each entry (its token ids and its embedding row)
 
 A *space* is everything an embedding depends on besides the text: the content of the model's
 weight files, its config and class, the probed layers, the dtype, the device type, the torch and
@@ -24,11 +26,18 @@ and is not cached on disk at all.
 
 A chunk's name is the checksum of its contents, checked on read: a truncated or corrupt chunk
 (a killed write that escaped the atomic rename, a bad disk) is a miss and is deleted, never wrong
-data or a crash. Chunks are written under a temporary name and renamed (probers.atomic), so
-processes sharing the cache see whole chunks or none, and the same chunk written twice is the
-same file. The whole cache is bounded (`$MEDPROBE_EMBEDDING_CACHE_MAX_GB`, default 2): after a
-write, the least recently used chunks (by mtime; a hit touches its chunk) of all spaces are
-deleted until the total fits.
+data or a crash. A checksum catches damage, not a chunk rewritten whole with a valid one, so what
+can be checked cheaply is checked too: the arrays' dtypes, the embeddings' width against the
+space's (a chunk of another model is a miss, not a matmul error), and each entry's digest, which
+ties its embedding row to its key (rows shifted or swapped against their keys are a miss, not
+silently wrong scores). Embeddings that were wrong when they were written (another model's of the
+same width, stored under the right keys) cannot be told without encoding again.
+
+Chunks are written under a temporary name and renamed (probers.atomic), so processes sharing the
+cache see whole chunks or none, and the same chunk written twice is the same file. The whole
+cache is bounded (`$MEDPROBE_EMBEDDING_CACHE_MAX_GB`, default 2): after a write, the least
+recently used chunks (by mtime; a hit touches its chunk) of all spaces are deleted until the
+total fits.
 
 Embeddings read back are bit-identical to the ones stored. They were encoded in the batches of the
 run that stored them, so a run that hits may differ from a cold run in the last float bits (batch
@@ -52,6 +61,7 @@ from probers.api import UserError
 from probers.atomic import atomic_output, write_text_atomically
 
 ENCODING_VERSION = 1  # bump when encode_cls changes the embeddings it returns for the same ids
+CHUNK_FORMAT = 2  # 2: chunks hold each entry's digest (a space part: chunks of format 1 are in other spaces)
 DEFAULT_MAX_GB = 2.0
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
 STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
@@ -164,12 +174,23 @@ def space_key(parts: dict) -> str:
 # --- chunks ----------------------------------------------------------------------------------------
 
 
-def chunk_checksum(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray) -> str:
+def chunk_checksum(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray, digests: np.ndarray) -> str:
     digest = hashlib.sha256()
-    for array in (ids, lengths, embeddings):
+    for array in (ids, lengths, embeddings, digests):
         digest.update(str((array.dtype.str, array.shape)).encode())
         digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()[:32]
+
+
+def entry_digests(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray) -> np.ndarray:
+    """A 64-bit digest of each entry: its token ids (int64) and its embedding row (float32) together."""
+    ends = np.cumsum(lengths).tolist()
+    digests = np.empty(len(lengths), dtype=np.uint64)
+    for row, (end, length) in enumerate(zip(ends, lengths.tolist())):
+        entry = hashlib.blake2b(ids[end - length : end].tobytes(), digest_size=8)
+        entry.update(embeddings[row].tobytes())
+        digests[row] = int.from_bytes(entry.digest(), "little")
+    return digests
 
 
 def write_chunk(folder: Path, keys: Sequence[Key], embeddings: np.ndarray) -> Path:
@@ -177,22 +198,27 @@ def write_chunk(folder: Path, keys: Sequence[Key], embeddings: np.ndarray) -> Pa
     lengths = np.array([len(key) for key in keys], dtype=np.int32)
     ids = np.fromiter((token for key in keys for token in key), dtype=np.int64, count=int(lengths.sum()))
     embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
-    path = folder / f"{chunk_checksum(ids, lengths, embeddings)}.npz"
+    digests = entry_digests(ids, lengths, embeddings)
+    path = folder / f"{chunk_checksum(ids, lengths, embeddings, digests)}.npz"
     with atomic_output(path) as temp, open(temp, "wb") as handle:
-        np.savez(handle, ids=ids, lengths=lengths, embeddings=embeddings)
+        np.savez(handle, ids=ids, lengths=lengths, embeddings=embeddings, digests=digests)
     return path
 
 
-def read_chunk(path: Path) -> tuple[list[Key], np.ndarray] | None:
-    """(keys, embeddings) of a chunk, or None when it is unreadable or fails its checksum."""
+def read_chunk(path: Path, width: int | None = None) -> tuple[list[Key], np.ndarray] | None:
+    """(keys, embeddings) of a chunk, or None when it is unreadable, fails its checksum, holds arrays of
+    other dtypes or embeddings of another `width` than the space's, or an entry fails its digest."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            ids, lengths, embeddings = data["ids"], data["lengths"], data["embeddings"]
-    except Exception:  # whatever a damaged file raises (zip, zlib, npy header, I/O), it is a miss
+            ids, lengths, embeddings, digests = data["ids"], data["lengths"], data["embeddings"], data["digests"]
+    except Exception:  # whatever a damaged file raises (zip, zlib, npy header, I/O, an array missing), it is a miss
         return None
     if (
-        lengths.ndim != 1 or embeddings.ndim != 2 or len(lengths) != len(embeddings) or int(lengths.sum()) != len(ids)
-        or chunk_checksum(ids, lengths, embeddings) != path.stem
+        (ids.dtype, lengths.dtype, embeddings.dtype, digests.dtype) != (np.int64, np.int32, np.float32, np.uint64)
+        or lengths.ndim != 1 or embeddings.ndim != 2 or len(lengths) != len(embeddings) or digests.shape != lengths.shape
+        or int(lengths.sum()) != len(ids) or (lengths < 0).any() or (width is not None and embeddings.shape[1] != width)
+        or chunk_checksum(ids, lengths, embeddings, digests) != path.stem
+        or not np.array_equal(entry_digests(ids, lengths, embeddings), digests)
     ):  # fmt: skip
         return None
     ends = np.cumsum(lengths)
@@ -268,7 +294,8 @@ class Space:
 
 
 def open_space(root: Path, parts: dict) -> Space:
-    """The space of `parts` under `root`, with every readable chunk indexed; bad chunks are deleted."""
+    """The space of `parts` under `root`, with every readable chunk indexed; bad chunks are deleted
+    (among them chunks whose embeddings are not `parts["width"]` wide, when the parts say)."""
     folder = root / space_key(parts)
     space = Space(folder)
     try:
@@ -279,8 +306,8 @@ def open_space(root: Path, parts: dict) -> Space:
         space.writable = False
         print(f"embedding cache: cannot write in {folder} ({err.strerror or err}); going on without storing")
     for path in chunk_files(folder):
-        read = read_chunk(path)
-        if read is None:  # truncated or corrupt: a miss, and gone so that it is rewritten whole
+        read = read_chunk(path, parts.get("width"))
+        if read is None:  # truncated, corrupt or not of this space: a miss, and gone so that it is rewritten whole
             with contextlib.suppress(OSError):  # (a read-only cache keeps it, and misses it every time)
                 path.unlink()
             continue

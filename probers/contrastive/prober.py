@@ -325,6 +325,9 @@ class ContrastiveProbe(Prober):
             "dtype": dtype_name(self.dtype),
             "device": self.device.type,
             "embedding": "[CLS] of the last probed layer",
+            "width": self.model.config.hidden_size,  # each chunk's embeddings are checked against it on read
+            "stored_dtype": "float32",
+            "chunk_format": embedding_cache.CHUNK_FORMAT,
             "encoding_version": embedding_cache.ENCODING_VERSION,
             "torch": torch.__version__,
             "transformers": transformers.__version__,

@@ -1,16 +1,19 @@
 """Output folders that are complete or absent: a lock, a staging folder beside the target, one swap.
 
-`medprobe build` writes a whole dataset folder this way (probers/hub/build.py); single files use
-probers/atomic.py. The pieces:
+`medprobe build` writes a whole dataset folder this way (probers/hub/build.py), `medprobe export
+lm-eval` its task folder and `medprobe profile` its profile folder (probers/profile_folder.py);
+single files use probers/atomic.py. The pieces:
 
-- `out_lock(out)`: an exclusive lock on `.OUT.medprobe-lock` beside OUT (never inside it: a
-  published folder holds only its card and data); a second writer stops at once.
+- `prepare_parent(out)`: OUT's folder exists and can be written, or one line says why not.
+- `out_lock(out, command)`: an exclusive lock on `.OUT.medprobe-lock` beside OUT (never inside it:
+  a published folder holds only its card and data); a second writer stops at once, told which
+  command and process holds it.
 - a staging folder `.OUT.medprobe-tmp-<pid>` beside OUT (`stage_prefix`), removed on failure;
   what a SIGKILL leaves is removed by the next writer (`clean_leftovers`, under the lock).
 - `swap_into_place(stage, out)`: one atomic exchange where Linux offers it (renameat2), else two
   renames whose half-done state `clean_leftovers` undoes.
-- `sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C, and neither cuts a
-  swap or a cleanup in half.
+- `sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C (the CLI runs every
+  command under `sigterm_raises`), and neither cuts a swap or a cleanup in half.
 """
 
 from __future__ import annotations
@@ -25,20 +28,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-try:  # POSIX; where it is missing (Windows) builds into one OUT are not locked against each other
+from probers.api import UserError
+from probers.atomic import UnwritableOutput, check_creatable
+
+try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None
 
-STAGE_MARK = ".medprobe-tmp-"  # .<OUT name>.medprobe-tmp-<pid>: a build in progress, or what a killed one left
+STAGE_MARK = ".medprobe-tmp-"  # .<OUT name>.medprobe-tmp-<pid>: a write in progress, or what a killed one left
 LOCK_MARK = ".medprobe-lock"  # .<OUT name>.medprobe-lock
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM during a build, raised like Ctrl-C so that the same cleanup runs."""
+    """SIGTERM, raised like Ctrl-C so that the same cleanup runs (the CLI exits 143 on it, 130 on Ctrl-C)."""
 
 
-class FolderLocked(ValueError):
+class FolderLocked(UserError):
     """Another process holds the lock on the output folder; the message says which and what to do."""
 
 
@@ -71,7 +77,7 @@ def signals_deferred() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are held until the block ends, so a swap or a cleanup is never cut in half.
 
     The signals that arrived are listed in the yielded list and then dropped: the block's outcome
-    stands (a swap that finished is a finished build; a cleanup runs because the build failed).
+    stands (a swap that finished is a finished write; a cleanup runs because the write failed).
     """
     received: list[int] = []
     if not _in_main_thread():
@@ -88,28 +94,43 @@ def signals_deferred() -> Iterator[list[int]]:
 # --- the lock, the staging folder and the swap ---------------------------------------------------
 
 
-@contextmanager
-def out_lock(out: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `.OUT.medprobe-lock` beside OUT; a second build stops at once.
+def prepare_parent(out: Path, option: str = "--out") -> None:
+    """Create OUT's folder; one line (a UserError) when an ancestor is a file or it cannot be written."""
+    check_creatable(out, option)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # changed since the check
+        raise UnwritableOutput(f"{option} {out}: cannot create its folder ({err.strerror or err}); choose another path") from None
 
-    The lock file is beside OUT, not in it (a published folder holds only its card and data), and
-    removed on release. A build that opened the file just before it was removed would lock a
-    file no longer in the folder: it checks that the path still names what it locked, else retries.
+
+@contextmanager
+def out_lock(out: Path, command: str = "build") -> Iterator[None]:
+    """Hold an exclusive lock on `.OUT.medprobe-lock` beside OUT; a second writer stops at once.
+
+    The lock file is beside OUT, not in it (a published folder holds only its card and data), holds
+    the pid and the command (`build`, `profile`, ...) of its holder, and is removed on release. A
+    writer that opened the file just before it was removed would lock a file no longer in the
+    folder: it checks that the path still names what it locked, else retries.
     """
     if fcntl is None:  # pragma: no cover
         yield
         return
     path = out.parent / f".{out.name}{LOCK_MARK}"
     for _ in range(5):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UnwritableOutput(
+                f"{out}: cannot create the lock {path} ({err.strerror or err}); choose another --out"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            pid, _, holder = (os.read(fd, 200).decode(errors="replace").strip() or "unknown").partition(" ")
             os.close(fd)
             raise FolderLocked(
-                f"{out}: another `medprobe build` (pid {holder}) is writing this folder (lock {path.name} beside it); "
-                "wait for it to finish, or build into another --out"
+                f"{out}: another `medprobe {holder or 'build'}` (pid {pid}) is writing this folder (lock {path.name} "
+                "beside it); wait for it to finish, or choose another --out"
             ) from None
         try:
             same = os.stat(path).st_ino == os.fstat(fd).st_ino
@@ -118,15 +139,15 @@ def out_lock(out: Path) -> Iterator[None]:
         if same:
             break
         os.close(fd)
-    else:  # pragma: no cover - five builds in a row released the lock under us
-        raise FolderLocked(f"{out}: could not take the lock {path}; another build keeps replacing it")
+    else:  # pragma: no cover - five writers in a row released the lock under us
+        raise FolderLocked(f"{out}: could not take the lock {path}; another medprobe process keeps replacing it")
     try:
         os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
+        os.write(fd, f"{os.getpid()} {command}".encode())
         yield
     finally:
         with suppress(FileNotFoundError):  # removed by hand meanwhile: nothing to do
-            os.unlink(path)  # still locked: a build that opened it meanwhile sees another inode and retries
+            os.unlink(path)  # still locked: a writer that opened it meanwhile sees another inode and retries
         os.close(fd)
 
 
@@ -134,20 +155,26 @@ def stage_prefix(out: Path) -> str:
     return f".{out.name}{STAGE_MARK}"
 
 
-def clean_leftovers(out: Path) -> list[str]:
-    """Remove the staging folders killed builds left beside OUT; say what was done.
+def leftover_stages(out: Path) -> list[Path]:
+    """The staging folders beside OUT (under the lock: all left by killed processes), oldest name first."""
+    return sorted(p for p in out.parent.iterdir() if p.name.startswith(stage_prefix(out)))
 
-    Called under the lock, so no build owns them any more. A staging folder with `old/` and no OUT
+
+def clean_leftovers(out: Path, keep: Path | None = None) -> list[str]:
+    """Remove the staging folders killed writers left beside OUT, but `keep`; say what was done.
+
+    Called under the lock, so no process owns them any more. A staging folder with `old/` and no OUT
     is a fallback swap killed between its two renames: `old` is the previous OUT and goes back.
     """
     notes = []
-    for stage in sorted(p for p in out.parent.iterdir() if p.name.startswith(stage_prefix(out))):
+    for stage in leftover_stages(out):
         aside = stage / "old"
         if not os.path.lexists(out) and aside.is_dir():
             os.rename(aside, out)
-            notes.append(f"restored {out} from {stage.name}: a build was killed while swapping it")
-        shutil.rmtree(stage)
-        notes.append(f"removed {stage.name}, left beside {out.name} by a killed build")
+            notes.append(f"restored {out} from {stage.name}: a medprobe process was killed while swapping it")
+        if stage != keep:
+            shutil.rmtree(stage)
+            notes.append(f"removed {stage.name}, left beside {out.name} by a killed medprobe process")
     return notes
 
 
@@ -173,7 +200,7 @@ def swap_into_place(stage: Path, out: Path) -> None:
         os.rename(new, out)
         return
     try:
-        exchange(new, out)  # one atomic step: OUT is the new build, stage/out the old one
+        exchange(new, out)  # one atomic step: OUT is the new folder, stage/out the old one
         return
     except OSError:
         pass  # not Linux, or a filesystem without RENAME_EXCHANGE: two renames

@@ -44,7 +44,15 @@ import datasets
 from datasets.exceptions import DatasetGenerationError
 
 from probers.api import UserError
-from probers.hub.atomic_folder import clean_leftovers, out_lock, signals_deferred, sigterm_raises, stage_prefix, swap_into_place
+from probers.hub.atomic_folder import (
+    clean_leftovers,
+    out_lock,
+    prepare_parent,
+    signals_deferred,
+    sigterm_raises,
+    stage_prefix,
+    swap_into_place,
+)
 from probers.hub.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
 from probers.hub.resources import load_builder_module
 
@@ -385,9 +393,9 @@ def build(
     out = Path(out).resolve()
     requested = check_configs(benchmark, configs)
     params = dict(params or {})
-    out.parent.mkdir(parents=True, exist_ok=True)
+    prepare_parent(out)  # an ancestor that is a file, or a read-only folder: one line, before the lock
     report = BuildReport(out=out)
-    with sigterm_raises(), out_lock(out):
+    with sigterm_raises(), out_lock(out, "build"):
         report.notes = clean_leftovers(out)
         previous = existing_build(out, benchmark, overwrite)
         source = source_of(benchmark, data_dir)

@@ -268,8 +268,11 @@ def readme(benchmark: str, dataset: str, report: ExportReport) -> str:
 
 def check_out(out: Path) -> None:
     """OUT is absent, empty, or a previous export (it is replaced whole); anything else is refused."""
+    from probers.atomic import check_creatable
+
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the task YAMLs")
+    check_creatable(out, "--out")  # its folder can be made and written (the lock and the staging folder go beside it)
     if out.is_dir():
         foreign = sorted(p.name for p in out.iterdir() if not EXPORTED_NAME.match(p.name))
         if foreign:
@@ -281,19 +284,28 @@ def check_out(out: Path) -> None:
 
 def write_folder(out: Path, files: dict[str, str]) -> None:
     """Write `files` into a staging folder beside OUT, then swap it into place (OUT is old or new, never half)."""
-    from probers.hub.atomic_folder import clean_leftovers, out_lock, stage_prefix, swap_into_place
+    from probers.hub.atomic_folder import (
+        clean_leftovers,
+        out_lock,
+        prepare_parent,
+        signals_deferred,
+        stage_prefix,
+        swap_into_place,
+    )
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out_lock(out):
+    prepare_parent(out)
+    with out_lock(out, "export lm-eval"):
         clean_leftovers(out)
         stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out), dir=out.parent))
         try:
             (stage / "out").mkdir()
             for name, text in files.items():
                 (stage / "out" / name).write_text(text, encoding="utf-8")
-            swap_into_place(stage, out)
+            with signals_deferred():  # a Ctrl-C or SIGTERM here waits: OUT is swapped whole or not at all
+                swap_into_place(stage, out)
         finally:
-            shutil.rmtree(stage, ignore_errors=True)
+            with signals_deferred():
+                shutil.rmtree(stage, ignore_errors=True)
 
 
 EXPORTERS: dict[str, Callable[[str, str, str], tuple[dict[str, str], ExportReport]]] = {

@@ -313,8 +313,11 @@ def finish(plan: Plan, args: argparse.Namespace) -> int:
 
 
 def load_profile(folder: Path) -> tuple[dict, str]:
-    """(profile.json, profile.md) of a folder written by `medprobe profile`."""
+    """(profile.json, profile.md) of a folder written by `medprobe profile`, whose files (run results and
+    predictions, profile.md, ...) are the ones profile.json recorded, by sha256."""
     import json
+
+    from probers.profile_folder import disagreement
 
     paths = [folder / "profile.json", folder / "profile.md"]
     missing = [path.name for path in paths if not path.is_file()]
@@ -331,4 +334,7 @@ def load_profile(folder: Path) -> tuple[dict, str]:
         raise PublishError(f"{paths[0]} is not a medprobe profile ({err})") from None
     if not isinstance(runs, list) or not isinstance(data, dict):
         raise PublishError(f"{paths[0]} is not a medprobe profile (runs is not a list)")
+    problem = disagreement(folder, profile)
+    if problem:
+        raise PublishError(f"{problem}; the folder is not the profile its profile.json describes: run `medprobe profile` again")
     return profile, paths[1].read_text(encoding="utf-8")
