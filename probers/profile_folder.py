@@ -176,10 +176,11 @@ def folder_digest(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def run_key(request: dict, source: dict, content: str | None) -> str:
-    """What a run's outputs depend on: its request (paths as in OUT), its data source and content, medprobe's version."""
+def run_key(request: dict, source: dict, content: str | None, weights: str | None = None) -> str:
+    """What a run's outputs depend on: its request (paths as in OUT), its data source and content, the model's
+    weights (a folder retrained in place is another model) and medprobe's version."""
     source = {key: value for key, value in source.items() if key != "note"}  # the note holds the build's seconds
-    payload = {"request": request, "data": source, "content": content, "medprobe": package_version("medprobe")}
+    payload = {"request": request, "data": source, "content": content, "weights": weights, "medprobe": package_version("medprobe")}
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -195,6 +196,7 @@ class ProfileFolder:
     print_fn: Callable[[str], None] = print
     journal: dict[str, dict] = field(default_factory=dict)  # label -> {"key", "entry"} of each finished run
     contents: dict[str, str | None] = field(default_factory=dict)  # dataset path -> folder_digest
+    weights: dict[str, str | None] = field(default_factory=dict)  # model -> the sha256 of its weight files
 
     @property
     def staged(self) -> Path:
@@ -215,8 +217,17 @@ class ProfileFolder:
             self.contents[dataset] = folder_digest(folder) if folder.is_dir() else None
         return self.contents[dataset]
 
+    def model_weights(self, model: str) -> str | None:
+        """The weights digest of a run's model (None: not identified, e.g. a Hub id not in the cache), once per model."""
+        from probers.provenance import model_identity
+
+        if model not in self.weights:
+            self.weights[model] = model_identity(model).get("weights_sha256")
+        return self.weights[model]
+
     def key(self, request: Any, source: dict) -> str:
-        return run_key(self.logical(asdict(request)), self.logical(source), self.content(request.dataset))
+        return run_key(self.logical(asdict(request)), self.logical(source), self.content(request.dataset),
+                       self.model_weights(request.model))  # fmt: skip
 
     def reuse(self, runs: list[tuple[str, Any, dict]]) -> dict[str, dict]:
         """The entries of the killed profile's runs that this one takes as they are, by label, out of

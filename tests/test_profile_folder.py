@@ -182,3 +182,19 @@ def test_a_resumed_profile_runs_again_what_another_request_or_changed_files_made
     assert main(profile_args(encoder, out, "--seed", "6")) == 0  # another request: nothing is reused
     assert "reused" not in capsys.readouterr().out and [r.seed for r in fake_run] == [6, 6]
     assert set(values(out).values()) == {0.256} and leftovers(out) == []
+
+
+def test_a_resumed_profile_runs_again_what_a_model_retrained_in_place_made(tmp_path, encoder, fake_run, capsys):
+    """The model's weights are part of a run's key: the same folder holding other weights is another model."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(encoder, model)
+    (model / "model.safetensors").write_bytes(b"weights before the kill")
+    out = tmp_path / "P"
+    process = start_paused_profile("probers.profile:headline_rows", profile_args(str(model), out, "--seed", "5"))
+    signal_and_wait(process, signal.SIGKILL)  # both runs done and journaled
+    (model / "model.safetensors").write_bytes(b"weights retrained in place")
+    assert main(profile_args(str(model), out, "--seed", "5")) == 0
+    printed = capsys.readouterr().out
+    assert "reused" not in printed and len(fake_run) == 2
