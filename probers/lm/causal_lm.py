@@ -264,21 +264,23 @@ class CausalLMProbe(FromPretrained, Prober):
         return self.prefix_tree
 
     def tree_matches_plain(self) -> bool:
-        """Prefix-tree scores of two made-up groups (contexts of different lengths, shared prefixes, rows and
-        batches cut small) equal `score_continuations`' within float noise."""
+        """Prefix-tree scores of two made-up groups equal `score_continuations`' within float noise: contexts of
+        different lengths, shared prefixes, a continuation inside another, rows that repeat an ancestor and a
+        group whose rows span two batches."""
         passes = self.tree_passes()
         if not passes.usable:
             return False
         vocab = self.model.get_output_embeddings().weight.shape[0]
-        ids = [(7 * i + 3) % vocab for i in range(12)]
-        continuations = [ids[3:7], ids[3:5] + ids[8:9], ids[3:4] + ids[9:10], ids[10:11], ids[3:7] + ids[11:]]
+        t = [(7 * i + 3) % vocab for i in range(12)]
+        continuations = [[t[1], t[2], t[3]], [t[1], t[4], t[5]], [t[1], t[6], t[7]], [t[8], t[9], t[10]], [t[1], t[2]], [t[11]]]
         parts = [(tokens, [True] * len(tokens)) for tokens in continuations]
-        contexts = [ids[:3], ids[9:] + ids[:3]]
+        contexts = [[t[0], t[9]], [t[5], t[6], t[7], t[0]]]
         mean = self.length_normalization == "mean"
-        groups = [make_group(0, list(range(len(parts))), context, parts, row_length=2) for context in contexts]
+        # rows of 3 tokens: [1 2 4], [1 6 8], [8 9] (1 repeated); batches of 4 rows: the second group spans two
+        groups = [make_group(0, list(range(len(parts))), context, parts, row_length=3) for context in contexts]
         tolerance = 1e-3 if self.model.dtype == torch.float32 else 5e-2
         try:
-            for batch in plan_batches(groups, batch_size=2):
+            for batch in plan_batches(groups, batch_size=4):
                 passes.run(batch)
             plain = [self.score_continuations(context, parts) for context in contexts]
         except (RuntimeError, ValueError, TypeError, IndexError, KeyError, AttributeError):
