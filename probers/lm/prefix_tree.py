@@ -32,9 +32,14 @@ class PrefixTree:
     paths: list[list[int]]  # continuation -> its nodes, first token first
 
     @property
+    def firsts(self) -> list[int]:
+        """The nodes of first tokens (their log-probabilities come from the context's last position)."""
+        return [node for node, parent in enumerate(self.parents) if parent == -1]
+
+    @property
     def inner(self) -> list[int]:
         """The nodes with children (the ones a forward pass runs), depth first."""
-        order, stack = [], [node for node in reversed(range(len(self.tokens))) if self.parents[node] == -1]
+        order, stack = [], self.firsts[::-1]
         while stack:
             node = stack.pop()
             if self.children[node]:

@@ -133,7 +133,7 @@ class TreePasses:
         last = out.last_hidden_state[torch.arange(len(groups)), torch.tensor([len(g.context) - 1 for g in groups])]
         logp = torch.log_softmax(self.head(last).float(), dim=-1).cpu().numpy()
         for g, group in enumerate(groups):
-            firsts = [node for node in range(len(group.tree.tokens)) if group.tree.parents[node] == -1]
+            firsts = group.tree.firsts
             group.logp[firsts] = logp[g, [group.tree.tokens[node] for node in firsts]]
         return out.cache if self.cache_keyword == "cache" else out.past_key_values
 
