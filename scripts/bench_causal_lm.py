@@ -14,7 +14,7 @@ run this script there, so that both programs use the same torch and transformers
 
 1. processes: whole process against whole process. `medprobe probe --prober causal-lm --candidates relation
    --per-relation 10 --length-normalization none` (lm-eval ranks by total log-likelihood) on the restricted
-   build, and lm-eval's own CLI (`python -m lm_eval --model hf ... --limit 10`) on the tasks `medprobe export
+   build, and lm-eval's own CLI (`python -m lm_eval run --model hf ... --limit 10`) on the tasks `medprobe export
    lm-eval medlama` writes for it; wall times, the ratio, pairs/s and both programs' acc@1/acc@10 per relation.
 2. scorers: in this process, the model loaded once, the prefix-tree scorer against the plain one (one padded
    row per candidate over the cached context, as before issue 25): seconds, the largest score difference,
@@ -30,6 +30,7 @@ import argparse
 import glob
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -74,12 +75,15 @@ def restricted_build(built: str, relations: tuple[str, ...], out: Path) -> str:
 
 
 def timed(command: list[str], log: Path) -> float:
-    start = time.perf_counter()
+    """Wall seconds of a child process; its CPU seconds (user + system) are printed beside them."""
+    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w") as output:
         done = subprocess.run(command, cwd=REPO_ROOT, env=environment(), stdout=output, stderr=subprocess.STDOUT)
-    seconds = time.perf_counter() - start
+    seconds, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"failed ({done.returncode}): {' '.join(command)}\n{log.read_text()[-4000:]}")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    print(f"{' '.join(command[2:4])}: {seconds:.1f} s wall, {cpu:.1f} s CPU; {load()}", flush=True)
     return seconds
 
 
@@ -99,9 +103,9 @@ def run_lm_eval(dataset: str, args: argparse.Namespace, out: Path) -> tuple[floa
                     "--out", str(out / "tasks")], check=True, env=environment(), stdout=subprocess.DEVNULL)  # fmt: skip
     path, extra = resolve_model(args.model)
     model_args = f"pretrained={path},dtype=float32" + (f",gguf_file={SMOLLM2_GGUF}" if extra else "")
-    tasks = ",".join(f"medprobe_medlama_hard_{relation}" for relation in RELATIONS)
-    command = [sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", model_args, "--device", "cpu",
-               "--batch_size", str(args.lm_eval_batch_size), "--include_path", str(out / "tasks"), "--tasks", tasks,
+    tasks = [f"medprobe_medlama_hard_{relation}" for relation in RELATIONS]
+    command = [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args", model_args, "--device", "cpu",
+               "--batch_size", str(args.lm_eval_batch_size), "--include_path", str(out / "tasks"), "--tasks", *tasks,
                "--limit", str(args.per_relation), "--output_path", str(out / "lm_eval")]  # fmt: skip
     seconds = timed(command, out / "lm_eval.log")
     [results] = glob.glob(str(out / "lm_eval" / "**" / "results_*.json"), recursive=True)
