@@ -17,8 +17,13 @@ divides by the number of scored tokens, so long names are not punished for their
 `"none"` keeps the total log-probability of the text.
 
 The context is the same for every candidate of a query: it runs through the model once, and
-its key/value cache is repeated across each batch of candidates (sorted by length, so that
-little padding is computed); candidates never recompute the prompt.
+the candidates never recompute it. Their continuations run as a prefix tree over its key/value
+cache (probers.lm.prefix_tree, probers.lm.tree_scoring): a token shared by several candidates
+("carcinoma of ...") runs once, a continuation's last token needs no forward pass (its parent's
+logits give its log-probability), and the rows of several queries fill one batch. The first
+scoring call checks once, on made-up tokens, that the tree gives this model's plain scores (its
+attention takes a custom 4D mask and position ids); where it does not, each candidate runs in its
+own padded row over the repeated cache (`score_query`), with a warning.
 """
 
 from __future__ import annotations
