@@ -155,9 +155,13 @@ def direct_scores(model, tokenizer, query: str, names: list[str], mean: bool, su
 @pytest.mark.parametrize("make_model", [tiny_random_gpt2, tiny_random_llama], ids=["tiny_random_gpt2", "tiny_random_llama"])
 @pytest.mark.parametrize(("normalization", "suffix"), [("mean", True), ("none", True), ("mean", False), ("none", False)])
 @pytest.mark.parametrize(("batch_size", "row_length"), [(1, 1), (3, 4), (64, 64)], ids=["rows_1", "rows_3x4", "rows_64"])
-def test_prefix_tree_scores_equal_one_forward_per_candidate(make_model, normalization, suffix, batch_size, row_length):
-    """Many candidate sets with shared prefixes and different lengths; small batches and rows split the tree."""
+def test_prefix_tree_scores_equal_one_forward_per_candidate(
+    make_model, normalization, suffix, batch_size, row_length, monkeypatch
+):
+    """Many candidate sets with shared prefixes and different lengths; small batches and rows split the tree,
+    and the output head runs on 5 positions at a time."""
     tokenizer = byte_bpe_tokenizer()
+    monkeypatch.setattr(tree_scoring, "HEAD_LOGITS", 5 * len(tokenizer))
     model = make_model(tokenizer, seed=3)
     probe = CausalLMProbe(
         model, tokenizer, length_normalization=normalization, score_suffix=suffix, literal_template=True,

@@ -275,8 +275,7 @@ class CausalLMProbe(FromPretrained, Prober):
         passes = self.tree_passes()
         if not passes.usable:
             return False
-        vocab = self.model.get_output_embeddings().weight.shape[0]
-        t = [(7 * i + 3) % vocab for i in range(12)]
+        t = [7 * i + 3 for i in range(12)]  # made-up token ids, in any vocabulary
         continuations = [[t[1], t[2], t[3]], [t[1], t[4], t[5]], [t[1], t[6], t[7]], [t[8], t[9], t[10]], [t[1], t[2]], [t[11]]]
         parts = [(tokens, [True] * len(tokens)) for tokens in continuations]
         contexts = [[t[0], t[9]], [t[5], t[6], t[7], t[0]]]

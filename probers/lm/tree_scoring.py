@@ -29,7 +29,9 @@ from transformers import PreTrainedModel
 from probers.lm.loading import model_device
 from probers.lm.prefix_tree import PrefixTree, Row, ancestor_mask, build_tree, cut_rows
 
-HEAD_CHUNK = 256  # positions per output-head call: [256, vocabulary] floats at a time
+# logits per output-head call (positions x vocabulary): 128 MB of float32; larger calls ran the SmolLM2 head
+# faster on 2 CPU cores (2,015 positions/s at 1,024 positions, 1,766 at 256, 1,130 at 32)
+HEAD_LOGITS = 2**25
 
 
 @dataclass
@@ -180,10 +182,11 @@ class TreePasses:
         self.tokens["head"] += len(slots)
         at = np.searchsorted(slots, [slot for slot, _, _ in targets])  # each target's position in `slots`
         tokens = torch.tensor([group.tree.tokens[child] for _, group, child in targets], device=hidden.device)
-        for start in range(0, len(slots), HEAD_CHUNK):
-            logits = self.head(hidden[torch.from_numpy(slots[start : start + HEAD_CHUNK]).to(hidden.device)]).float()
+        chunk = max(1, HEAD_LOGITS // (getattr(self.head, "out_features", None) or 2**16))
+        for start in range(0, len(slots), chunk):
+            logits = self.head(hidden[torch.from_numpy(slots[start : start + chunk]).to(hidden.device)]).float()
             normaliser = logits.logsumexp(dim=-1)
-            first, stop = np.searchsorted(at, [start, start + HEAD_CHUNK])
+            first, stop = np.searchsorted(at, [start, start + chunk])
             local = torch.from_numpy(at[first:stop] - start).to(logits.device)
             values = (logits[local, tokens[first:stop]] - normaliser[local]).cpu().numpy()
             for (_, group, child), value in zip(targets[first:stop], values):
