@@ -30,6 +30,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -109,7 +110,17 @@ def run_lm_eval(dataset: str, args: argparse.Namespace, out: Path) -> tuple[floa
                "--limit", str(args.per_relation), "--output_path", str(out / "lm_eval")]  # fmt: skip
     seconds = timed(command, out / "lm_eval.log")
     [results] = glob.glob(str(out / "lm_eval" / "**" / "results_*.json"), recursive=True)
-    return seconds, json.loads(Path(results).read_text())["results"]
+    record = json.loads(Path(results).read_text())["results"]
+    return seconds, record, progress_seconds((out / "lm_eval.log").read_text(), "Running loglikelihood requests")
+
+
+def progress_seconds(log: str, description: str) -> float | None:
+    """The elapsed time of the last finished tqdm bar with this description in a log ("[04:31<00:00")."""
+    times = re.findall(re.escape(description) + r": 100%[^\[]*\[(?:(\d+):)?(\d+):(\d+)<", log)
+    if not times:
+        return None
+    hours, minutes, seconds = times[-1]
+    return int(hours or 0) * 3600 + int(minutes) * 60 + int(seconds)
 
 
 def processes(dataset: str, pairs: int, args: argparse.Namespace) -> None:
@@ -118,7 +129,7 @@ def processes(dataset: str, pairs: int, args: argparse.Namespace) -> None:
         print(f"before medprobe: {load()}", flush=True)
         ours, record = run_medprobe(dataset, args, out)
         print(f"before lm-eval: {load()}", flush=True)
-        theirs, results = run_lm_eval(dataset, args, out)
+        theirs, results, their_scoring = run_lm_eval(dataset, args, out)
         print(f"after both: {load()}")
     print(
         f"\nwhole process, {args.model}, {pairs:,} query-candidate pairs ({args.per_relation} queries x {len(RELATIONS)} relations)"
@@ -138,7 +149,14 @@ def processes(dataset: str, pairs: int, args: argparse.Namespace) -> None:
         for k in (1, 10)
     )
     print(f"ratio (lm-eval / medprobe): {theirs / ours:.2f}x; acc@1 and acc@10 {'identical' if same else 'DIFFER'}")
-    print("medprobe's phases (s): " + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in record["timings"].items()))
+    phases = record["timings"]
+    rest = ours - sum(phases[p] for p in ("load_dataset", "load_model", "probe", "score"))
+    print("medprobe's phases (s): " + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in phases.items())
+          + f"; start, imports and writing {rest:.1f}")  # fmt: skip
+    if their_scoring is not None:
+        print(f"lm-eval's phases (s): log-likelihood requests {their_scoring:.0f} (its progress bar); "
+              f"start, imports, model and task loading {theirs - their_scoring:.0f}")  # fmt: skip
+        print(f"scoring alone (lm-eval's requests / medprobe's probe): {their_scoring / phases['probe']:.2f}x")
 
 
 def workload(dataset: str, per_relation: int):
