@@ -251,23 +251,31 @@ def test_smollm2_prefix_tree_scores_equal_one_forward_per_candidate_and_the_plai
         "chronic heart failure", "chronic kidney disease", "chronic pain", "carcinoma of the lung", "carcinoma of the breast",
         "carcinoma", "fever", "heart failure", "T-cell", "T-cell lymphoma", "B-cell", "epithelial cell", "zxqv",
     ]  # fmt: skip
-    smollm2.row_length = 8  # the rows split the tree
-    tree = smollm2.score_candidates(queries, [names] * 3)
-    assert smollm2.prefix_tree is True
-    smollm2.prefix_tree = False
-    try:
-        plain = smollm2.score_candidates(queries, [names] * 3)
-    finally:
-        smollm2.prefix_tree = True
     tokenizer, model = smollm2.tokenizer, smollm2.model
-    for query, row, plain_row in zip(queries, tree, plain):
+    expected = {"mean": [], "none": []}  # one full forward pass per candidate
+    for query in queries:
         before, after = query.split("[Y]")
         context = len(tokenizer(before.rstrip())["input_ids"])
-        for name, score in zip(names, row):
+        for normalization in expected:
+            expected[normalization].append([])
+        for name in names:
             full = tokenizer(before + name + after.lstrip())["input_ids"]  # the space before "." is removed by default
             with torch.no_grad():
                 logp = torch.log_softmax(model(torch.tensor([full])).logits[0].float(), dim=-1)
-            expected = np.mean([logp[t - 1, full[t]].item() for t in range(context, len(full))])
-            assert score == pytest.approx(expected, abs=1e-4), (query, name)
-        np.testing.assert_allclose(row, plain_row, rtol=0, atol=1e-4)
-        assert top_k(names, row, 10) == top_k(names, plain_row, 10)
+            values = [logp[t - 1, full[t]].item() for t in range(context, len(full))]
+            expected["mean"][-1].append(np.mean(values))
+            expected["none"][-1].append(np.sum(values))
+    smollm2.row_length = 8  # the rows split the tree
+    for normalization, rows in expected.items():
+        smollm2.length_normalization = normalization
+        tree = smollm2.score_candidates(queries, [names] * 3)
+        assert smollm2.prefix_tree is True
+        smollm2.prefix_tree = False
+        try:
+            plain = smollm2.score_candidates(queries, [names] * 3)
+        finally:
+            smollm2.prefix_tree = True
+        for tree_row, plain_row, expected_row in zip(tree, plain, rows):
+            np.testing.assert_allclose(tree_row, expected_row, rtol=0, atol=1e-4)
+            np.testing.assert_allclose(tree_row, plain_row, rtol=0, atol=1e-4)
+            assert top_k(names, tree_row, 10) == top_k(names, plain_row, 10)
