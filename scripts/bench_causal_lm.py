@@ -22,6 +22,31 @@ run this script there, so that both programs use the same torch and transformers
 
 The restricted build is written to a temporary folder from a hard build (default: the release in
 ../shared/data/medlama built once into /tmp/medlama_full); the licensed rows never enter the repository.
+
+Measured 2026-11-25 on the shared 2-core CPU (torch 2.13.0+cpu, transformers 5.24.0, lm-eval 0.4.13, lm-eval at
+--batch_size 64), `--part processes` with nothing else running (load average 0.4 before, 1.9 after: its own
+two threads), 9,500 pairs:
+
+    program     seconds  pairs/s  occurs_after  disease_has_normal_cell_origin  may_treat  (acc@1 / acc@10)
+    lm-eval       302.8     31.4   0.00 / 0.40     0.00 / 0.20                  0.00 / 0.10
+    medprobe      111.2     85.5   0.00 / 0.40     0.00 / 0.20                  0.00 / 0.10
+    ratio 2.72x, acc@1 and acc@10 identical
+
+Where the time goes. medprobe: start, imports and writing 6.8 s, dataset 0.9 s, model 18.7 s (transformers
+parses the GGUF file three times, for the tokenizer, the config and the weights), scoring 84.1 s: the rows of
+the prefix trees 58.3 s (36,536 tokens through the body, 627 tokens/s), the output head 22.3 s (34,710
+positions), the contexts 1.6 s. lm-eval: about 36 s before its first request (start, imports, model, tasks;
+measured on a 950-pair run) and about 267 s of requests. Scoring alone is 3.2x; the fixed costs, 27 s against
+36 s, hold the whole process under 3x on this CPU. Tokens (the machine-independent part, printed by `--part
+scorers`): lm-eval runs 127,294 (each pair's context and continuation, less its last token; logits at every
+one), the plain scorer 67,316 (13,910 of them padding), the tree 36,536 through the body and 34,710 through the
+head: 17,121 / 9,054 / 4,862 GMAC with SmolLM2's sizes, 3.5x and 1.9x the tree's.
+
+In one process (`--part scorers --per-relation 2`, 1,900 pairs, quiet): plain 35.5 s, tree 16.2 s (2.19x),
+largest score difference 9.9e-05 (total log-probabilities of up to 20 tokens; against an fp64 forward pass the
+tree's worst error on a may_treat query was 3.1e-05, the plain scorer's 6.5e-05), acc@k identical. The whole
+workload with other benchmarks running (load average 2.3 to 4): plain 516.7 s, tree 167.0 s (3.09x); lm-eval
+649.9 s, medprobe 242.9 s (2.68x).
 """
 
 from __future__ import annotations
