@@ -1,43 +1,38 @@
-"""medprobe: probing what pre-trained language models know about biomedicine.
+"""`probers` was medprobe's package name before 0.2; it is `medprobe` now.
 
-The importable package is `probers`; the distribution is `medprobe`. Every prober class is
-exported here (`from probers import MaskAverageProbe`) and imported on first use, so that
-`import probers` (and `medprobe --help`) loads neither torch, transformers nor datasets.
+`import probers` and `from probers.X import Y` keep working for this release, with a
+DeprecationWarning: `probers` is the package `medprobe` and every `probers.X` the module
+`medprobe.X` itself (the same objects, so a patch of one is a patch of the other).
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
 
-try:
-    __version__ = version("medprobe")
-except PackageNotFoundError:  # running from a source checkout that is not installed
-    __version__ = "0.0.0+source"
-
-# class name -> the module that defines it: the targets of probers.registry.PROBERS, plus the
-# re-ranking wrapper that the medlama task builds (tests/test_imports.py keeps the two in step).
-_LAZY = {
-    "ContrastiveProbe": "probers.contrastive.prober",
-    "MaskPredictProbe": "probers.lm.mask_predict",
-    "MaskAverageProbe": "probers.lm.mask_average",
-    "GenerativeProbe": "probers.lm.seq2seq",
-    "CausalLMProbe": "probers.lm.causal_lm",
-    "RankChangeProbe": "probers.lm.rank_change",
-    "PairClassifierProbe": "probers.lm.pair_classifier",
-    "MLMHeadProbe": "probers.lm.mlm_head",
-    "ShortlistProber": "probers.lm.candidate_scoring",
-}
-
-__all__ = ["__version__", *_LAZY]
+warnings.warn(
+    "the package `probers` is now `medprobe`: write `import medprobe` (the old name goes in medprobe 0.3)",
+    DeprecationWarning,
+    stacklevel=2,
+)
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        from importlib import import_module
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds `probers.X` as the already importable `medprobe.X`."""
 
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value  # later lookups skip __getattr__
-        return value
-    raise AttributeError(f"module 'probers' has no attribute {name!r}")
+    def find_spec(self, fullname, path, target=None):
+        if fullname.startswith("probers."):
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module("medprobe" + spec.name[len("probers") :])
+
+    def exec_module(self, module):
+        pass  # the module is medprobe's, already executed
 
 
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+if not any(isinstance(finder, _Alias) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _Alias())
+sys.modules[__name__] = importlib.import_module("medprobe")

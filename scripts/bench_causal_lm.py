@@ -114,7 +114,7 @@ def timed(command: list[str], log: Path) -> float:
 
 
 def run_medprobe(dataset: str, args: argparse.Namespace, out: Path) -> tuple[float, dict]:
-    command = [sys.executable, "-m", "probers.cli", "probe", "--prober", "causal-lm", "--model", args.model,
+    command = [sys.executable, "-m", "medprobe.cli", "probe", "--prober", "causal-lm", "--model", args.model,
                "--dataset", dataset, "--config", "hard", "--candidates", "relation", "--per-relation", str(args.per_relation),
                "--length-normalization", "none", "--batch-size", str(args.batch_size), "--device", "cpu",
                "--out", str(out / "medprobe.json")]  # fmt: skip
@@ -123,9 +123,9 @@ def run_medprobe(dataset: str, args: argparse.Namespace, out: Path) -> tuple[flo
 
 
 def run_lm_eval(dataset: str, args: argparse.Namespace, out: Path) -> tuple[float, dict]:
-    from probers.models import SMOLLM2_GGUF, resolve_model
+    from medprobe.models import SMOLLM2_GGUF, resolve_model
 
-    subprocess.run([sys.executable, "-m", "probers.cli", "export", "lm-eval", "medlama", "--dataset", dataset,
+    subprocess.run([sys.executable, "-m", "medprobe.cli", "export", "lm-eval", "medlama", "--dataset", dataset,
                     "--out", str(out / "tasks")], check=True, env=environment(), stdout=subprocess.DEVNULL)  # fmt: skip
     path, extra = resolve_model(args.model)
     model_args = f"pretrained={path},dtype=float32" + (f",gguf_file={SMOLLM2_GGUF}" if extra else "")
@@ -186,7 +186,7 @@ def processes(dataset: str, pairs: int, args: argparse.Namespace) -> None:
 
 def workload(dataset: str, per_relation: int):
     """(rows probed, their queries, each query's candidates): medprobe's --candidates relation --per-relation N."""
-    from probers.tasks.medlama import MedLAMATask
+    from medprobe.tasks.medlama import MedLAMATask
 
     data = MedLAMATask(k=[1, 10], candidates="relation", per_relation=per_relation).load(dataset, "hard", "test")
     return data.rows, data.rows["query"], [data.candidates[relation] for relation in data.rows["relation"]]
@@ -196,8 +196,8 @@ def scorers(dataset: str, args: argparse.Namespace) -> None:
     """The plain and the prefix-tree scorer in this process, on one loaded model."""
     import numpy as np
 
-    from probers.lm.causal_lm import CausalLMProbe
-    from probers.tasks.medlama import score_ranking
+    from medprobe.lm.causal_lm import CausalLMProbe
+    from medprobe.tasks.medlama import score_ranking
 
     rows, queries, lists = workload(dataset, args.per_relation)
     pairs = sum(map(len, lists))
@@ -231,7 +231,7 @@ def scorers(dataset: str, args: argparse.Namespace) -> None:
 
 def token_counts(probe, queries: list[str], lists: list[list[str]], batch_size: int) -> dict[str, int]:
     """Tokens each way runs through the model (body) and through the output head, counted from the tokenization."""
-    from probers.lm.prefix_tree import build_tree, cut_rows
+    from medprobe.lm.prefix_tree import build_tree, cut_rows
 
     counts = dict.fromkeys(["pairs", "lm_eval", "plain_body", "plain_padding", "tree_body", "tree_padding", "tree_head"], 0)
     for query, names in zip(queries, lists):

@@ -30,17 +30,17 @@ import torch
 from datasets import load_dataset
 from transformers import TrainerCallback
 
-from probers.api import fill_mask_slot
-from probers.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, rewiring_arguments
-from probers.contrastive.encoding import tokenize_keeping_mask, tokenize_truncated
-from probers.contrastive.pairs import read_sentences
-from probers.contrastive.rewiring import train_pairs
-from probers.tasks.medlama import answer_space
+from medprobe.api import fill_mask_slot
+from medprobe.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, rewiring_arguments
+from medprobe.contrastive.encoding import tokenize_keeping_mask, tokenize_truncated
+from medprobe.contrastive.pairs import read_sentences
+from medprobe.contrastive.rewiring import train_pairs
+from medprobe.tasks.medlama import answer_space
 
 
 def end_to_end(args: argparse.Namespace, out: Path) -> dict:
     """`medprobe probe` in a child process: wall time, peak RSS, and the phase times it recorded."""
-    command = [sys.executable, "-m", "probers.cli", "probe", "--dataset", args.dataset, "--config", args.config,
+    command = [sys.executable, "-m", "medprobe.cli", "probe", "--dataset", args.dataset, "--config", args.config,
                "--prober", "contrastive", "--model", args.model, "--out", str(out)]  # fmt: skip
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)

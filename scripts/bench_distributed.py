@@ -34,9 +34,9 @@ that worse), while each launched process runs one thread. Read it as "the jobs s
 records match", not as a speed-up to expect. MedLAMA's 1.02x is what 2 cores allow: the 1-process
 encoder already runs one batch per core.
 
-What a 4-GPU run would do (`accelerate launch --num_processes 4 -m probers.cli probe ...` or
+What a 4-GPU run would do (`accelerate launch --num_processes 4 -m medprobe.cli probe ...` or
 `torchrun --nproc_per_node 4 ...`; not run here, there is no GPU): each process gets cuda:<local
-rank> (`probers.models.resolve_device`), DisKnE's (seed, disease) jobs are split 4 ways as whole
+rank> (`medprobe.models.resolve_device`), DisKnE's (seed, disease) jobs are split 4 ways as whole
 contiguous shares (a 3-seed run of 39 diseases: 117 trainings, 30/29/29/29 per GPU), each trained
 by a single-process Trainer pinned to its GPU (`distributed.local_training`,
 `distributed.pin_training_device`), so the wall time is about that of the largest share, ~1/4 of
@@ -71,10 +71,10 @@ def environment() -> dict[str, str]:
 def medprobe(args: list[str], nproc: int) -> float:
     """Wall seconds of `medprobe ARGS` as one process (nproc 1) or `nproc` torchrun processes."""
     if nproc == 1:
-        command = [sys.executable, "-m", "probers.cli", *args]
+        command = [sys.executable, "-m", "medprobe.cli", *args]
     else:
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
-                   "-m", "probers.cli", *args]  # fmt: skip
+                   "-m", "medprobe.cli", *args]  # fmt: skip
     start = time.perf_counter()
     done = subprocess.run(command, cwd=REPO_ROOT, env=environment(), capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -91,7 +91,7 @@ def built_disknE(folder: str | None) -> str:
         with tempfile.TemporaryDirectory(prefix="bench-disknE-data-") as data:
             subprocess.run([sys.executable, str(REPO_ROOT / "tests" / "synthetic_disknE.py"), DISKNE_ANNOTATIONS, data],
                            check=True, env=environment())  # fmt: skip
-            subprocess.run([sys.executable, "-m", "probers.cli", "build", "disknE", "--data-dir", data, "--out", DISKNE_BUILT],
+            subprocess.run([sys.executable, "-m", "medprobe.cli", "build", "disknE", "--data-dir", data, "--out", DISKNE_BUILT],
                            check=True, env=environment())  # fmt: skip
     return DISKNE_BUILT
 

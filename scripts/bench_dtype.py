@@ -4,7 +4,7 @@
 
 Issue 13's goal: bfloat16 <= 60 s at acc@10 within 0.1 point of float32 (float32 was 88.8 s).
 Without --dataset it builds the release (/work/shared/data/medlama) into /tmp/medlama_full once.
-Both runs go through probers.run.run, as `medprobe probe` does; results files go to a temp folder.
+Both runs go through medprobe.run.run, as `medprobe probe` does; results files go to a temp folder.
 
 Measured 2026-11-23 on this 2-core AMD EPYC CPU (avx2 only: no avx512, no bf16 or AMX instructions;
 torch 2.13.0+cpu), both in one run of this script under `nice -n 19` beside other work:
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from medlama_release import built_medlama
 
-from probers.run import RunRequest, run
+from medprobe.run import RunRequest, run
 
 
 def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple[float, dict, dict]:

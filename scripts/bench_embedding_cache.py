@@ -4,7 +4,7 @@
 
 Issue 13 §3: a second probe of the same model on full, or on hard after full, reads the names'
 and queries' embeddings from disk instead of encoding them again. Four runs through
-probers.run.run (as `medprobe probe` does), with a cache folder of their own (empty at the start):
+medprobe.run.run (as `medprobe probe` does), with a cache folder of their own (empty at the start):
 full cold (encodes and stores everything), full warm, hard after full (warm), and hard with
 --no-cache (the cold reference for hard). Predictions must be identical between the two full runs
 and acc@k equal between the two hard runs. Without --dataset it builds the release
@@ -39,8 +39,8 @@ from pathlib import Path
 
 from medlama_release import built_medlama
 
-from probers.contrastive import embedding_cache
-from probers.run import RunRequest, run
+from medprobe.contrastive import embedding_cache
+from medprobe.run import RunRequest, run
 
 RUNS = (  # (label, config, prober options)
     ("full cold", "full", {}),

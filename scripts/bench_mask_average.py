@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-from probers.lm.mask_average import MaskAverageProbe
+from medprobe.lm.mask_average import MaskAverageProbe
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEDPROBE_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -38,8 +38,8 @@ def real_queries_and_space(n_queries: int) -> tuple[list[str], list[str], str] |
         return None
     from datasets import load_dataset
 
-    from probers.hub.build import build
-    from probers.tasks.medlama import answer_space, first_per_group
+    from medprobe.building.build import build
+    from medprobe.tasks.medlama import answer_space, first_per_group
 
     with tempfile.TemporaryDirectory() as out:
         build("medlama", out, data_dir=str(release), configs=["full"])
@@ -60,7 +60,7 @@ def synthetic_queries_and_space(n_queries: int, words: list[str], seed: int) -> 
 
 def tokenizer_for_bench() -> tuple[BertTokenizer, str]:
     try:
-        from probers.models import load_tokenizer
+        from medprobe.models import load_tokenizer
 
         return load_tokenizer("minilm"), "bert-base-uncased vocabulary (packaged MiniLM)"
     except FileNotFoundError:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from probers.hub.resources import load_builder_module
+from medprobe.resources import load_builder_module
 
 MRREL_GB, MRCONSO_GB = 6.0, 2.3
 OTHER_RELA = ("", "", "", "", "isa", "inverse_isa", "has_finding_site", "finding_site_of", "mapped_to", "has_part")

@@ -2,7 +2,7 @@
 
     python scripts/bench_stats.py [--queries 19000] [--resamples 1000] [--repeats 3]
 
-Every `medprobe probe` bootstraps its overall metrics (probers/stats.py); the issue's bound is 2 s for
+Every `medprobe probe` bootstraps its overall metrics (medprobe/stats.py); the issue's bound is 2 s for
 MedLAMA full (acc@1, acc@10 micro and macro over 19 relations) and the paired comparison that
 `medprobe compare` adds on top. Made-up ranks with MedLAMA's shape stand in for a run (the time does
 not depend on the values). Prints the best of --repeats wall times per step, resamples per second, and
@@ -17,8 +17,8 @@ import time
 
 import numpy as np
 
-from probers.stats import Outcomes, estimate, intervals, paired
-from probers.tasks.medlama import MedLAMATask
+from medprobe.stats import Outcomes, estimate, intervals, paired
+from medprobe.tasks.medlama import MedLAMATask
 
 RELATIONS = 19
 

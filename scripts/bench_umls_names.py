@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from probers.hub.resources import load_builder_module
+from medprobe.resources import load_builder_module
 
 
 def write_mrconso(path: Path, lines: int, wanted_every: int = 1000) -> set[str]:

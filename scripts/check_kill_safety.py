@@ -17,7 +17,7 @@ inside a C extension's import, after the CLI has printed `interrupted`.
     python scripts/check_kill_safety.py [--data-dir ../shared/data/medlama] [--work DIR] [--repo CHECKOUT] [--times 1 3 4.5]
 
 --repo runs the `medprobe` of another checkout (e.g. an older commit, to see the failures this
-catches); the command is `python -m probers.cli` run in that checkout (first on sys.path).
+catches); the command is `python -m medprobe.cli` run in that checkout (first on sys.path).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def command(repo: Path, args: list[str]) -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")])}
     env.setdefault("HF_DATASETS_OFFLINE", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
-    return [sys.executable, "-m", "probers.cli", "build", *args], env
+    return [sys.executable, "-m", "medprobe.cli", "build", *args], env
 
 
 def run(repo: Path, args: list[str]) -> float:

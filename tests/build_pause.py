@@ -1,20 +1,20 @@
 """Run the `medprobe` command line, pausing it at a chosen step so that a test can signal it there.
 
     python tests/build_pause.py STEP build medlama --data-dir DIR --out OUT
-    python tests/build_pause.py probers.run:run profile --model M --out P
+    python tests/build_pause.py medprobe.run:run profile --model M --out P
     python tests/build_pause.py replace:results.json probe --prober ... --out results.json
-    python tests/build_pause.py --fake-runs probers.run:run@2 profile --model M --out P
+    python tests/build_pause.py --fake-runs medprobe.run:run@2 profile --model M --out P
 
 STEP is where the command pauses, printing `PAUSED after STEP` and sleeping, so the signal lands at
 a known point of a real run, not after a guessed delay:
-- `NAME`: after the first call of the function NAME of probers.hub.build (`write_config`,
+- `NAME`: after the first call of the function NAME of medprobe.building.build (`write_config`,
   `write_card`, `check_staged_build`) returns;
-- `MODULE:FUNCTION`: after the first call of that function returns (e.g. `probers.run:run`, one run
+- `MODULE:FUNCTION`: after the first call of that function returns (e.g. `medprobe.run:run`, one run
   of a profile); `@N` after either form: after the N-th call;
 - `replace:NAME`: just before the file NAME is renamed into place (its temporary file is complete
-  beside it; probers.atomic writes every output file this way).
+  beside it; medprobe.atomic writes every output file this way).
 
-`--fake-runs` (first) replaces probers.run.run by a stand-in that writes a made-up results JSON
+`--fake-runs` (first) replaces medprobe.run.run by a stand-in that writes a made-up results JSON
 (tests/fake_runs.py), for the profile tests where the model is not the point.
 """
 
@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from probers.cli import main
+from medprobe.cli import main
 
 
 def paused(step: str, original, after: int = 1):
@@ -61,7 +61,7 @@ def pause_after(step: str) -> None:
         return
     target, _, count = step.partition("@")
     module_name, _, function = target.rpartition(":")
-    module = importlib.import_module(module_name or "probers.hub.build")
+    module = importlib.import_module(module_name or "medprobe.building.build")
     setattr(module, function, paused(step, getattr(module, function), int(count or 1)))
 
 

@@ -1,15 +1,15 @@
 """The data files of a folder written by `medprobe build`, found the way the folder states them.
 
 A data file is named by its content (`<config>/<split>-00000-of-00001-<sha256[:16]>.parquet`,
-probers/hub/build.py), so tests never spell a name: they read it from the card's build record.
+medprobe/building/build.py), so tests never spell a name: they read it from the card's build record.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from probers.hub.build import card_meta, split_of
-from probers.hub.cards import RECORD_KEY
+from medprobe.building.build import card_meta, split_of
+from medprobe.building.cards import RECORD_KEY
 
 
 def recorded_files(out: Path) -> dict[str, str]:

@@ -33,7 +33,7 @@ def embedding_cache_base(tmp_path_factory) -> Path:
 @pytest.fixture(autouse=True)
 def _embedding_cache_per_test(embedding_cache_base, monkeypatch, request) -> None:
     """Every test gets its own on-disk embedding cache (created only if used), never the user's HF
-    cache: a probe loaded from files caches its embeddings there (probers.contrastive.embedding_cache),
+    cache: a probe loaded from files caches its embeddings there (medprobe.contrastive.embedding_cache),
     and subprocesses inherit the variable."""
     monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(embedding_cache_base / sha1(request.node.nodeid.encode()).hexdigest()[:16]))
     monkeypatch.delenv("MEDPROBE_EMBEDDING_CACHE_MAX_GB", raising=False)
@@ -47,7 +47,7 @@ def medlama_release_dir() -> Path:
 @pytest.fixture(scope="session")
 def built_medlama(medlama_release_dir, tmp_path_factory) -> Path:
     """The real MedLAMA built once per session into a Hub folder."""
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("medlama_hub")
     build("medlama", out, data_dir=str(medlama_release_dir))
@@ -60,7 +60,7 @@ def synthetic_medlama_hub(tmp_path_factory) -> Path:
 
     Shared and read-only: a test that changes files works on a copy.
     """
-    from probers.hub.build import build
+    from medprobe.building.build import build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
     root = tmp_path_factory.mktemp("synthetic_medlama")
@@ -72,7 +72,7 @@ def synthetic_medlama_hub(tmp_path_factory) -> Path:
 def acc_at_k():
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     return evaluate.load(metric_path("acc_at_k"))
 
@@ -94,7 +94,7 @@ def synthetic_disknE(disknE_annotation_dir, tmp_path_factory):
 @pytest.fixture(scope="session")
 def built_disknE(synthetic_disknE, tmp_path_factory) -> Path:
     """The four DisKnE variants built once per session from the synthetic data_dir."""
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("disknE_hub")
     build("disknE", out, data_dir=str(synthetic_disknE.data_dir))

@@ -1,4 +1,4 @@
-"""Run `python -m probers.cli ...` as several CPU processes (gloo), as a user's launch would.
+"""Run `python -m medprobe.cli ...` as several CPU processes (gloo), as a user's launch would.
 
     result = launch_cli(["probe", "--prober", ...], tmp_path)                      # torchrun --standalone
     result = launch_cli([...], tmp_path, launcher="accelerate")                    # accelerate launch --multi_gpu
@@ -24,7 +24,7 @@ def free_port() -> int:
 
 
 def launch_command(target: list[str], nproc: int = 2, launcher: str = "torchrun") -> list[str]:
-    """`target` is what follows the launcher: ["-m", "probers.cli", ...] or [script, ...]."""
+    """`target` is what follows the launcher: ["-m", "medprobe.cli", ...] or [script, ...]."""
     if launcher == "torchrun":
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), *target]
     if launcher == "accelerate":
@@ -36,8 +36,8 @@ def launch_command(target: list[str], nproc: int = 2, launcher: str = "torchrun"
 
 def launch_cli(args: list[str], cwd: Path, nproc: int = 2, launcher: str = "torchrun", timeout: int = 600,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # fmt: skip
-    """Run `python -m probers.cli ARGS` under the launcher (see `launch`)."""
-    return launch(["-m", "probers.cli", *args], cwd, nproc, launcher, timeout, env)
+    """Run `python -m medprobe.cli ARGS` under the launcher (see `launch`)."""
+    return launch(["-m", "medprobe.cli", *args], cwd, nproc, launcher, timeout, env)
 
 
 def launch(target: list[str], cwd: Path, nproc: int = 2, launcher: str = "torchrun", timeout: int = 600,

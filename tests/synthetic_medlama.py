@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from probers.hub.resources import load_builder_module
+from medprobe.resources import load_builder_module
 
 COLUMNS = [
     "head_cui", "head_name", "rel", "tail_cuis_list", "tail_names_list", "tail_names",

@@ -1,7 +1,7 @@
 """Made-up results JSONs with their outcomes files, and profile folders of them, for `medprobe compare` tests.
 
-A run is written the way `probers.run.run` writes one: the metrics are the task's estimators on the
-outcomes (so they agree, as a real run's do), the intervals come from probers.stats, and the
+A run is written the way `medprobe.run.run` writes one: the metrics are the task's estimators on the
+outcomes (so they agree, as a real run's do), the intervals come from medprobe.stats, and the
 record names its outcomes file, its data fingerprint and the digest of its item ids. No model.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from probers.provenance import items_digest
-from probers.registry import load, task_entry
-from probers.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path
-from probers.stats import Outcomes, estimate, intervals
+from medprobe.provenance import items_digest
+from medprobe.registry import load, task_entry
+from medprobe.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path
+from medprobe.stats import Outcomes, estimate, intervals
 
 RELATIONS = ("may_treat", "may_prevent", "occurs_after")
 MEDLAMA_SETTINGS = {"k": [1, 10], "candidates": "set", "exclude_head": False, "per_relation": None, "layers": None}

@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from probers.hub.resources import load_builder_module
+from medprobe.resources import load_builder_module
 
 RELATIONS = load_builder_module("medlama").RELATIONS
 VERSION = "2031AB"  # made up: no real release has this name

@@ -24,13 +24,13 @@ import pytest
 import yaml
 from datasets import load_dataset
 
-import probers.hub.atomic_folder as atomic_folder
-import probers.hub.build as build_module
+import medprobe.atomic_folder as atomic_folder
+import medprobe.building.build as build_module
 from built_folder import data_file
-from probers.cli import main
-from probers.hub.atomic_folder import FolderLocked, exchange, out_lock
-from probers.hub.build import BuildError, build
-from probers.hub.checks import PublishError, check_dataset_folder
+from medprobe.atomic_folder import FolderLocked, exchange, out_lock
+from medprobe.building.build import BuildError, build
+from medprobe.cli import main
+from medprobe.hub.checks import PublishError, check_dataset_folder
 from synthetic_medlama import release_row, write_release
 
 PROBERS_HOME = Path(build_module.__file__).resolve().parents[2]  # the folder that holds the probers package
@@ -446,7 +446,7 @@ def test_ctrl_c_anywhere_in_the_cli_prints_one_line_and_exits_130(monkeypatch, c
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("probers.cli.build.run_build", interrupted)
+    monkeypatch.setattr("medprobe.cli.build.run_build", interrupted)
     assert main(["build", "mst", "--out", "unused"]) == 130
     out, err = capsys.readouterr()
     assert err == "interrupted\n" and out == ""

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from probers.lm import tree_scoring
-from probers.lm.candidate_scoring import ShortlistProber, top_k
-from probers.lm.causal_lm import CausalLMProbe
-from probers.lm.prefix_tree import ancestor_mask, build_tree, cut_rows
+from medprobe.lm import tree_scoring
+from medprobe.lm.candidate_scoring import ShortlistProber, top_k
+from medprobe.lm.causal_lm import CausalLMProbe
+from medprobe.lm.prefix_tree import ancestor_mask, build_tree, cut_rows
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_llama, tiny_random_t5
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]

@@ -12,12 +12,12 @@ import pytest
 import tomllib
 import yaml
 
-from probers.api import UserError
-from probers.citations import MEDPROBE, benchmark_keys, bibtex, citable_names, citation_keys, entries
-from probers.cli import main
-from probers.hub.build import build
-from probers.hub.resources import available, card_template
-from probers.registry import PROBERS, TASKS
+from medprobe.api import UserError
+from medprobe.building.build import build
+from medprobe.citations import MEDPROBE, benchmark_keys, bibtex, citable_names, citation_keys, entries
+from medprobe.cli import main
+from medprobe.registry import PROBERS, TASKS
+from medprobe.resources import available, card_template
 from synthetic_medlama import BUILD_PARAMS, write_release
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +80,7 @@ def test_the_citation_module_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = "import sys, probers.citations as c; c.bibtex(c.citation_keys('medlama', 'contrastive'));"
+    code = "import sys, medprobe.citations as c; c.bibtex(c.citation_keys('medlama', 'contrastive'));"
     code += "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'evaluate') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr

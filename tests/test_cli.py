@@ -4,7 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from probers.cli import main
+from medprobe.cli import main
 from synthetic_medlama import CLI_PARAMS, write_release
 
 

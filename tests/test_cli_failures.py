@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from probers.cli import main
-from probers.hub.build import build
+from medprobe.building.build import build
+from medprobe.cli import main
 from test_build_atomic import leftovers, signal_and_wait, start_paused
 from tiny_bert import save_tiny_bert
 
@@ -93,7 +93,7 @@ def test_a_probe_stopped_while_writing_its_results_exits_130_or_143_and_leaves_n
 
 def test_an_export_stopped_by_sigterm_exits_143_and_leaves_nothing_beside_out(tmp_path, built_mst):
     out = tmp_path / "tasks"
-    process = start_paused("probers.hub.lm_eval_export:readme", command("export", out, built_mst))
+    process = start_paused("medprobe.export.lm_eval:readme", command("export", out, built_mst))
     code, err = signal_and_wait(process, signal.SIGTERM)
     assert (code, err.splitlines()[-1]) == (143, "terminated") and "Traceback" not in err
     assert not out.exists() and leftovers(out) == []

@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import probers.compare_report
-from probers.cli import main
-from probers.registry import load, task_entry
-from probers.results import load_record, outcomes_path, read_outcomes
-from probers.stats import holm, paired
+import medprobe.compare_report
+from medprobe.cli import main
+from medprobe.registry import load, task_entry
+from medprobe.results import load_record, outcomes_path, read_outcomes
+from medprobe.stats import holm, paired
 from synthetic_runs import write_medlama_run, write_mst_run, write_profile, write_run
 
-SAMPLE = Path(__file__).resolve().parents[1] / "probers" / "demo_data" / "medlama_sample"
+SAMPLE = Path(__file__).resolve().parents[1] / "medprobe" / "demo_data" / "medlama_sample"
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +125,7 @@ def test_different_tasks_splits_and_meaning_settings_are_refused_even_with_inter
 
 
 def test_every_paired_setting_is_an_option_its_task_records():
-    from probers.registry import TASKS
+    from medprobe.registry import TASKS
 
     for name, entry in TASKS.items():
         assert set(entry.paired_settings) <= {option.dest for option in entry.options}, name
@@ -280,7 +280,7 @@ def test_outputs_are_written_all_or_nothing(tmp_path, monkeypatch, capsys):
         Path(path).write_bytes(b"half a plot")
         raise RuntimeError("the plot failed")
 
-    monkeypatch.setattr(probers.compare_report, "draw_forest", failing)
+    monkeypatch.setattr(medprobe.compare_report, "draw_forest", failing)
     with pytest.raises(RuntimeError, match="the plot failed"):
         main(["compare", str(a), str(b), "--out", str(out), "--plot", str(tmp_path / "f.png"), "--html", str(tmp_path / "r.html")])
     assert sorted(p.name for p in out.iterdir()) == ["compare.json"] and (out / "compare.json").read_text() == "before\n"
@@ -307,7 +307,7 @@ def test_plot_and_html_are_written_with_the_tables(tmp_path, capsys):
 def test_the_readme_compare_commands_parse():
     import re
 
-    from probers.cli import build_parser
+    from medprobe.cli import build_parser
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     commands = [line.split(" #", 1)[0].split() for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
@@ -329,8 +329,8 @@ def test_compare_help_imports_no_numpy():
     import subprocess
     import sys
 
-    script = ("import sys\nfrom probers.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass\n"
-              "print(sorted(m for m in ('numpy', 'probers.compare', 'probers.stats') if m in sys.modules))")  # fmt: skip
+    script = ("import sys\nfrom medprobe.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass\n"
+              "print(sorted(m for m in ('numpy', 'medprobe.compare', 'medprobe.stats') if m in sys.modules))")  # fmt: skip
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "RUN_OR_PROFILE" in done.stdout, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from headless_chromium import chromium_binary, render
-from probers.cli import main
+from medprobe.cli import main
 from synthetic_runs import write_medlama_run
 
 needs_chromium = pytest.mark.skipif(

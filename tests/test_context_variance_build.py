@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from built_folder import data_file
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.building.build import build
+from medprobe.resources import load_builder_module
 
 cv = load_builder_module("context_variance")
 SAMPLE = cv.SAMPLE_DIR
@@ -282,8 +282,8 @@ def test_licence_marker_follows_the_inputs(tmp_path):
     """The shipped sample is open; a user's corpus is credentialed unless the user declares otherwise."""
     import yaml
 
-    from probers.hub.build import build
-    from probers.hub.resources import dataset_folder
+    from medprobe.building.build import build
+    from medprobe.resources import dataset_folder
 
     def marker(out):
         return yaml.safe_load((out / "README.md").read_text(encoding="utf-8").split("---\n")[1])["medprobe_licence"]

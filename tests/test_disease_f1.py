@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from probers.hub.resources import metric_path
+from medprobe.resources import metric_path
 
 
 @pytest.fixture(scope="module")

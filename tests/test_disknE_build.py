@@ -8,10 +8,10 @@ import pytest
 from datasets import load_dataset
 
 from built_folder import data_file
-from probers.cli import main
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
-from probers.tasks.disknE_splits import DISKNE_FIELDS
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.resources import load_builder_module
+from medprobe.tasks.disknE_splits import DISKNE_FIELDS
 from synthetic_disknE import spelling
 
 disknE = load_builder_module("disknE")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from datasets import load_dataset
 
-from probers.cli import main
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.resources import load_builder_module
 from synthetic_disknE import GROUND_TRUTH, NLI_FILES, write_data_dir
 
 COLUMNS = ["pair_id", "CUI", "label", "category", "original_cui", "start_index", "end_index"]

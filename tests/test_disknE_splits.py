@@ -5,7 +5,7 @@ import math
 import pytest
 from datasets import load_dataset
 
-from probers.tasks.disknE_splits import DiseaseNotEligible, disease_splits, eligible_diseases
+from medprobe.tasks.disknE_splits import DiseaseNotEligible, disease_splits, eligible_diseases
 from test_disknE_build import disease_names, mention_pattern
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from launch import launch, launch_cli
-from probers.cli import main
+from medprobe.cli import main
 from tiny_bert import save_tiny_bert
 from tiny_models import tiny_random_bert_mlm
 
@@ -32,7 +32,7 @@ def tiny_encoder(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def context_variance_hub(tmp_path_factory):
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("cv") / "hub"
     build("context_variance", out, configs=["real-target"])
@@ -110,7 +110,7 @@ def test_candidate_scorer_on_context_variance_splits_the_pairs_over_two_processe
 
 SHARES_SCRIPT = """
 import json, sys
-from probers import distributed
+from medprobe import distributed
 
 class Recording:  # a ranking prober that remembers what it was asked
     collective = False

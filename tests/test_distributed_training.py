@@ -1,7 +1,7 @@
 """Independent trainings split over 2 CPU processes (torchrun, gloo) give the 1-process results.
 
 DisKnE's (seed, disease) trainings and MST's (seed, task) head fits are split as whole jobs, each
-trained by a single-process Trainer (`probers.distributed.local_training`), and gathered back in
+trained by a single-process Trainer (`medprobe.distributed.local_training`), and gathered back in
 order. The launched runs here are compared with the same command run as one plain process, with
 the same environment (one torch thread each), on tiny random models: plumbing, not knowledge.
 """
@@ -32,7 +32,7 @@ def environment() -> dict[str, str]:
 def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """`medprobe ARGS` as one plain process (no launch variables)."""
     env = {name: value for name, value in environment().items() if name not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
-    result = subprocess.run([sys.executable, "-m", "probers.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run([sys.executable, "-m", "medprobe.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"medprobe failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
     return result
 
@@ -69,7 +69,7 @@ def tiny_mlm_bert(tmp_path_factory) -> str:
 
 @pytest.fixture(scope="module")
 def small_mst(tmp_path_factory) -> Path:
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("mst_small")
     build("mst", out, configs=["comparison", "sorting"], params={"train_size": 30, "validation_size": 3, "test_size": 20})
@@ -107,9 +107,9 @@ def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_ta
 DISKNE_RUNS_SCRIPT = textwrap.dedent("""
     import json, sys
     from pathlib import Path
-    from probers import distributed
-    from probers.lm.pair_classifier import PairClassifierProbe
-    from probers.tasks.disknE import DisKnETask
+    from medprobe import distributed
+    from medprobe.lm.pair_classifier import PairClassifierProbe
+    from medprobe.tasks.disknE import DisKnETask
 
     dataset, model, out = sys.argv[1:4]
     task = DisKnETask(diseases=2, seeds=2)
@@ -167,7 +167,7 @@ LOCAL_TRAINING_SCRIPT = textwrap.dedent("""
     import json, sys
     from transformers import TrainingArguments
     from transformers.training_args import ParallelMode
-    from probers import distributed
+    from medprobe import distributed
 
     report = {"launched": distributed.launched(), "processes": distributed.num_processes()}
     outside = TrainingArguments(output_dir=sys.argv[1], use_cpu=True, report_to="none")
@@ -235,8 +235,8 @@ def test_rewiring_on_two_processes_saves_once_the_model_every_process_probed_wit
 
 
 def test_a_rewiring_batch_that_the_processes_cannot_share_evenly_is_refused(monkeypatch, tmp_path):
-    from probers.api import UserError
-    from probers.contrastive import rewiring
+    from medprobe.api import UserError
+    from medprobe.contrastive import rewiring
 
     monkeypatch.setattr(rewiring.distributed, "num_processes", lambda: 4)
     assert rewiring.rewiring_arguments(str(tmp_path)).per_device_train_batch_size == 48  # the paper's 192 over 4
@@ -251,7 +251,7 @@ def test_training_arguments_pinned_to_one_gpu_train_there_alone(monkeypatch, tmp
     from transformers import TrainingArguments
     from transformers.training_args import ParallelMode
 
-    from probers.distributed import pin_training_device
+    from medprobe.distributed import pin_training_device
 
     current = []
     monkeypatch.setattr(torch.cuda, "set_device", current.append)

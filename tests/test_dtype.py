@@ -1,12 +1,12 @@
-"""`--dtype`: one rule resolves it (probers.models.resolve_dtype); the Contrastive-Probe loads in it
+"""`--dtype`: one rule resolves it (medprobe.models.resolve_dtype); the Contrastive-Probe loads in it
 and records it. Tiny random BERTs (tiny_bert.py): plumbing, not accuracy."""
 
 import pytest
 import torch
 
-from probers.api import UserError
-from probers.contrastive import ContrastiveProbe
-from probers.models import DTYPES, resolve_dtype
+from medprobe.api import UserError
+from medprobe.contrastive import ContrastiveProbe
+from medprobe.models import DTYPES, resolve_dtype
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus
 
 CPU = torch.device("cpu")
@@ -43,7 +43,7 @@ def test_a_tiny_encoder_probed_in_bfloat16_ranks_and_records_its_dtype_plumbing_
 
 
 def test_lm_probers_load_in_the_asked_dtype_and_record_it_plumbing_tiny_random_bert(tmp_path):
-    from probers.lm.mask_average import MaskAverageProbe
+    from medprobe.lm.mask_average import MaskAverageProbe
     from tiny_models import tiny_random_bert_mlm
 
     model, tokenizer = tiny_random_bert_mlm()

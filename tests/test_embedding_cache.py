@@ -1,4 +1,4 @@
-"""The on-disk embedding cache of Contrastive-Probe (probers.contrastive.embedding_cache).
+"""The on-disk embedding cache of Contrastive-Probe (medprobe.contrastive.embedding_cache).
 
 Plumbing tests on a tiny random BERT saved as a model folder; each test has its own cache folder
 (conftest points MEDPROBE_EMBEDDING_CACHE at it). The cache must return exactly what was
@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from probers.api import UserError
-from probers.cli import main
-from probers.contrastive import ContrastiveProbe
-from probers.contrastive import embedding_cache as ec
+from medprobe.api import UserError
+from medprobe.cli import main
+from medprobe.contrastive import ContrastiveProbe
+from medprobe.contrastive import embedding_cache as ec
 from tiny_bert import save_tiny_bert, tiny_bert, tiny_tokenizer, toy_corpus
 
 NAMES = ["fever", "pain", "aspirin", "heart failure", "lung", "fever", "acute kidney disease", "blood"]
@@ -122,7 +122,7 @@ def test_in_memory_and_rewired_models_do_not_use_the_disk_cache_plumbing_tiny_ra
 
 
 def rewiring_args(folder: Path):
-    from probers.contrastive import rewiring_arguments
+    from medprobe.contrastive import rewiring_arguments
 
     return rewiring_arguments(str(folder), max_steps=2, per_device_train_batch_size=8, learning_rate=1e-2, use_cpu=True)
 
@@ -210,7 +210,7 @@ def test_the_default_location_is_under_hf_home(monkeypatch, tmp_path):
 def test_a_hub_model_is_hashed_from_its_cached_snapshot(cache_dir, model_dir, monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    from probers.contrastive.prober import model_files_digest
+    from medprobe.contrastive.prober import model_files_digest
 
     repo = tmp_path / "hub" / "models--org--tiny"
     snapshot = repo / "snapshots" / "abc123"
@@ -254,8 +254,8 @@ def test_no_cache_on_the_command_line_plumbing_tiny_random_bert(synthetic_medlam
 def test_processes_of_a_launch_encode_only_what_all_of_them_miss(monkeypatch):
     """encode_cls is collective under a launch: a text one process has cached and another has not is
     encoded by all (with the same missing list everywhere), never by some of them."""
-    from probers import distributed
-    from probers.contrastive.prober import agreed_hits
+    from medprobe import distributed
+    from medprobe.contrastive.prober import agreed_hits
 
     keys = [(1, 2), (1, 3), (1, 4)]
     here = {(1, 2): "a", (1, 3): "b"}

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-import probers.hub.build as build_module
-from probers.hub.build import build, card_meta
-from probers.hub.resources import dataset_folder, load_builder_module
+import medprobe.building.build as build_module
+from medprobe.building.build import build, card_meta
+from medprobe.resources import dataset_folder, load_builder_module
 from synthetic_medlama import BUILD_PARAMS, write_release
 
 PROBERS_HOME = Path(build_module.__file__).resolve().parents[1]  # a checkout, or the installed wheel in CI
@@ -35,7 +35,7 @@ SMALL_MST = {"train_size": 12, "validation_size": 6, "test_size": 12}
 LOADER = """
 import json, sys
 import datasets
-from probers.tasks.loading import load_probe_dataset
+from medprobe.tasks.loading import load_probe_dataset
 out, config, dump = sys.argv[1:4]
 loaded = datasets.load_dataset(out, config)
 rows = {

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from probers.lm.seq2seq import GenerativeProbe
+from medprobe.lm.seq2seq import GenerativeProbe
 from tiny_models import tiny_random_bart, tiny_random_bert_mlm, tiny_random_t5, word_level_tokenizer
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]

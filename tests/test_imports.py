@@ -1,4 +1,4 @@
-"""Import hygiene of the package: no import cycle inside probers/, a light `import probers`,
+"""Import hygiene of the package: no import cycle inside medprobe/, a light `import medprobe`,
 registry and CLI parser (what keeps `medprobe --help` fast), and every prober class exported."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-import probers
-from probers.registry import PROBERS, load
+import medprobe
+from medprobe.registry import PROBERS, load
 
-PACKAGE = Path(probers.__file__).resolve().parent
+PACKAGE = Path(medprobe.__file__).resolve().parent
 HEAVY = ("torch", "transformers", "datasets", "evaluate")
 
 
@@ -58,7 +58,7 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> list[str]:
 
 
 def import_graph() -> dict[str, set[str]]:
-    """module -> the modules of probers/ it imports (only names that are modules of probers/)."""
+    """module -> the modules of medprobe/ it imports (only names that are modules of medprobe/)."""
     files = {module_name(path): path for path in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for module, path in files.items():
@@ -96,18 +96,18 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_import_graph_sees_lazy_imports_and_skips_type_checking_blocks():
     source = (
-        "from typing import TYPE_CHECKING\nimport probers.api\nif TYPE_CHECKING:\n    from probers import run\n"
-        "def f():\n    from probers.lm import loading\n    from . import probe\n"
+        "from typing import TYPE_CHECKING\nimport medprobe.api\nif TYPE_CHECKING:\n    from medprobe import run\n"
+        "def f():\n    from medprobe.lm import loading\n    from . import probe\n"
     )
-    names = imported_names(ast.parse(source), "probers.cli.demo", is_package=False)
-    assert {"probers.api", "probers.lm.loading", "probers.cli.probe"} <= set(names) and "probers.run" not in names
+    names = imported_names(ast.parse(source), "medprobe.cli.demo", is_package=False)
+    assert {"medprobe.api", "medprobe.lm.loading", "medprobe.cli.probe"} <= set(names) and "medprobe.run" not in names
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
-def test_no_import_cycle_inside_probers():
+def test_no_import_cycle_inside_medprobe():
     graph = import_graph()
-    assert "probers.run" in graph and "probers.registry" in graph["probers.run"]  # the graph is the package's
+    assert "medprobe.run" in graph and "medprobe.registry" in graph["medprobe.run"]  # the graph is the package's
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
@@ -123,14 +123,14 @@ def loaded_after(code: str) -> list[str]:
 @pytest.mark.parametrize(
     "code",
     [
-        "import probers",
-        "import probers.registry",
-        "import probers.cli; probers.cli.build_parser()",
+        "import medprobe",
+        "import medprobe.registry",
+        "import medprobe.cli; medprobe.cli.build_parser()",
         # what `medprobe probe --prober X --task T --help` builds, for every prober and task
-        "from probers.cli.probe import probe_parser; from probers.registry import PROBERS, tasks_for\n"
+        "from medprobe.cli.probe import probe_parser; from medprobe.registry import PROBERS, tasks_for\n"
         "for p in PROBERS:\n    for t in tasks_for(p): probe_parser(p, t).format_help()",
     ],
-    ids=["probers", "registry", "cli-parser", "probe-parsers"],
+    ids=["medprobe", "registry", "cli-parser", "probe-parsers"],
 )
 def test_light_imports_load_no_torch_transformers_or_datasets(code):
     assert loaded_after(code) == []
@@ -138,11 +138,23 @@ def test_light_imports_load_no_torch_transformers_or_datasets(code):
 
 def test_every_prober_class_is_exported_lazily():
     registered = {target.split(":")[1]: target.split(":")[0] for target in (e.target for e in PROBERS.values())}
-    assert {**registered, "ShortlistProber": "probers.lm.candidate_scoring"} == probers._LAZY
-    assert set(probers.__all__) == {"__version__", *probers._LAZY}
+    assert {**registered, "ShortlistProber": "medprobe.lm.candidate_scoring"} == medprobe._LAZY
+    assert set(medprobe.__all__) == {"__version__", *medprobe._LAZY}
     for entry in PROBERS.values():
-        cls = getattr(probers, entry.target.split(":")[1])
+        cls = getattr(medprobe, entry.target.split(":")[1])
         assert cls is load(entry.target)
-    assert probers.ShortlistProber.__name__ == "ShortlistProber" and "ShortlistProber" in dir(probers)
+    assert medprobe.ShortlistProber.__name__ == "ShortlistProber" and "ShortlistProber" in dir(medprobe)
     with pytest.raises(AttributeError, match="no attribute 'NoSuchProbe'"):
-        probers.NoSuchProbe  # noqa: B018
+        medprobe.NoSuchProbe  # noqa: B018
+
+
+def test_the_old_package_name_is_an_alias_with_a_deprecation_warning():
+    script = (
+        "import warnings\nwarnings.simplefilter('error', DeprecationWarning)\n"
+        "try:\n    import probers\nexcept DeprecationWarning as warning:\n    print('warned:', warning)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert "warned: the package `probers` is now `medprobe`" in done.stdout, done.stderr
+    script = "import warnings\nwarnings.simplefilter('ignore')\nimport probers.run, medprobe.run\nprint(probers.run is medprobe.run, probers is medprobe)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True"], done.stderr

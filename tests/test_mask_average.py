@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from probers.lm.candidate_scoring import top_k
-from probers.lm.mask_average import MaskAverageProbe
+from medprobe.lm.candidate_scoring import top_k
+from medprobe.lm.mask_average import MaskAverageProbe
 from tiny_models import tiny_random_bert_mlm
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from probers.lm.answer_pooling import normalise_answer, pool_predictions
-from probers.lm.mask_predict import INIT_METHODS, MaskPredictProbe
+from medprobe.lm.answer_pooling import normalise_answer, pool_predictions
+from medprobe.lm.mask_predict import INIT_METHODS, MaskPredictProbe
 from tiny_models import tiny_random_bert_mlm
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]

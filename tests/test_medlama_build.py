@@ -8,8 +8,8 @@ import yaml
 from datasets import load_dataset
 
 from built_folder import data_file
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.building.build import build
+from medprobe.resources import load_builder_module
 
 medlama = load_builder_module("medlama")
 

@@ -10,8 +10,8 @@ import datasets
 import pytest
 from datasets import load_dataset
 
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.building.build import build
+from medprobe.resources import load_builder_module
 from synthetic_medlama import BUILD_PARAMS, write_release
 
 medlama = load_builder_module("medlama")

@@ -4,10 +4,10 @@ import pytest
 import tqdm.auto
 from datasets import Dataset
 
-from probers.api import Prober
-from probers.lm.candidate_scoring import ShortlistProber
-from probers.lm.causal_lm import CausalLMProbe
-from probers.tasks.medlama import rank_queries, relation_answer_spaces
+from medprobe.api import Prober
+from medprobe.lm.candidate_scoring import ShortlistProber
+from medprobe.lm.causal_lm import CausalLMProbe
+from medprobe.tasks.medlama import rank_queries, relation_answer_spaces
 from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
 
 ROWS = {
@@ -30,7 +30,7 @@ def bars(monkeypatch):
             made.append(self)
 
     monkeypatch.setattr(tqdm.auto, "tqdm", Recording)
-    monkeypatch.setattr("probers.lm.causal_lm.tqdm", Recording)
+    monkeypatch.setattr("medprobe.lm.causal_lm.tqdm", Recording)
     return made
 
 

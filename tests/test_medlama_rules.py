@@ -6,9 +6,9 @@ import pytest
 from datasets import load_dataset
 
 from built_folder import data_file
-from probers.cli import main
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.resources import load_builder_module
 from synthetic_medlama import BUILD_PARAMS, CLI_PARAMS, COLUMNS, ROWS, release_row, write_csv, write_release
 
 medlama = load_builder_module("medlama")

@@ -20,10 +20,10 @@ import yaml
 from datasets import load_dataset
 
 from built_folder import data_file
-from probers.api import UserError
-from probers.cli import main
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.api import UserError
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.resources import load_builder_module
 from synthetic_medlama import BUILD_PARAMS, write_release
 from synthetic_umls import RELATIONS, SHORT_RELATION, VERSION, Truth, write_meta, write_prompts
 

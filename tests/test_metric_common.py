@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probers.hub.resources import available, metric_path
+from medprobe.resources import available, metric_path
 
 # Per metric: rows with every per-example input (groups, diseases, per-step lists), the compute
 # options, and the values they score. The groups are laid out so that interleaved shards (process
@@ -115,7 +115,7 @@ def test_examples_load_the_module_through_metric_path_and_the_module_stays_self_
         assert f'evaluate.load(metric_path("{name}"))' in text
         assert f'evaluate.load("metrics/{name}"' not in text
     code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith((">>>", "...")))
-    assert not re.search(r"^\s*(import|from)\s+probers", code, re.MULTILINE)
+    assert not re.search(r"^\s*(import|from)\s+(probers|medprobe)", code, re.MULTILINE)
 
 
 @pytest.mark.parametrize("name", available("metrics"))

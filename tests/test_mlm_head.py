@@ -12,10 +12,10 @@ import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer, TrainingArguments
 
-from probers.cli import main
-from probers.hub.build import build
-from probers.lm.mlm_head import MLMHeadProbe
-from probers.tasks.mst import MSTTask, run_mst_demo
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.lm.mlm_head import MLMHeadProbe
+from medprobe.tasks.mst import MSTTask, run_mst_demo
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta", "gamma", "is", "the", "colour", "of", ".",
          "red", "blue", "green", "dark", "##er", "larger", "smaller", "largest", "smallest", "middle", "increasing",
@@ -174,7 +174,7 @@ def test_bad_items_are_clear_errors(with_head):
 
 
 def test_epochs_and_learning_rate_set_the_probes_own_training_arguments_plumbing_tiny_random_bert(with_head):
-    from probers.api import ChoiceScorer, Prober
+    from medprobe.api import ChoiceScorer, Prober
 
     probe = MLMHeadProbe(with_head, epochs=1, learning_rate=0.0, seed=3, progress=False, device="cpu")
     assert isinstance(probe, Prober) and isinstance(probe, ChoiceScorer) and probe.name == "mlm-head"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from probers.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
+from medprobe.models import load_tokenizer, require_mask_token, resolve_device, resolve_model
 
 
 def test_missing_local_path_is_an_error_not_a_hub_lookup():
@@ -56,7 +56,7 @@ def test_folders_with_a_config_or_a_gguf_file_pass(tmp_path):
 @pytest.mark.parametrize("prober", ["contrastive", "mask-average", "causal-lm", "mask-predict", "generative"])
 def test_cli_model_folder_without_a_model_is_one_line(synthetic_medlama_hub, tmp_path, prober, capsys):
     """Every prober resolves --model with resolve_model (the other benchmarks' probers too)."""
-    from probers.cli import main
+    from medprobe.cli import main
 
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "README.md").write_text("# nothing here\n")
@@ -72,7 +72,7 @@ def no_hub(monkeypatch, tmp_path):
     """An empty Hub cache and a Hub that cannot be reached (the network probe answers False)."""
     from huggingface_hub import constants
 
-    import probers.models as models
+    import medprobe.models as models
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub_cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
@@ -81,8 +81,8 @@ def no_hub(monkeypatch, tmp_path):
 
 
 def test_unreachable_hub_id_without_a_cache_is_one_user_error_listing_the_packaged_models(no_hub):
-    from probers.api import UserError
-    from probers.models import check_model
+    from medprobe.api import UserError
+    from medprobe.models import check_model
 
     with pytest.raises(UserError) as raised:
         check_model("no-such-org/no-such-model")
@@ -95,7 +95,7 @@ def test_cached_hub_id_passes_offline_and_switches_the_hub_to_offline_mode(no_hu
     """With no network, a cached model must load from the cache at once, not after rounds of retries."""
     from huggingface_hub import constants, is_offline_mode
 
-    from probers.models import check_model
+    from medprobe.models import check_model
 
     (no_hub / "models--some-org--cached-model" / "snapshots" / "abc123").mkdir(parents=True)
     check_model("some-org/cached-model")
@@ -105,8 +105,8 @@ def test_cached_hub_id_passes_offline_and_switches_the_hub_to_offline_mode(no_hu
 def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    import probers.models as models
-    from probers.api import UserError
+    import medprobe.models as models
+    from medprobe.api import UserError
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
@@ -120,8 +120,8 @@ def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_p
 
 
 def test_a_name_that_cannot_be_a_hub_id_is_a_user_error():
-    from probers.api import UserError
-    from probers.models import check_model
+    from medprobe.api import UserError
+    from medprobe.models import check_model
 
     with pytest.raises(UserError, match="not a model folder, a packaged model name or a Hub id"):
         check_model("no such model")
@@ -132,7 +132,7 @@ def test_cli_fails_on_an_unreachable_model_before_transformers_tries(no_hub, syn
     """One line, at once: transformers (whose retries take ~52 s without a network) is never asked."""
     import transformers
 
-    from probers.cli import main
+    from medprobe.cli import main
 
     for auto in ("AutoTokenizer", "AutoConfig"):
         monkeypatch.setattr(getattr(transformers, auto), "from_pretrained", lambda *a, **k: pytest.fail("transformers was asked"))

@@ -14,9 +14,9 @@ import pytest
 from datasets import load_dataset
 
 from built_folder import data_file
-from probers.cli import main
-from probers.hub.build import build
-from probers.hub.resources import load_builder_module
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.resources import load_builder_module
 
 mst = load_builder_module("mst")
 

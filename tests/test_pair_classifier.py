@@ -11,13 +11,13 @@ import string
 import pytest
 from datasets import load_dataset
 
-from probers.api import DiseaseClassifier, Prober, UserError
-from probers.cli import main
-from probers.lm.pair_classifier import PairClassifierProbe
-from probers.registry import PROBERS, TASKS
-from probers.run import RunRequest, run
-from probers.tasks.disknE import DisKnETask, mean_std
-from probers.tasks.disknE_splits import disease_splits, eligible_diseases
+from medprobe.api import DiseaseClassifier, Prober, UserError
+from medprobe.cli import main
+from medprobe.lm.pair_classifier import PairClassifierProbe
+from medprobe.registry import PROBERS, TASKS
+from medprobe.run import RunRequest, run
+from medprobe.tasks.disknE import DisKnETask, mean_std
+from medprobe.tasks.disknE_splits import disease_splits, eligible_diseases
 
 WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "noted", "the", "to", "have", "disease"]
 
@@ -176,7 +176,7 @@ class FakeClassifier:
         return ds
 
     def run_disease(self, encoded, splits, seed):
-        from probers.lm.pair_classifier import DiseaseRun
+        from medprobe.lm.pair_classifier import DiseaseRun
 
         self.calls.append((splits.cui, seed, len(splits.train) + len(splits.validation)))
         labels = list(encoded.select(splits.test)["label"])
@@ -232,6 +232,6 @@ def test_defaults_are_the_registry_options(tiny_random_bert):
 
 
 def test_the_prober_is_exported_by_the_package():
-    import probers
+    import medprobe
 
-    assert probers.PairClassifierProbe is PairClassifierProbe
+    assert medprobe.PairClassifierProbe is PairClassifierProbe

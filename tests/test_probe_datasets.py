@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from probers.cli import main
-from probers.tasks.loading import load_probe_dataset
+from medprobe.cli import main
+from medprobe.tasks.loading import load_probe_dataset
 
 
 @pytest.fixture
@@ -82,7 +82,7 @@ def test_unknown_config_keeps_the_list_of_configs(folder):
 
 
 def test_cli_prints_the_stale_card_as_one_line_before_any_model_loads(folder, capsys, monkeypatch):
-    from probers import models
+    from medprobe import models
 
     monkeypatch.setattr(models, "resolve_model", lambda *a: pytest.fail("the model was loaded"))
     set_card_rows(folder, "hard", 1)

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-import probers.run
-from probers.api import Prober
-from probers.atomic import UnwritableOutput, atomic_output, check_writable, write_all_atomically
-from probers.cli import main
-from probers.run import RunRequest, run
+import medprobe.run
+from medprobe.api import Prober
+from medprobe.atomic import UnwritableOutput, atomic_output, check_writable, write_all_atomically
+from medprobe.cli import main
+from medprobe.run import RunRequest, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROBERS = ["contrastive", "mask-average", "rank-change", "pair-classifier", "mlm-head"]  # every runner
@@ -43,7 +43,7 @@ def nothing_loads(monkeypatch):
     """Any dataset or model load fails the test: the checks must come first."""
     import datasets
 
-    from probers import models
+    from medprobe import models
 
     def refuse(*args, **kwargs):
         raise AssertionError("a dataset or model was loaded before the outputs were checked")
@@ -220,7 +220,7 @@ def writes_fail_after(monkeypatch):
 
 def run_lookup(monkeypatch, hub, out_dir, plot=None, **task_options):
     """The medlama task through `run`, with LookupProber standing in for the contrastive prober."""
-    monkeypatch.setattr(probers.run, "make_prober", lambda *args, **kwargs: LookupProber())
+    monkeypatch.setattr(medprobe.run, "make_prober", lambda *args, **kwargs: LookupProber())
     task_options.setdefault("predictions", str(out_dir / "predictions.jsonl"))
     request = RunRequest(
         task="medlama", prober="contrastive", dataset=str(hub), config="full", model="none",
@@ -263,7 +263,7 @@ def test_killed_run_leaves_the_previous_results_byte_identical(tmp_path):
     target.write_bytes(b'{"metrics": {"acc@1": 0.42}}\n')
     script = textwrap.dedent(f"""
         import io, builtins, sys, time
-        from probers.results import RunRecord
+        from medprobe.results import RunRecord
         real_open = io.open
         def slow_open(file, mode="r", *args, **kwargs):
             handle = real_open(file, mode, *args, **kwargs)

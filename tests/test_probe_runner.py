@@ -1,14 +1,14 @@
-"""The MedLAMA task through the run loop (probers.run.run) with a stand-in prober (plumbing only, no model)."""
+"""The MedLAMA task through the run loop (medprobe.run.run) with a stand-in prober (plumbing only, no model)."""
 
 import json
 import shutil
 
 import pytest
 
-import probers.run
-from probers.api import Prober, fill_mask_slot
-from probers.run import RunRequest, run
-from probers.tasks.medlama import MedLAMATask, answer_space, relation_answer_spaces
+import medprobe.run
+from medprobe.api import Prober, fill_mask_slot
+from medprobe.run import RunRequest, run
+from medprobe.tasks.medlama import MedLAMATask, answer_space, relation_answer_spaces
 
 
 class LookupProber(Prober):
@@ -41,7 +41,7 @@ def hub(synthetic_medlama_hub):
 
 def run_with(monkeypatch, prober, hub, tmp_path, dataset=None, plot=None, **task_options):
     """`run` of the medlama task with `prober` standing in for the registered contrastive prober."""
-    monkeypatch.setattr(probers.run, "make_prober", lambda *args, **kwargs: prober)
+    monkeypatch.setattr(medprobe.run, "make_prober", lambda *args, **kwargs: prober)
     request = RunRequest(
         task="medlama", prober="contrastive", dataset=str(dataset or hub), config="full", model="none",
         task_options=task_options, out=str(tmp_path / "results.json"), plot=plot,

@@ -12,11 +12,11 @@ from datasets import load_dataset
 from huggingface_hub import ModelCard
 from transformers import BertConfig, GPT2Config, T5Config
 
-import probers.run
-from probers.api import UserError
-from probers.cli import main
-from probers.hub.cards import sha256
-from probers.profile import (
+import medprobe.run
+from medprobe.api import UserError
+from medprobe.building.cards import sha256
+from medprobe.cli import main
+from medprobe.profile import (
     MST_CAUSAL_REASON,
     QUICK,
     Profile,
@@ -27,8 +27,8 @@ from probers.profile import (
     run_profile,
     write_profile,
 )
-from probers.results import RunRecord, load_record
-from probers.run import probe_argv
+from medprobe.results import RunRecord, load_record
+from medprobe.run import probe_argv
 from tiny_bert import save_tiny_bert
 
 
@@ -110,16 +110,16 @@ def test_benchmarks_subset():
 
 
 def test_each_run_is_a_probe_command_that_parses_to_the_same_request():
-    from probers.cli.probe import parse_probe_arguments
+    from medprobe.cli.probe import parse_probe_arguments
 
-    request = probers.run.RunRequest(
+    request = medprobe.run.RunRequest(
         task="mst", prober="mlm-head", dataset="d/mst", model="minilm", seed=3,
         prober_options={"scratch": True}, task_options={"seeds": 1}, out="runs/x.json",
     )  # fmt: skip
     args = vars(parse_probe_arguments(probe_argv(request)[1:]))
     assert (args["prober"], args["task"], args["dataset"], args["seed"], args["out"]) == ("mlm-head", "mst", "d/mst", 3, "runs/x.json")
     assert args["scratch"] is True and args["seeds"] == 1
-    request = probers.run.RunRequest(task="medlama", prober="contrastive", dataset="d", config="hard", model="m",
+    request = medprobe.run.RunRequest(task="medlama", prober="contrastive", dataset="d", config="hard", model="m",
                                      task_options={"k": [1, 10], "per_relation": 10, "predictions": "p.jsonl"})  # fmt: skip
     args = vars(parse_probe_arguments(probe_argv(request)[1:]))
     assert (args["config"], args["k"], args["per_relation"], args["predictions"]) == ("hard", [1, 10], 10, "p.jsonl")
@@ -151,7 +151,7 @@ FAILING: set[str] = set()  # tasks whose stand-in run fails
 
 @pytest.fixture
 def fake_run(monkeypatch):
-    """probers.run.run replaced by one that records the request and writes a made-up RunRecord."""
+    """medprobe.run.run replaced by one that records the request and writes a made-up RunRecord."""
     requests = []
 
     def run(request, print_fn=print):
@@ -164,14 +164,14 @@ def fake_run(monkeypatch):
             Path(request.task_options["predictions"]).write_text("{}\n")
         return record
 
-    monkeypatch.setattr(probers.run, "run", run)
+    monkeypatch.setattr(medprobe.run, "run", run)
     return requests
 
 
 @pytest.fixture
 def generated_data(monkeypatch):
     """MST and context variance 'built' without building: the plumbing tests need no data."""
-    from probers import profile
+    from medprobe import profile
 
     def build_into(options, name, data_dir, print_fn):
         return profile.DataSource(name, f"{options.out}/datasets/{name}", "generated (stand-in)", sample=name == "context_variance")
@@ -220,7 +220,7 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
 
 
 def test_without_matplotlib_the_figure_is_left_out_and_said(tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys):
-    from probers import profile
+    from medprobe import profile
 
     monkeypatch.setattr(profile, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
     out = tmp_path / "profile"
@@ -269,12 +269,12 @@ def test_a_built_folder_is_used_as_it_is(tmp_path, model_folders, fake_run, synt
 
 
 def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monkeypatch):
-    import probers.hub.build
+    import medprobe.building.build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
-    real_build = probers.hub.build.build
+    real_build = medprobe.building.build.build
     # the synthetic release holds 3 rows per relation: its build needs the row-count parameter
-    monkeypatch.setattr(probers.hub.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
+    monkeypatch.setattr(medprobe.building.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
     release = write_release(tmp_path / "release")
     out = tmp_path / "profile"
     profile = run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",),
@@ -288,11 +288,11 @@ def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monk
 
 
 def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(tmp_path, model_folders, fake_run, capsys, monkeypatch):
-    import probers.hub.build
+    import medprobe.building.build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
-    real_build = probers.hub.build.build  # the synthetic release holds 3 rows per relation
-    monkeypatch.setattr(probers.hub.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
+    real_build = medprobe.building.build.build  # the synthetic release holds 3 rows per relation
+    monkeypatch.setattr(medprobe.building.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
     release = write_release(tmp_path / "release")
     out = tmp_path / "profile"
     foreign = out / "datasets" / "medlama"
@@ -317,7 +317,7 @@ PROBED_WEIGHTS = b"weights of the profiled model"
 
 def probed_identity(weights: bytes = PROBED_WEIGHTS) -> dict:
     """The model_identity a run records for a local folder holding one model.safetensors of these bytes."""
-    from probers.contrastive.embedding_cache import combined_digest
+    from medprobe.contrastive.embedding_cache import combined_digest
 
     files = {"model.safetensors": {"size": len(weights), "sha256": hashlib.sha256(weights).hexdigest()}}
     return {"name": "/home/someone/m", "path": "/home/someone/m", "weights_sha256": combined_digest(files), "weights": files}
@@ -331,7 +331,7 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
         return {"label": label, "benchmark": benchmark, "config": config, "prober": prober, "floor_of": floor_of,
                 "record": record and {**vars(record)}}  # fmt: skip
 
-    request = probers.run.RunRequest
+    request = medprobe.run.RunRequest
     medlama = fake_record(request(task="medlama", prober="contrastive", dataset=str(folder / "datasets/medlama"), config="full", model="m"))
     mst = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m"))
     scratch = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True}))
@@ -576,7 +576,7 @@ def test_a_causal_lm_profile_runs_causal_lm_and_skips_mst(tmp_path, synthetic_me
 
 
 def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, monkeypatch):
-    from probers.profile import QUICK
+    from medprobe.profile import QUICK
 
     # smaller than --quick, for a fast test: 40 train / 20 test rows per task, 2 epochs
     monkeypatch.setitem(QUICK, "mst", {"task": {"seeds": 1}, "prober": {"epochs": 2},
@@ -608,7 +608,7 @@ def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, f
 
 
 def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_path, model_folders, fake_run):
-    from probers.hub.build import build
+    from medprobe.building.build import build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
     folder = tmp_path / "medlama-full-only"
@@ -622,7 +622,7 @@ def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_pat
 
 
 def test_the_medlama_sample_is_the_demo_s():
-    from probers.cli.demo import SAMPLE_DATASET
-    from probers.profile import MEDLAMA_SAMPLE
+    from medprobe.cli.demo import SAMPLE_DATASET
+    from medprobe.profile import MEDLAMA_SAMPLE
 
     assert MEDLAMA_SAMPLE == SAMPLE_DATASET and (MEDLAMA_SAMPLE / "README.md").is_file()

@@ -1,11 +1,11 @@
-"""The folder `medprobe profile` writes (probers/profile_folder.py): one profile or the one before, never a mix.
+"""The folder `medprobe profile` writes (medprobe/profile_folder.py): one profile or the one before, never a mix.
 
 A user's files are refused unless --overwrite; a killed, interrupted or terminated profile leaves the
 previous profile byte for byte; a second profile into the same folder stops at once naming the first;
 a profile resumes what a killed one left, reusing only the runs whose request and data are its own.
 
 The kill and concurrency tests run the real command line in subprocesses (tests/build_pause.py pauses
-it after a run), with probers.run.run stood in for (tests/fake_runs.py: the model is not the point).
+it after a run), with medprobe.run.run stood in for (tests/fake_runs.py: the model is not the point).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import pytest
 from transformers import BertConfig
 
 import fake_runs
-import probers.run
-from probers.cli import main
-from probers.profile_folder import disagreement
+import medprobe.run
+from medprobe.cli import main
+from medprobe.profile_folder import disagreement
 from test_build_atomic import PROBERS_HOME, leftovers, signal_and_wait, snapshot, start_paused
 
 SMALL = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
@@ -42,7 +42,7 @@ def encoder(tmp_path_factory) -> str:
 
 @pytest.fixture
 def fake_run(monkeypatch) -> list:
-    monkeypatch.setattr(probers.run, "run", fake_runs.fake_run)
+    monkeypatch.setattr(medprobe.run, "run", fake_runs.fake_run)
     monkeypatch.setattr(fake_runs, "CALLS", [])
     return fake_runs.CALLS
 
@@ -111,7 +111,7 @@ def previous(tmp_path, encoder, fake_run) -> Path:
 def test_sigkill_leaves_the_previous_profile_byte_identical_and_publishable(previous, encoder):
     """Measured before: a --seed 5 profile killed at its last run left profile.json of seed 1 naming run files of seed 5."""
     before = snapshot(previous)
-    process = start_paused_profile("probers.run:run", profile_args(encoder, previous, "--seed", "5"))
+    process = start_paused_profile("medprobe.run:run", profile_args(encoder, previous, "--seed", "5"))
     assert any(name.startswith(".P.medprobe-tmp-") for name in leftovers(previous)), "the profile was staging"
     signal_and_wait(process, signal.SIGKILL)
     assert snapshot(previous) == before and set(values(previous).values()) == {0.251}
@@ -121,7 +121,7 @@ def test_sigkill_leaves_the_previous_profile_byte_identical_and_publishable(prev
 @pytest.mark.parametrize("signum, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
 def test_ctrl_c_and_sigterm_leave_the_previous_profile_and_nothing_beside_it(previous, encoder, signum, code, line):
     before = snapshot(previous)
-    process = start_paused_profile("probers.run:run", profile_args(encoder, previous, "--seed", "5"))
+    process = start_paused_profile("medprobe.run:run", profile_args(encoder, previous, "--seed", "5"))
     returned, err = signal_and_wait(process, signum)
     assert (returned, err.splitlines()[-1]) == (code, line) and "Traceback" not in err
     assert snapshot(previous) == before and leftovers(previous) == []
@@ -129,11 +129,11 @@ def test_ctrl_c_and_sigterm_leave_the_previous_profile_and_nothing_beside_it(pre
 
 def test_a_second_profile_into_the_same_folder_stops_at_once_naming_the_first(previous, encoder):
     """Measured before: two concurrent profiles both exited 0 with mismatched records (or a FolderLocked traceback)."""
-    first = start_paused_profile("probers.run:run", profile_args(encoder, previous, "--seed", "2"))
+    first = start_paused_profile("medprobe.run:run", profile_args(encoder, previous, "--seed", "2"))
     try:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), os.environ.get("PYTHONPATH", "")])}
         start = time.perf_counter()
-        second = subprocess.run([sys.executable, "-m", "probers.cli", *profile_args(encoder, previous, "--seed", "3")],
+        second = subprocess.run([sys.executable, "-m", "medprobe.cli", *profile_args(encoder, previous, "--seed", "3")],
                                 capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
         seconds = time.perf_counter() - start
     finally:
@@ -151,7 +151,7 @@ def test_a_profile_resumes_a_killed_one_reusing_only_runs_of_the_same_request(tm
     out = tmp_path / "P"
     # MST is built into the staging folder (--quick sizes), and built again, to the same bytes, by the resumed profile
     args = ["profile", "--model", encoder, "--out", str(out), "--benchmarks", "medlama", "mst", "--seed", "5", "--quick"]
-    process = start_paused_profile("probers.run:run@4", args)
+    process = start_paused_profile("medprobe.run:run@4", args)
     signal_and_wait(process, signal.SIGKILL)  # runs 1-3 done and journaled (medlama full, hard, mst), 4 (mst scratch) not
     assert not out.exists() and len([name for name in leftovers(out) if ".medprobe-tmp-" in name]) == 1
     assert main(args) == 0
@@ -167,7 +167,7 @@ def test_a_profile_resumes_a_killed_one_reusing_only_runs_of_the_same_request(tm
 
 def test_a_resumed_profile_runs_again_what_another_request_or_changed_files_made(tmp_path, encoder, fake_run, capsys):
     out = tmp_path / "P"
-    process = start_paused_profile("probers.profile:headline_rows", profile_args(encoder, out, "--seed", "5"))
+    process = start_paused_profile("medprobe.profile:headline_rows", profile_args(encoder, out, "--seed", "5"))
     signal_and_wait(process, signal.SIGKILL)  # both runs done and journaled, profile.json not written
     (stage,) = [out.parent / name for name in leftovers(out) if ".medprobe-tmp-" in name]
     (stage / "out" / "runs" / "medlama-hard-contrastive.json").write_text("{}")  # changed since it was journaled
@@ -176,7 +176,7 @@ def test_a_resumed_profile_runs_again_what_another_request_or_changed_files_made
     assert printed.count("reused from the killed profile") == 1 and [r.config for r in fake_run] == ["hard"]
     assert "run medlama-hard-contrastive of the killed profile is run again" in printed
 
-    process = start_paused_profile("probers.profile:headline_rows", profile_args(encoder, out, "--seed", "5"))
+    process = start_paused_profile("medprobe.profile:headline_rows", profile_args(encoder, out, "--seed", "5"))
     signal_and_wait(process, signal.SIGKILL)
     fake_run.clear()
     assert main(profile_args(encoder, out, "--seed", "6")) == 0  # another request: nothing is reused
@@ -192,7 +192,7 @@ def test_a_resumed_profile_runs_again_what_a_model_retrained_in_place_made(tmp_p
     shutil.copytree(encoder, model)
     (model / "model.safetensors").write_bytes(b"weights before the kill")
     out = tmp_path / "P"
-    process = start_paused_profile("probers.profile:headline_rows", profile_args(str(model), out, "--seed", "5"))
+    process = start_paused_profile("medprobe.profile:headline_rows", profile_args(str(model), out, "--seed", "5"))
     signal_and_wait(process, signal.SIGKILL)  # both runs done and journaled
     (model / "model.safetensors").write_bytes(b"weights retrained in place")
     assert main(profile_args(str(model), out, "--seed", "5")) == 0

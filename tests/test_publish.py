@@ -13,11 +13,11 @@ import yaml
 from huggingface_hub import ModelCard, constants, set_client_factory
 from huggingface_hub.utils import _http
 
-import probers.hub.publish as publish
+import medprobe.hub.publish as publish
 from built_folder import data_file
 from hub_mock import HEAD, FakeHub
-from probers.cli import main
-from probers.hub.checks import (
+from medprobe.cli import main
+from medprobe.hub.checks import (
     CARD_SECTIONS,
     DatasetCheck,
     PublishError,
@@ -28,8 +28,8 @@ from probers.hub.checks import (
     raw_data_dirs,
     raw_file_findings,
 )
-from probers.hub.resources import available, card_template, metric_path
-from probers.results import RunRecord
+from medprobe.resources import available, card_template, metric_path
+from medprobe.results import RunRecord
 from synthetic_medlama import write_release
 
 TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
@@ -418,8 +418,8 @@ OTHER_WEIGHTS = b"another model's weights!!!"  # the same size
 
 
 def weights_identity(**files: bytes) -> dict:
-    """model_identity's weights entries for weight files of these names and bytes (as probers.provenance records them)."""
-    from probers.contrastive.embedding_cache import combined_digest
+    """model_identity's weights entries for weight files of these names and bytes (as medprobe.provenance records them)."""
+    from medprobe.contrastive.embedding_cache import combined_digest
 
     weights = {name.replace("_", "."): {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()}
     return {"weights_sha256": combined_digest(weights), "weights": weights}
@@ -675,8 +675,8 @@ def test_the_repo_holding_the_probed_weights_is_published_and_the_check_said(hub
 
 
 def test_the_weights_identity_a_run_records_matches_the_hub_s_file_metadata_of_the_same_files(hub, token, tmp_path, monkeypatch):
-    """probers.provenance hashes a local folder as a run does; the check compares that with the Hub's LFS sha256."""
-    from probers.provenance import weights_identity
+    """medprobe.provenance hashes a local folder as a run does; the check compares that with the Hub's LFS sha256."""
+    from medprobe.provenance import weights_identity
 
     monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
     folder = tmp_path / "model"

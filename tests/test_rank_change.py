@@ -2,7 +2,7 @@
 scorer with `--task context_variance`) with stand-in scorers (plumbing, no model), and once on a tiny
 random masked LM.
 
-The real scorers (probers.lm.mask_average.MaskAverageProbe, probers.lm.causal_lm.CausalLMProbe) share
+The real scorers (medprobe.lm.mask_average.MaskAverageProbe, medprobe.lm.causal_lm.CausalLMProbe) share
 the interface the stand-ins implement: score_candidates(queries with [Y], candidates) -> arrays.
 """
 
@@ -13,10 +13,10 @@ import re
 import numpy as np
 import pytest
 
-from probers.cli import main
-from probers.hub.build import build
-from probers.lm.rank_change import RankChangeProbe, ranks_from_scores, slot_query, ucm_inputs
-from probers.run import RunRequest, run
+from medprobe.building.build import build
+from medprobe.cli import main
+from medprobe.lm.rank_change import RankChangeProbe, ranks_from_scores, slot_query, ucm_inputs
+from medprobe.run import RunRequest, run
 
 NOTE = "notes/ent_clinic_nasal_polyp.txt"
 FIGURE1 = f"mp:nasal_polyp-has_symptom|discolored nasal discharge|{NOTE}"
@@ -105,7 +105,7 @@ def test_figure1_rank_changes_through_the_probe(hub):
 
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     one_step = {key: values[step5 : step5 + 1] for key, values in inputs.items() if key not in ("ranks_without_context", "ranks_with_context")}
     result = evaluate.load(metric_path("ucm")).compute(**one_step)
@@ -147,7 +147,7 @@ def stand_in(monkeypatch):
         built.append(MentionCountScorer())
         return built[-1]
 
-    monkeypatch.setattr("probers.run.make_prober", make_prober)
+    monkeypatch.setattr("medprobe.run.make_prober", make_prober)
     return built
 
 
@@ -223,11 +223,11 @@ def test_cli_rank_change_errors_are_one_line(hub, tmp_path, capsys):
 
 
 def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
-    from probers.registry import PROBERS
+    from medprobe.registry import PROBERS
 
-    broken = dataclasses.replace(PROBERS["causal-lm"], target="probers.not_there:CausalLMProbe")
+    broken = dataclasses.replace(PROBERS["causal-lm"], target="medprobe.not_there:CausalLMProbe")
     monkeypatch.setitem(PROBERS, "causal-lm", broken)
-    with pytest.raises(ValueError, match=r"the causal-lm scorer \(probers.not_there.CausalLMProbe\) is not available"):
+    with pytest.raises(ValueError, match=r"the causal-lm scorer \(medprobe.not_there.CausalLMProbe\) is not available"):
         RankChangeProbe.scorer_for(str(tmp_path), scorer="causal-lm")
     with pytest.raises(ValueError, match="--scorer must be auto or one of mask-average, causal-lm"):
         RankChangeProbe.scorer_for(str(tmp_path), scorer="bm25")
@@ -236,7 +236,7 @@ def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
 def test_auto_scorer_follows_the_model_config(tmp_path):
     from transformers import BertConfig, LlamaConfig
 
-    from probers.lm.rank_change import scorer_kind
+    from medprobe.lm.rank_change import scorer_kind
 
     BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "bert")
     LlamaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "llama")
@@ -282,8 +282,8 @@ def tiny_causal_lm(tmp_path_factory):
 
 
 def test_rank_change_builds_causal_lm_for_a_causal_model_as_the_causal_lm_prober_plumbing_tiny_random_gpt2(hub, tiny_causal_lm):
-    from probers.run import check_request, make_prober
-    from probers.tasks.context_variance import ContextVarianceTask
+    from medprobe.run import check_request, make_prober
+    from medprobe.tasks.context_variance import ContextVarianceTask
 
     scorer = RankChangeProbe.scorer_for(tiny_causal_lm, device="cpu", batch_size=8)
     assert type(scorer).__name__ == "CausalLMProbe" and scorer.batch_size == 8

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from probers.cli.probe import parse_probe_arguments
+from medprobe.cli.probe import parse_probe_arguments
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SHELL_WORDS = {"$model": "some-org/model", "${model##*/}": "model", "$i": "0", "$category": "symptoms_diseases"}

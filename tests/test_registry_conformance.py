@@ -1,4 +1,4 @@
-"""Conformance of every registered prober and task with the code it names (probers.registry).
+"""Conformance of every registered prober and task with the code it names (medprobe.registry).
 
 One set of checks that every entry of a kind must pass, parametrized over PROBERS and TASKS (the
 models are evaluate's tests/test_metric_common.py and BigBio's hub test): the target imports; a
@@ -24,12 +24,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from probers import registry
-from probers.api import PROTOCOLS, Prober
-from probers.cli import main
-from probers.cli.probe import probe_parser
-from probers.registry import PROBERS, TASKS, Option, ProberEntry, TaskEntry, load
-from probers.tasks import Scored
+from medprobe import registry
+from medprobe.api import PROTOCOLS, Prober
+from medprobe.cli import main
+from medprobe.cli.probe import probe_parser
+from medprobe.registry import PROBERS, TASKS, Option, ProberEntry, TaskEntry, load
+from medprobe.tasks import Scored
 
 # --- probers: the entry against its class ---------------------------------------------------------
 
@@ -66,7 +66,7 @@ def common_flags() -> set[str]:
 def test_prober_class_is_an_api_prober_with_the_registry_name_and_kinds(name):
     entry = PROBERS[name]
     cls = load(entry.target)
-    assert issubclass(cls, Prober), f"{entry.target} does not subclass probers.api.Prober"
+    assert issubclass(cls, Prober), f"{entry.target} does not subclass medprobe.api.Prober"
     assert cls.name == name, f"{entry.target}.name is {cls.name!r}, registered as {name!r}"
     assert set(entry.kinds) <= set(PROTOCOLS), f"unknown kinds {set(entry.kinds) - set(PROTOCOLS)}"
     assert entry.default_task in TASKS and set(entry.kinds) & set(TASKS[entry.default_task].accepts)
@@ -175,7 +175,7 @@ def check_candidate_scoring(prober) -> None:
         row = np.asarray(row)
         assert row.shape == (len(names),) and np.issubdtype(row.dtype, np.floating) and np.isfinite(row).all(), row
     if isinstance(prober, PROTOCOLS["ranking"]):  # a scorer's ranking is its scores' order (ties: candidate order)
-        from probers.lm.candidate_scoring import top_k
+        from medprobe.lm.candidate_scoring import top_k
 
         full = prober.score_candidates(QUERIES, [CANDIDATES] * 2)
         assert prober.rank(QUERIES, CANDIDATES, k=3) == [top_k(CANDIDATES, np.asarray(row), 3) for row in full]
@@ -193,7 +193,7 @@ def check_choice_scoring(prober) -> None:
 def check_disease_classification(prober) -> None:
     import datasets
 
-    from probers.tasks.disknE_splits import DiseaseSplits
+    from medprobe.tasks.disknE_splits import DiseaseSplits
 
     rows = 8
     ds = datasets.Dataset.from_dict({
@@ -224,7 +224,7 @@ def test_every_registered_prober_and_kind_has_a_tiny_check():
 
 @pytest.mark.parametrize("name", PROBERS)
 def test_prober_built_by_make_prober_answers_every_verb_of_its_kinds_tiny_random_models(name, tiny_folders):
-    from probers.run import make_prober
+    from medprobe.run import make_prober
 
     entry = PROBERS[name]
     kind, options = TINY[name]
@@ -267,7 +267,7 @@ def test_task_option_defaults_are_the_class_defaults(name):
 def test_task_metric_folder_loads(name):
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     metric = evaluate.load(metric_path(TASKS[name].metric))
     assert metric.name and metric.inputs_description
@@ -275,7 +275,7 @@ def test_task_metric_folder_loads(name):
 
 def builder_features(benchmark: str) -> dict[str, set[str]]:
     """Per BUILDER_CONFIG of datasets/<benchmark>/<benchmark>.py: the field names of its _info()."""
-    from probers.hub.build import builder_class
+    from medprobe.building.build import builder_class
 
     cls = builder_class(benchmark)
     configs = cls.BUILDER_CONFIGS or [cls.BUILDER_CONFIG_CLASS(name="default")]
@@ -306,7 +306,7 @@ TASK_RUNS = {
 
 @pytest.fixture(scope="module")
 def small_context_variance(tmp_path_factory):
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("cv_conformance") / "hub"
     build("context_variance", out, configs=["real-target"])
@@ -315,7 +315,7 @@ def small_context_variance(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small_mst(tmp_path_factory):
-    from probers.hub.build import build
+    from medprobe.building.build import build
 
     out = tmp_path_factory.mktemp("mst_conformance") / "hub"
     build("mst", out, configs=["comparison"], params={"train_size": 12, "validation_size": 3, "test_size": 8})
@@ -328,7 +328,7 @@ def documented_outputs(metric: str) -> str:
 
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     card = Path(metric_path(metric)) / "README.md"
     return evaluate.load(metric_path(metric)).inputs_description + (card.read_text(encoding="utf-8") if card.is_file() else "")
@@ -359,9 +359,9 @@ def test_every_task_has_a_tiny_run():
 
 @pytest.mark.parametrize("name", TASKS)
 def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, tiny_folders, request, tmp_path):
-    """A real run through probers.run.run: the headline is a key of the metrics it reports, the
+    """A real run through medprobe.run.run: the headline is a key of the metrics it reports, the
     floor (if any) a key of every group, and the record names the task's benchmark."""
-    from probers.run import RunRequest, run
+    from medprobe.run import RunRequest, run
 
     entry = TASKS[name]
     if TASK_RUNS[name] is None:
@@ -453,7 +453,7 @@ def test_a_foreign_option_exits_2_naming_its_owner(name, capsys):
 def test_contrastive_with_num_masks_exits_2_naming_mask_predict_console():
     # as a user runs it: the exit status and stderr of the command, not of a function
     done = subprocess.run(
-        [sys.executable, "-m", "probers.cli", "probe", "--prober", "contrastive", "--num-masks", "3", "--dataset", "d", "--model", "m"],
+        [sys.executable, "-m", "medprobe.cli", "probe", "--prober", "contrastive", "--num-masks", "3", "--dataset", "d", "--model", "m"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 2, done
@@ -530,7 +530,7 @@ def toy_dataset(tmp_path) -> str:
 
 
 def test_a_toy_task_and_prober_run_with_one_registry_entry_each(toy_dataset, tiny_folders, tmp_path, monkeypatch, capsys):
-    from probers.run import RunRequest, run
+    from medprobe.run import RunRequest, run
 
     with monkeypatch.context() as patch:
         patch.setitem(TASKS, "toy", TOY_TASK)

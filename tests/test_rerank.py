@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from probers.api import Prober
-from probers.cli import main
-from probers.lm.candidate_scoring import ShortlistProber, rank_by_scores, read_shortlists, shortlists_by_query
+from medprobe.api import Prober
+from medprobe.cli import main
+from medprobe.lm.candidate_scoring import ShortlistProber, rank_by_scores, read_shortlists, shortlists_by_query
 
 
 class ShortlistOrderScorer(Prober):
@@ -51,7 +51,7 @@ def rows(synthetic_medlama_hub):
 @pytest.fixture
 def scorer_loads(monkeypatch):
     """`MaskAverageProbe.from_pretrained` returns the stand-in, and records that a model was loaded."""
-    from probers.lm.mask_average import MaskAverageProbe
+    from medprobe.lm.mask_average import MaskAverageProbe
 
     loaded = []
 
@@ -172,7 +172,7 @@ def test_queries_left_with_no_prediction_are_counted_and_reported(synthetic_medl
 
 
 def test_rerank_with_a_prober_that_cannot_use_it_is_an_error(synthetic_medlama_hub, rows, tmp_path, capsys, monkeypatch):
-    from probers.lm.mask_predict import MaskPredictProbe
+    from medprobe.lm.mask_predict import MaskPredictProbe
 
     monkeypatch.setattr(MaskPredictProbe, "from_pretrained", lambda *args, **kwargs: RankOnlyProber())
     path = write_lines(tmp_path / "p.jsonl", gold_first(rows))

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import probers.models
-from probers.api import UserError
-from probers.contrastive.rewiring import CORPORA_URL, RELEASE_COMMIT, RELEASE_CORPORA, corpus_cache, corpus_path
-from probers.hub.resources import load_builder_module
+import medprobe.models
+from medprobe.api import UserError
+from medprobe.contrastive.rewiring import CORPORA_URL, RELEASE_COMMIT, RELEASE_CORPORA, corpus_cache, corpus_path
+from medprobe.resources import load_builder_module
 
 NAME = "pubmed_sents_no_punkt_10k_0"
 SENTENCES = "aspirin may treat fever in adults\nthe gene is expressed in the liver\n"
@@ -76,7 +76,7 @@ def test_a_bare_name_offline_is_one_error_naming_the_url_and_how_to_pass_a_file(
 def test_a_bare_name_without_a_network_does_not_try(monkeypatch):
     for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(flag, raising=False)
-    monkeypatch.setattr(probers.models, "host_reachable", lambda host: False)
+    monkeypatch.setattr(medprobe.models, "host_reachable", lambda host: False)
     with pytest.raises(UserError, match="raw.githubusercontent.com cannot be reached from here"):
         corpus_path(NAME)
 
@@ -84,7 +84,7 @@ def test_a_bare_name_without_a_network_does_not_try(monkeypatch):
 def test_a_bare_name_is_downloaded_once_at_the_pinned_commit_then_read_from_the_cache(monkeypatch, capsys):
     for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(flag, raising=False)
-    monkeypatch.setattr(probers.models, "host_reachable", lambda host: True)
+    monkeypatch.setattr(medprobe.models, "host_reachable", lambda host: True)
     asked = []
 
     def fake_urlopen(url, timeout):
@@ -102,7 +102,7 @@ def test_a_bare_name_is_downloaded_once_at_the_pinned_commit_then_read_from_the_
 def test_a_failed_download_leaves_no_file(monkeypatch):
     for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.delenv(flag, raising=False)
-    monkeypatch.setattr(probers.models, "host_reachable", lambda host: True)
+    monkeypatch.setattr(medprobe.models, "host_reachable", lambda host: True)
 
     def refused(url, timeout):
         raise urllib.error.HTTPError(url, 404, "Not Found", None, None)
@@ -115,7 +115,7 @@ def test_a_failed_download_leaves_no_file(monkeypatch):
 
 def test_the_contrastive_cli_rewires_on_a_release_corpus_by_name(synthetic_medlama_hub, tmp_path, capsys):
     """Through `medprobe probe`: the corpus is found in the release folder before the model loads."""
-    from probers.cli import main
+    from medprobe.cli import main
     from tiny_bert import save_tiny_bert
 
     data_dir = fake_release(tmp_path / "clone", "repository")
@@ -128,7 +128,7 @@ def test_the_contrastive_cli_rewires_on_a_release_corpus_by_name(synthetic_medla
 
 
 def test_rewire_in_python_takes_a_release_corpus_by_name_too(tmp_path, monkeypatch, capsys):
-    from probers.contrastive import ContrastiveProbe, rewiring_arguments
+    from medprobe.contrastive import ContrastiveProbe, rewiring_arguments
     from tiny_bert import save_tiny_bert
 
     cached = corpus_cache() / NAME  # as a first download would have left it

@@ -1,4 +1,4 @@
-"""probers.stats: bootstrap intervals, paired comparisons and chance levels, checked against closed forms,
+"""medprobe.stats: bootstrap intervals, paired comparisons and chance levels, checked against closed forms,
 against the evaluate metrics they must reproduce, and for determinism."""
 
 import itertools
@@ -8,7 +8,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from probers.stats import (
+from medprobe.stats import (
     Estimator,
     Outcomes,
     always_positive_f1,
@@ -19,10 +19,10 @@ from probers.stats import (
     paired,
     rank_change_chance,
 )
-from probers.tasks.context_variance import ContextVarianceTask
-from probers.tasks.disknE import DisKnETask
-from probers.tasks.medlama import MedLAMATask, best_gold_ranks
-from probers.tasks.mst import MSTTask
+from medprobe.tasks.context_variance import ContextVarianceTask
+from medprobe.tasks.disknE import DisKnETask
+from medprobe.tasks.medlama import MedLAMATask, best_gold_ranks
+from medprobe.tasks.mst import MSTTask
 
 
 def ranking_outcomes(n: int, hit_rate: float, seed: int, groups: int = 19) -> Outcomes:
@@ -80,7 +80,7 @@ def test_medlama_estimators_reproduce_acc_at_k(acc_at_k):
 def test_disknE_estimators_reproduce_disease_f1_averaged_over_seeds():
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     metric = evaluate.load(metric_path("disease_f1"))
     rng = np.random.default_rng(4)
@@ -112,7 +112,7 @@ def test_mst_estimator_is_the_mean_over_seeds_of_the_mean_over_tasks():
 def test_context_variance_estimators_reproduce_ucm_shares():
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     rng = np.random.default_rng(6)
     instances, relations, steps = [], [], []

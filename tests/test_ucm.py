@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 def ucm():
     import evaluate
 
-    from probers.hub.resources import metric_path
+    from medprobe.resources import metric_path
 
     return evaluate.load(metric_path("ucm"))
 

@@ -47,7 +47,7 @@ logger = datasets.logging.get_logger(__name__)
 SAMPLE_DIR = Path(__file__).resolve().parent / "sample"
 CONTEXT_KINDS = ("real", "knowledge_only", "knowledge_sorted", "knowledge_random")
 TARGET_KINDS = ("target", "negative")
-LICENCES = ("credentialed", "umls", "open")  # see probers/hub/cards.py: how a build may be published
+LICENCES = ("credentialed", "umls", "open")  # see medprobe/building/cards.py: how a build may be published
 SUBJECT_SLOT, OBJECT_SLOT, MASK = "[X]", "[Y]", "[MASK]"
 # Objects of a triple without `obj_types` form one pool per relation (BioLAMA leaves types empty
 # for some sources); this is the type name they get.

@@ -8,7 +8,7 @@ take the disease span of an entailed MedNLI hypothesis, negatives replace it wit
 (or random) disease whose name is the SNOMED CT preferred term from UMLS. Four configs, one
 per variant: `medical_similar` (default), `medical_random` (rows carry a `category`),
 `terminological_similar`, `terminological_random`. One split, `test`: per-disease training
-and test sets are derived from these rows (`probers.tasks.disknE_splits`).
+and test sets are derived from these rows (`medprobe.tasks.disknE_splits`).
 
 The text is credentialed (MedNLI and MEDIQA-NLI from PhysioNet, names from the UMLS
 Metathesaurus), so nothing is bundled or downloaded for it: `data_dir` must hold the user's

@@ -66,7 +66,7 @@ Examples:
 
     Two queries, the first answered at rank 2, the second not at all:
 
-    >>> from probers.hub.resources import metric_path  # the folder, in a checkout or an installed wheel
+    >>> from medprobe.resources import metric_path  # the folder, in a checkout or an installed wheel
     >>> acc_at_k = evaluate.load(metric_path("acc_at_k"))  # or the Hub id of the Space
     >>> acc_at_k.compute(
     ...     predictions=[["aspirin", "ibuprofen"], ["fever"]],

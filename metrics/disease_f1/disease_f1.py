@@ -66,7 +66,7 @@ Examples:
     Disease A: 2 positives, one found, one false alarm (F1 = 2 / (2 + 1 + 1) = 0.5); disease B:
     all right (F1 = 1). Macro = 0.75; weighted = (0.5 * 2 + 1.0 * 1) / 3:
 
-    >>> from probers.hub.resources import metric_path  # the folder, in a checkout or an installed wheel
+    >>> from medprobe.resources import metric_path  # the folder, in a checkout or an installed wheel
     >>> disease_f1 = evaluate.load(metric_path("disease_f1"))  # or the Hub id of the Space
     >>> result = disease_f1.compute(
     ...     predictions=[1, 0, 1, 0, 1, 0],

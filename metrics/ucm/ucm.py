@@ -80,7 +80,7 @@ Examples:
     2 to 1, the added object from 20 to 2, a correct object from 6 to 3 and two incorrect objects
     from 3 to 10 and 5 to 6:
 
-    >>> from probers.hub.resources import metric_path  # the folder, in a checkout or an installed wheel
+    >>> from medprobe.resources import metric_path  # the folder, in a checkout or an installed wheel
     >>> ucm = evaluate.load(metric_path("ucm"))  # or the Hub id of the Space
     >>> result = ucm.compute(
     ...     target_rank_before=[2], target_rank_after=[1], added_is_correct=[True],

@@ -1,0 +1,7 @@
+"""`python -m medprobe ...` is the `medprobe` command."""
+
+import sys
+
+from medprobe.cli import main
+
+sys.exit(main())

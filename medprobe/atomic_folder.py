@@ -1,0 +1,213 @@
+"""Output folders that are complete or absent: a lock, a staging folder beside the target, one swap.
+
+`medprobe build` writes a whole dataset folder this way (medprobe/building/build.py), `medprobe export
+lm-eval` its task folder and `medprobe profile` its profile folder (medprobe/profile_folder.py);
+single files use medprobe/atomic.py. The pieces:
+
+- `prepare_parent(out)`: OUT's folder exists and can be written, or one line says why not.
+- `out_lock(out, command)`: an exclusive lock on `.OUT.medprobe-lock` beside OUT (never inside it:
+  a published folder holds only its card and data); a second writer stops at once, told which
+  command and process holds it.
+- a staging folder `.OUT.medprobe-tmp-<pid>` beside OUT (`stage_prefix`), removed on failure;
+  what a SIGKILL leaves is removed by the next writer (`clean_leftovers`, under the lock).
+- `swap_into_place(stage, out)`: one atomic exchange where Linux offers it (renameat2), else two
+  renames whose half-done state `clean_leftovers` undoes.
+- `sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C (the CLI runs every
+  command under `sigterm_raises`), and neither cuts a swap or a cleanup in half.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import shutil
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from medprobe.api import UserError
+from medprobe.atomic import UnwritableOutput, check_creatable
+
+try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
+
+STAGE_MARK = ".medprobe-tmp-"  # .<OUT name>.medprobe-tmp-<pid>: a write in progress, or what a killed one left
+LOCK_MARK = ".medprobe-lock"  # .<OUT name>.medprobe-lock
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same cleanup runs (the CLI exits 143 on it, 130 on Ctrl-C)."""
+
+
+class FolderLocked(UserError):
+    """Another process holds the lock on the output folder; the message says which and what to do."""
+
+
+# --- signals -------------------------------------------------------------------------------------
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # signal handlers can only be set there
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises `Terminated` (a KeyboardInterrupt) so that `finally` blocks clean up."""
+    if not _in_main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM are held until the block ends, so a swap or a cleanup is never cut in half.
+
+    The signals that arrived are listed in the yielded list and then dropped: the block's outcome
+    stands (a swap that finished is a finished write; a cleanup runs because the write failed).
+    """
+    received: list[int] = []
+    if not _in_main_thread():
+        yield received
+        return
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+# --- the lock, the staging folder and the swap ---------------------------------------------------
+
+
+def prepare_parent(out: Path, option: str = "--out") -> None:
+    """Create OUT's folder; one line (a UserError) when an ancestor is a file or it cannot be written."""
+    check_creatable(out, option)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # changed since the check
+        raise UnwritableOutput(f"{option} {out}: cannot create its folder ({err.strerror or err}); choose another path") from None
+
+
+@contextmanager
+def out_lock(out: Path, command: str = "build") -> Iterator[None]:
+    """Hold an exclusive lock on `.OUT.medprobe-lock` beside OUT; a second writer stops at once.
+
+    The lock file is beside OUT, not in it (a published folder holds only its card and data), holds
+    the pid and the command (`build`, `profile`, ...) of its holder, and is removed on release. A
+    writer that opened the file just before it was removed would lock a file no longer in the
+    folder: it checks that the path still names what it locked, else retries.
+    """
+    if fcntl is None:  # pragma: no cover
+        yield
+        return
+    path = out.parent / f".{out.name}{LOCK_MARK}"
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise UnwritableOutput(
+                f"{out}: cannot create the lock {path} ({err.strerror or err}); choose another --out"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid, _, holder = (os.read(fd, 200).decode(errors="replace").strip() or "unknown").partition(" ")
+            os.close(fd)
+            raise FolderLocked(
+                f"{out}: another `medprobe {holder or 'build'}` (pid {pid}) is writing this folder (lock {path.name} "
+                "beside it); wait for it to finish, or choose another --out"
+            ) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    else:  # pragma: no cover - five writers in a row released the lock under us
+        raise FolderLocked(f"{out}: could not take the lock {path}; another medprobe process keeps replacing it")
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {command}".encode())
+        yield
+    finally:
+        with suppress(FileNotFoundError):  # removed by hand meanwhile: nothing to do
+            os.unlink(path)  # still locked: a writer that opened it meanwhile sees another inode and retries
+        os.close(fd)
+
+
+def stage_prefix(out: Path) -> str:
+    return f".{out.name}{STAGE_MARK}"
+
+
+def leftover_stages(out: Path) -> list[Path]:
+    """The staging folders beside OUT (under the lock: all left by killed processes), oldest name first."""
+    return sorted(p for p in out.parent.iterdir() if p.name.startswith(stage_prefix(out)))
+
+
+def clean_leftovers(out: Path, keep: Path | None = None) -> list[str]:
+    """Remove the staging folders killed writers left beside OUT, but `keep`; say what was done.
+
+    Called under the lock, so no process owns them any more. A staging folder with `old/` and no OUT
+    is a fallback swap killed between its two renames: `old` is the previous OUT and goes back.
+    """
+    notes = []
+    for stage in leftover_stages(out):
+        aside = stage / "old"
+        if not os.path.lexists(out) and aside.is_dir():
+            os.rename(aside, out)
+            notes.append(f"restored {out} from {stage.name}: a medprobe process was killed while swapping it")
+        if stage != keep:
+            shutil.rmtree(stage)
+            notes.append(f"removed {stage.name}, left beside {out.name} by a killed medprobe process")
+    return notes
+
+
+RENAME_EXCHANGE = 2  # linux/fs.h
+AT_FDCWD = -100
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two paths in one step (Linux renameat2 with RENAME_EXCHANGE); OSError where unsupported."""
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:
+        raise OSError(errno.ENOSYS, "renameat2 is not available")
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(a))
+
+
+def swap_into_place(stage: Path, out: Path) -> None:
+    """Make `stage/out` OUT; the previous OUT, if any, ends up inside `stage` (deleted with it)."""
+    new = stage / "out"
+    if not os.path.lexists(out):
+        os.rename(new, out)
+        return
+    try:
+        exchange(new, out)  # one atomic step: OUT is the new folder, stage/out the old one
+        return
+    except OSError:
+        pass  # not Linux, or a filesystem without RENAME_EXCHANGE: two renames
+    aside = stage / "old"
+    os.rename(out, aside)  # OUT is absent until the next rename; a kill here is undone by clean_leftovers
+    try:
+        os.rename(new, out)
+    except BaseException:
+        os.rename(aside, out)
+        raise

@@ -1,0 +1,87 @@
+"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, umls-names, demo, export, cite).
+
+Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
+`func` (`probe` parses its own arguments in two stages, see medprobe/cli/probe.py). Errors a user
+can fix (medprobe.api.UserError: missing files, bad arguments, malformed data) are printed as one
+message without a traceback (set MEDPROBE_DEBUG=1 to see it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from medprobe import distributed
+from medprobe.api import UserError
+from medprobe.atomic_folder import Terminated, sigterm_raises
+
+# Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
+# network); anything else, a bare ValueError included, is a bug and keeps its traceback.
+USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # Imported here, not at the top, so that Ctrl-C while they load is caught by `main` too.
+    from medprobe import __version__
+    from medprobe.cli.build import add_build_command
+    from medprobe.cli.cite import add_cite_command
+    from medprobe.cli.compare import add_compare_command
+    from medprobe.cli.demo import add_demo_command
+    from medprobe.cli.export import add_export_command
+    from medprobe.cli.probe import add_probe_command
+    from medprobe.cli.profile import add_profile_command
+    from medprobe.cli.publish import add_publish_command
+    from medprobe.cli.umls_names import add_umls_names_command
+
+    parser = argparse.ArgumentParser(
+        prog="medprobe",
+        description="Probe what pre-trained language models know about biomedicine.",
+    )
+    parser.add_argument("--version", action="version", version=f"medprobe {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    add_build_command(subparsers)
+    add_probe_command(subparsers)
+    add_profile_command(subparsers)
+    add_compare_command(subparsers)
+    add_publish_command(subparsers)
+    add_umls_names_command(subparsers)
+    add_demo_command(subparsers)
+    add_export_command(subparsers)
+    add_cite_command(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; Ctrl-C anywhere prints `interrupted` and exits 130, SIGTERM prints `terminated`
+    and exits 143 (the shell's codes for the two signals), after the same cleanup: temporary files and
+    staging folders are removed on the way out."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if distributed.launched():  # one of several processes (accelerate launch / torchrun): the main one reports
+        distributed.quiet_other_processes()
+    try:
+        with sigterm_raises():  # SIGTERM raises Terminated (a KeyboardInterrupt): `finally` blocks run as on Ctrl-C
+            if argv[:1] == ["probe"]:  # parsed in two stages: the options depend on --prober and --task
+                from medprobe.cli.probe import run_probe_command
+
+                code = run_probe_command(argv[1:])
+            else:
+                args = build_parser().parse_args(argv)
+                code = args.func(args)
+            distributed.finish()  # under a launch: every process done, then the process group closed
+        return code
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (medprobe.atomic_folder.Terminated)
+        if os.environ.get("MEDPROBE_DEBUG"):
+            raise
+        terminated = isinstance(err, Terminated)
+        print("terminated" if terminated else "interrupted", file=sys.stderr)
+        return 143 if terminated else 130
+    except USER_ERRORS as err:
+        if os.environ.get("MEDPROBE_DEBUG"):
+            raise
+        print(f"medprobe: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,61 @@
+"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.compare)."""
+
+from __future__ import annotations
+
+import argparse
+
+from medprobe.registry import TASKS, positive_int
+
+DESCRIPTION = """\
+Compare runs of one benchmark item by item: results JSONs written by `medprobe probe` (with the
+.outcomes.jsonl file beside each) or `medprobe profile` folders (compared benchmark/config/prober
+by benchmark/config/prober; floors and failed runs left out). The first input is the reference:
+each other input is compared with it, and a difference is run - reference. Printed (and written
+with --out): each run's metrics with their 95% intervals; the difference of every metric both
+runs report, with a 95% paired-bootstrap interval and a two-sided paired permutation p-value;
+the headline metric's difference per group (relation, disease, task) with Holm-adjusted p-values.
+
+Refused (exit 2, saying what differs): runs of different tasks or splits; runs of different data
+(config or content fingerprint) or different items (e.g. --per-relation) unless --intersect; runs
+whose settings change what a metric means: {settings}."""
+
+
+def meaning_settings() -> str:
+    """`--task medlama: --candidates, --exclude-head`, from the registry."""
+    parts = []
+    for name, entry in TASKS.items():
+        flags = [option.flag for option in entry.options if option.dest in entry.paired_settings]
+        if flags:
+            parts.append(f"--task {name}: {', '.join(flags)}")
+    return "; ".join(parts) or "none"
+
+
+def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="compare runs or profiles item by item: differences, intervals, p-values",
+        description=DESCRIPTION.format(settings=meaning_settings()), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    parser.add_argument("inputs", nargs="+", metavar="RUN_OR_PROFILE",
+                        help="a results JSON or a profile folder; two or more, the first is the reference")  # fmt: skip
+    parser.add_argument("--out", metavar="DIR",
+                        help="also write DIR/compare.json (every number) and DIR/compare.md (the tables); default: print only")  # fmt: skip
+    parser.add_argument("--plot", metavar="FILE", help="a forest plot of the differences, e.g. forest.png (needs medprobe[plot])")
+    parser.add_argument("--html", metavar="FILE",
+                        help="a self-contained HTML report: the tables and the forest plot inline; loads nothing from the network")  # fmt: skip
+    parser.add_argument("--intersect", action="store_true",
+                        help="pair the items whose ids both runs hold, when their data or subsets differ (says how many)")  # fmt: skip
+    parser.add_argument("--resamples", type=positive_int, default=1000, metavar="N",
+                        help="bootstrap resamples and permutations per test (default: 1000; a p-value is at least 1/(N+1))")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same numbers)")
+    parser.set_defaults(func=run_compare_command)
+
+
+def run_compare_command(args: argparse.Namespace) -> int:
+    from medprobe.api import UserError
+    from medprobe.compare import Outputs, run_compare
+
+    if len(args.inputs) < 2:
+        raise UserError("compare needs at least two results JSONs or profile folders")
+    outputs = Outputs(out=args.out, plot=args.plot, html=args.html)
+    run_compare(args.inputs, outputs, intersect=args.intersect, resamples=args.resamples, seed=args.seed)
+    return 0

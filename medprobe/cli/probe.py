@@ -1,0 +1,159 @@
+"""`medprobe probe`: run one registered prober on one benchmark task (medprobe.run.run).
+
+Parsing is in two stages. The first reads only `--prober` and `--task`; the second builds a parser
+with the common options plus that prober's and that task's own options from medprobe.registry, so
+`medprobe probe --prober mask-average --help` lists nothing of the other probers, and a flag of
+another prober is an error that names its owner. Options left out are not passed at all: the
+prober class's (and the task's) own defaults apply, and `--help` shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+
+from medprobe.registry import PROBERS, TASKS, Option, positive_int, prober_entry, task_entry, tasks_for
+
+USAGE = "medprobe probe --prober NAME [--task TASK] --dataset D --model M [options]"
+
+
+def overview() -> str:
+    """The probers and the tasks each can run: the help of `medprobe probe` without --prober."""
+    width = max(map(len, PROBERS))
+    lines = ["probers (medprobe probe --prober NAME --help lists NAME's options):"]
+    for name, entry in PROBERS.items():
+        lines.append(f"  {name:<{width}}  {entry.description}; model: {entry.model}; tasks: {', '.join(tasks_for(name))}")
+    lines.append("")
+    lines.append("tasks (--task; default: the prober's own):")
+    width = max(map(len, TASKS))
+    lines.extend(f"  {name:<{width}}  {entry.description}" for name, entry in TASKS.items())
+    return "\n".join(lines)
+
+
+def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
+    """`probe` in `medprobe --help`; `main` hands `medprobe probe ...` to `run_probe_command` directly."""
+    subparsers.add_parser(
+        "probe", help="run a prober on a benchmark and report its scores", add_help=False,
+        description=overview(), formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+
+
+def first_stage(argv: list[str]) -> argparse.Namespace:
+    """--prober and --task only; everything else waits for the parser that knows their options."""
+    parser = argparse.ArgumentParser(prog="medprobe probe", add_help=False, usage=USAGE)
+    parser.add_argument("--prober", choices=list(PROBERS))
+    parser.add_argument("--task", choices=list(TASKS))
+    known, _ = parser.parse_known_args(argv)
+    return known
+
+
+def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParser:
+    """The parser of `medprobe probe` for this prober and task (their options only)."""
+    parser = argparse.ArgumentParser(
+        prog="medprobe probe",
+        usage=USAGE,
+        description=(
+            "Load a benchmark with load_dataset (a folder written by `medprobe build`, or a Hub id), run a "
+            "prober with a model, print a per-group table and write a results JSON. On several processes or GPUs: "
+            "`accelerate launch --multi_gpu --num_processes N -m medprobe.cli probe ...` (or `torchrun --nproc_per_node N "
+            "-m medprobe.cli probe ...`) splits the queries, or the trainings, over them and gives the same results."
+        ),
+        epilog=None if prober else overview(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--prober", required=True, choices=list(PROBERS), help="which prober (see the list below)")
+    default_task = prober_entry(prober).default_task if prober else None
+    parser.add_argument(
+        "--task", choices=list(TASKS), default=default_task,
+        help=f"which benchmark task (default: the prober's own{f': {default_task}' if default_task else ''})",
+    )  # fmt: skip
+    parser.add_argument("--dataset", required=True, help="a folder written by `medprobe build`, or a Hub dataset id")
+    parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
+    parser.add_argument("--split", default="test", help="split to probe (default: test)")
+    parser.add_argument(
+        "--model", required=True,
+        help="a model folder, a Hub id, or a packaged model: minilm (encoder), smollm2 (causal LM)",
+    )  # fmt: skip
+    parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
+    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (needs medprobe[plot])")
+    parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
+    parser.add_argument(
+        "--resamples", type=positive_int, metavar="N",
+        help="bootstrap resamples of the 95%% interval of every overall metric (default: 1000; seeded, deterministic)",
+    )  # fmt: skip
+    if prober:
+        entry = prober_entry(prober)
+        add_options(parser, f"--prober {prober} ({entry.description})", entry.options)
+    if default_task or task:
+        name = task or default_task
+        add_options(parser, f"--task {name}", task_entry(name).options)
+    return parser
+
+
+def add_options(parser: argparse.ArgumentParser, title: str, options: tuple[Option, ...]) -> None:
+    if options:
+        group = parser.add_argument_group(title)
+        for option in options:
+            option.add_to(group)
+
+
+def owners(flag: str) -> list[str]:
+    """Which probers and tasks have the option `flag` (for the error about a foreign flag)."""
+    found = [f"--prober {name}" for name, entry in PROBERS.items() if any(o.flag == flag for o in entry.options)]
+    return found + [f"--task {name}" for name, entry in TASKS.items() if any(o.flag == flag for o in entry.options)]
+
+
+def refuse_foreign_options(parser: argparse.ArgumentParser, argv: list[str], prober: str, task: str) -> None:
+    """A flag of another prober or task would be silently ignored: an error (exit 2) naming its owner."""
+    _, unknown = parser.parse_known_args(argv)
+    for word in unknown:
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--") and owners(flag):
+            parser.error(
+                f"{flag} is an option of {', '.join(owners(flag))}, not of --prober {prober} with --task {task} "
+                f"(see medprobe probe --prober {prober} --help)"
+            )
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+
+
+def parse_probe_arguments(argv: list[str]) -> argparse.Namespace:
+    known = first_stage(argv)
+    parser = probe_parser(known.prober, known.task)
+    if known.prober is None or "-h" in argv or "--help" in argv:
+        return parser.parse_args(argv)  # prints the help, or the error that --prober is required
+    task = known.task or prober_entry(known.prober).default_task
+    refuse_foreign_options(parser, argv, known.prober, task)
+    return parser.parse_args(argv)
+
+
+def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = print) -> int:
+    """`medprobe probe ARGV`; `print_fn` receives the results table (the demo prints its own)."""
+    from medprobe.run import RunRequest, run
+
+    args = parse_probe_arguments(argv)
+    prober, task = prober_entry(args.prober), task_entry(args.task)
+    given = vars(args)
+    request = RunRequest(
+        task=args.task,
+        prober=args.prober,
+        dataset=args.dataset,
+        config=args.config,
+        split=args.split,
+        model=args.model,
+        seed=args.seed,
+        device=args.device,
+        prober_options={o.dest: given[o.dest] for o in prober.options if o.dest in given},
+        task_options={o.dest: given[o.dest] for o in task.options if o.dest in given},
+        out=args.out,
+        plot=args.plot,
+        **({"resamples": args.resamples} if args.resamples else {}),
+    )
+    run(request, print_fn=print_fn)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_probe_command(sys.argv[1:]))

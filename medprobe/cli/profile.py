@@ -1,0 +1,78 @@
+"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profile)."""
+
+from __future__ import annotations
+
+import argparse
+
+from medprobe.profile import BENCHMARKS, QUICK_HELP
+
+DESCRIPTION = (
+    "Run, for the model's kind (read from its config), every benchmark/prober pair that fits, each as one "
+    "`medprobe probe` run: an encoder gets Contrastive-Probe on MedLAMA full and hard, MST (a trained masked-LM "
+    "head on the frozen encoder, against the same architecture with random weights), context variance with "
+    "Contrastive-Probe as the candidate scorer, and DisKnE when its data is given; a masked LM adds mask-average "
+    "on MedLAMA and scores context variance with it; a causal LM gets causal-lm on MedLAMA and context variance "
+    "(MST is skipped: it needs a masked-LM head). What cannot run is skipped with its reason. Writes "
+    "DIR/runs/<run>.json (+ .predictions.jsonl), DIR/profile.json (every run's record, one headline row per "
+    "run with its chance level and floor, the skipped list, the data sources), DIR/profile.md (the table) and "
+    "DIR/profile.png (needs matplotlib: without it the figure is left out and the output says so). The whole "
+    "folder is written beside DIR and replaces it in one rename at the end, under a lock: a failed or interrupted "
+    "profile leaves DIR as it was, and a killed one (SIGKILL) is resumed by the next profile into DIR, which reuses "
+    "the runs whose request and data are unchanged. DIR must be new, empty or a medprobe profile (--overwrite)."
+)
+EPILOG = (
+    "data: --data-dir NAME=PATH takes a folder built by `medprobe build` as it is, or builds a release folder "
+    "into DIR/datasets/NAME first. Without it MedLAMA uses the small MedLAMA-format sample shipped for the demo "
+    "(not MedLAMA; the outputs say so), MST is generated, context variance is built from its shipped sample "
+    "corpus, and DisKnE is skipped. Publish the profile with `medprobe publish results DIR --model-repo ORG/MODEL`."
+)
+
+
+def data_dir(text: str) -> tuple[str, str]:
+    name, sep, path = text.partition("=")
+    if not sep or not name or not path:
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH (NAME one of {', '.join(BENCHMARKS)}), got {text!r}")
+    if name not in BENCHMARKS:
+        raise argparse.ArgumentTypeError(f"unknown benchmark {name!r} in {text!r}; use one of {', '.join(BENCHMARKS)}")
+    return name, path
+
+
+def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "profile", help="run every benchmark that fits a model and write its knowledge profile",
+        description=DESCRIPTION, epilog=EPILOG,
+    )  # fmt: skip
+    parser.add_argument("--model", required=True, help="a model folder, a Hub id, or a packaged model: minilm, smollm2")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for profile.json/md/png, runs/ and datasets/")
+    parser.add_argument(
+        "--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS), metavar="NAME",
+        help=f"profile only these ({', '.join(BENCHMARKS)}; default: all)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--data-dir", dest="data_dirs", action="append", type=data_dir, default=[], metavar="NAME=PATH",
+        help="data of one benchmark: a `medprobe build` folder, or a release folder built first (repeatable)",
+    )  # fmt: skip
+    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
+    parser.add_argument("--seed", type=int, help="seed of every run (default: each task's and prober's own)")
+    parser.add_argument(
+        "--overwrite", action="store_true",
+        help="replace DIR even when it holds files that are not a medprobe profile's (or files changed since)",
+    )  # fmt: skip
+    parser.set_defaults(func=run_profile_command)
+
+
+def run_profile_command(args: argparse.Namespace) -> int:
+    from medprobe.api import UserError
+    from medprobe.profile import ProfileOptions, run_profile
+
+    names = [name for name, _ in args.data_dirs]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UserError(f"--data-dir {', '.join(repeated)} given more than once; give each benchmark one folder")
+    options = ProfileOptions(
+        model=args.model, out=args.out, benchmarks=tuple(dict.fromkeys(args.benchmarks)), data_dirs=dict(args.data_dirs),
+        quick=args.quick, device=args.device, seed=args.seed, overwrite=args.overwrite,
+    )  # fmt: skip
+    profile = run_profile(options)
+    return 1 if profile.failed else 0

@@ -1,0 +1,140 @@
+"""What `medprobe compare` compares: results JSONs and profile folders read as runs (medprobe.compare pairs them).
+
+    inputs = read_inputs(["out/profile-a", "out/profile-b"])   # one Input per path, its runs by benchmark/config/prober
+
+A results JSON is one run, labelled by its file name; a profile folder (or its profile.json) holds
+one run per benchmark/config/prober, labelled by the folder's name. Floors (MST's scratch run) and
+failed runs of a profile are left out and listed; each run's results JSON is found by
+`profile_run_results` and checked to be the one profile.json recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from medprobe.api import UserError
+from medprobe.results import RunRecord, load_record, read_outcomes
+from medprobe.stats import Outcomes
+
+Key = tuple[str, str | None, str]  # (benchmark, config, prober): what a profile run is matched by
+
+
+@dataclass
+class Run:
+    """One run to compare: its results JSON and the record read from it."""
+
+    label: str  # how the tables name it: the input's label, plus the run's label inside a profile
+    path: Path  # the results JSON (its outcomes file lies beside it)
+    record: RunRecord
+
+    def outcomes(self) -> Outcomes:
+        return read_outcomes(self.record, self.path)
+
+
+@dataclass
+class Input:
+    """One command-line input: a results JSON (one run) or a profile folder (one run per benchmark/config/prober)."""
+
+    label: str
+    path: Path
+    kind: str  # "run" or "profile"
+    runs: dict[Key, Run] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)  # profile runs not compared, with why
+
+
+def key_title(key: Key) -> str:
+    benchmark, config, prober = key
+    return f"{benchmark}/{config or 'all'} {prober}"
+
+
+# --- reading the inputs ---------------------------------------------------------------------------------
+
+
+def read_inputs(paths: Sequence[str | Path]) -> list[Input]:
+    """Each path as a run or a profile, labelled by its file or folder name (by the path as given when two names clash)."""
+    if len(paths) < 2:
+        raise UserError("compare needs at least two results JSONs or profile folders")
+    names = [input_name(Path(path)) for path in paths]
+    labels = [name if names.count(name) == 1 else str(path) for name, path in zip(names, paths)]
+    labels = [label if labels[:index].count(label) == 0 else f"{label} ({index + 1})" for index, label in enumerate(labels)]
+    inputs = [read_input(path, label) for path, label in zip(paths, labels)]
+    kinds = {item.kind for item in inputs}
+    if len(kinds) > 1:
+        raise UserError("compare runs with runs, or profiles with profiles: give a profile's run as DIR/runs/NAME.json")
+    return inputs
+
+
+def input_name(path: Path) -> str:
+    """A results JSON by its file name, a profile by its folder's name (also when given as DIR/profile.json)."""
+    return path.resolve().parent.name if path.name == "profile.json" else path.name
+
+
+def read_input(path: str | Path, label: str | None = None) -> Input:
+    path = Path(path)
+    label = label or input_name(path)
+    if path.is_dir() or path.name == "profile.json":
+        return read_profile(path if path.is_dir() else path.parent, label)
+    if not path.is_file():
+        raise UserError(f"{path}: no such results JSON or profile folder")
+    record = load_record(path)
+    return Input(label, path, "run", {record_key(record): Run(label, path, record)})
+
+
+def record_key(record: RunRecord) -> Key:
+    return (record.benchmark, record.config, record.prober)
+
+
+def read_profile(folder: Path, label: str) -> Input:
+    """The runs of a profile folder, by benchmark/config/prober; floors and failed runs are left out (and listed)."""
+    profile_json = folder / "profile.json"
+    try:
+        profile = json.loads(profile_json.read_text(encoding="utf-8"))
+        entries = profile["runs"]
+    except FileNotFoundError:
+        raise UserError(
+            f"{folder} is a folder without profile.json: give a results JSON or a `medprobe profile` folder"
+        ) from None
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise UserError(f"{profile_json} is not a medprobe profile ({err})") from None
+    found = Input(label, folder, "profile")
+    for entry in entries:
+        key = (entry["benchmark"], entry.get("config"), entry["prober"])
+        if entry.get("floor_of"):
+            found.left_out.append(f"{label}: {key_title(key)} is the floor of {entry['floor_of']}, not compared")
+        elif entry.get("record") is None:
+            found.left_out.append(f"{label}: {key_title(key)} failed in the profile, not compared")
+        elif key in found.runs:
+            raise UserError(f"{profile_json} holds two runs of {key_title(key)}; compare their results JSONs instead")
+        else:
+            path = profile_run_results(folder, entry)
+            record = load_record(path)
+            check_profile_record(record, entry, path, profile_json)
+            found.runs[key] = Run(f"{label}", path, record)
+    return found
+
+
+def profile_run_results(folder: Path, entry: dict) -> Path:
+    """The results JSON of one run of the profile in `folder`.
+
+    profile.json records the path the run wrote at profile time (`results`), relative to the working
+    directory of that time or absolute; a folder that was moved or copied holds the file under its own
+    runs/. The folder's own copy is preferred (a stale file at the recorded path must not stand in for
+    it), then the recorded path; the record's outcomes digest is checked against profile.json either way."""
+    recorded = Path(entry.get("results") or f"{entry.get('label', 'run')}.json")
+    for candidate in (folder / "runs" / recorded.name, recorded):
+        if candidate.is_file():
+            return candidate
+    raise UserError(f"{folder / 'profile.json'} names the results of {entry.get('label')} as {recorded}, "
+                    f"which is neither there nor in {folder / 'runs'}")  # fmt: skip
+
+
+def check_profile_record(record: RunRecord, entry: dict, path: Path, profile_json: Path) -> None:
+    """The results JSON found for a profile run is the one the profile recorded (same outcomes)."""
+    recorded = (entry["record"].get("outcomes") or {}).get("sha256")
+    found = (record.outcomes or {}).get("sha256")
+    if recorded and found != recorded:
+        raise UserError(f"{path} is not the run {profile_json} recorded for {entry.get('label')} (its outcomes differ); "
+                        "compare the results JSONs directly")  # fmt: skip

@@ -1,0 +1,293 @@
+"""What `medprobe compare` prints and writes from a comparison (medprobe.compare): tables, a forest plot, an HTML page.
+
+    markdown(comparison)                      # compare.md, also printed
+    draw_forest(comparison, "forest.png")     # --plot: every difference with its 95% interval
+    html_page(comparison, forest_png(...))    # --html: the same tables and the plot, one self-contained file
+
+The tables are built once (`tables`) and rendered as Markdown or HTML. Values and differences
+are in % (percentage points for differences): every metric compared is a share (acc@k, UCM
+shares, F1, accuracy). The HTML page loads nothing: no script, no external style or font, the
+plot inline as a base64 PNG, and a Content-Security-Policy that forbids any other load.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+DASH = "—"
+
+
+@dataclass
+class Table:
+    title: str
+    intro: str
+    header: list[str]
+    rows: list[list[str]]
+    numeric: set[int]  # the columns that hold numbers (right-aligned)
+
+
+def percent(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{100 * value:.2f}"
+
+
+def signed(value: float | None) -> str:
+    return DASH if value is None or not math.isfinite(value) else f"{100 * value:+.2f}"
+
+
+def interval(low: float | None, high: float | None) -> str:
+    return DASH if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
+
+
+def value_text(found: dict) -> str:
+    """`41.51 [32.08, 50.94]`: a run's value with its 95% interval, in %."""
+    if found.get("low") is None or found.get("high") is None:
+        return percent(found.get("value"))
+    return f"{percent(found['value'])} [{percent(found['low'])}, {percent(found['high'])}]"
+
+
+def p_text(p: float | None) -> str:
+    if p is None:
+        return DASH
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def model_label(model: str | None) -> str:
+    """A local model folder by its name only (the report may be shared), else the Hub id or packaged name."""
+    if not model:
+        return DASH
+    return Path(model).name if Path(model).expanduser().exists() else model
+
+
+def versus(found: dict) -> str:
+    return f"{found['run']} - {found['reference']}"
+
+
+def summary_table(comparison: dict) -> Table:
+    rows = []
+    for found in comparison["comparisons"]:
+        metric = found["headline"]
+        diff = found["differences"][metric]
+        rows.append([versus(found), found["title"], metric, f"{found['items']['compared']:,}",
+                     value_text(found["values"][found["reference"]][metric]), value_text(found["values"][found["run"]][metric]),
+                     signed(diff["difference"]), interval(diff["low"], diff["high"]), p_text(diff["p_value"])])  # fmt: skip
+    return Table(
+        "Headline differences",
+        f"Each run minus the reference ({comparison['reference']}), paired on identical items; values in % with their "
+        f"95% intervals, differences in percentage points with a 95% paired-bootstrap interval ({comparison['resamples']:,} "
+        f"resamples, seed {comparison['seed']}) and a two-sided paired permutation p-value.",
+        ["comparison", "data", "metric", "n", "reference", "run", "difference", "95% interval", "p"],
+        rows,
+        set(range(3, 9)),
+    )
+
+
+def runs_table(comparison: dict) -> Table:
+    rows = []
+    for item in comparison["inputs"]:
+        for run in item["runs"].values():
+            items = f"{run['items']:,}" if isinstance(run.get("items"), int) else DASH
+            data = f"{run['benchmark']}/{run['config'] or 'all'}"
+            rows.append([item["label"], data, run["prober"], model_label(run["model"]), items, run["command"] or DASH])
+    return Table("Runs", "", ["run", "data", "prober", "model", "items", "command"], rows, {4})
+
+
+def differing_text(found: dict) -> str:
+    """`layers None in r1.json, 3 in r2.json`; model paths by their folder name."""
+    parts = []
+    for name, (first, second) in found["differing"].items():
+        if name == "model":
+            first, second = model_label(first), model_label(second)
+        parts.append(f"{name} {first} in {found['reference']}, {second} in {found['run']}")
+    return "; ".join(parts)
+
+
+def metrics_table(found: dict) -> Table:
+    ref, run = found["reference"], found["run"]
+    rows = []
+    for metric, diff in found["differences"].items():
+        rows.append([metric, value_text(found["values"][ref][metric]), value_text(found["values"][run][metric]),
+                     signed(diff["difference"]), interval(diff["low"], diff["high"]), p_text(diff["p_value"])])  # fmt: skip
+    items = found["items"]
+    intro = f"{items['compared']:,} {found['units']} paired"
+    if found["intersected"]:
+        intro += f" (--intersect: of {ref}'s {items[ref]:,} and {run}'s {items[run]:,}; intervals recomputed on them)"
+    intro += f". What differs: {differing_text(found)}" if found["differing"] else ". The runs' models and settings are the same"
+    return Table(
+        f"{versus(found)}: {found['title']}",
+        intro + ".",
+        ["metric", ref, run, "difference", "95% interval", "p"],
+        rows,
+        set(range(1, 6)),
+    )
+
+
+def groups_table(found: dict) -> Table:
+    ref, run = found["reference"], found["run"]
+    rows = [[row["group"], f"{row['n']:,}", percent(row["reference"]), percent(row["run"]), signed(row["difference"]),
+             interval(row["low"], row["high"]), p_text(row["p_value"]), p_text(row["p_holm"])] for row in found["groups"]]  # fmt: skip
+    tested = sum(row["p_holm"] is not None for row in found["groups"])
+    return Table(
+        f"{versus(found)}: {found['headline']} per {found['group_by']}",
+        f"The {found['headline']} of each {found['group_by']}'s {found['units']} alone; p (Holm) adjusted over the "
+        f"{tested} {found['group_by']} tests of this comparison.",
+        [found["group_by"], "n", ref, run, "difference", "95% interval", "p", "p (Holm)"],
+        rows,
+        set(range(1, 8)),
+    )
+
+
+def tables(comparison: dict) -> list[Table]:
+    found = [summary_table(comparison), runs_table(comparison)]
+    for item in comparison["comparisons"]:
+        found += [metrics_table(item), groups_table(item)]
+    return found
+
+
+# --- Markdown ---------------------------------------------------------------------------------------------
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(table: Table) -> list[str]:
+    lines = [f"## {table.title}", ""]
+    if table.intro:
+        lines += [table.intro, ""]
+    lines.append("| " + " | ".join(map(cell, table.header)) + " |")
+    lines.append("|" + "|".join("---:" if index in table.numeric else "---" for index in range(len(table.header))) + "|")
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in table.rows]
+    return lines + [""]
+
+
+def markdown(comparison: dict) -> str:
+    lines = ["# medprobe compare", ""]
+    for table in tables(comparison):
+        lines += markdown_table(table)
+    if comparison["notes"]:
+        lines += ["## Notes", ""] + [f"- {note}" for note in comparison["notes"]] + [""]
+    return "\n".join(lines)
+
+
+# --- the forest plot --------------------------------------------------------------------------------------
+
+
+def forest_rows(comparison: dict) -> list[dict]:
+    """One row per difference: each comparison's overall metrics, then its headline per group. Rows name
+    the run only when there are several (the title says run - reference)."""
+    rows = []
+    several = len({found["run"] for found in comparison["comparisons"]}) > 1
+    for found in comparison["comparisons"]:
+        prefix = f"{found['run']} · " if several else ""
+        for metric, diff in found["differences"].items():
+            rows.append({"label": f"{prefix}{found['title']} · {metric}", "overall": True, **diff})
+        for row in found["groups"]:
+            significant = row["p_holm"] is not None and row["p_holm"] < 0.05
+            label = f"{found['group_by']} {row['group']}"
+            rows.append({"label": label, "overall": False, "significant": significant, **row})
+    return [row for row in rows if row["difference"] is not None]
+
+
+def draw_forest(comparison: dict, path: str | Path | io.BytesIO, fmt: str = "png") -> None:
+    """Every difference (percentage points) with its 95% paired-bootstrap interval, zero marked."""
+    from medprobe.results import require_matplotlib
+
+    plt = require_matplotlib()
+    rows = forest_rows(comparison)
+    fig, ax = plt.subplots(figsize=(10, 0.26 * max(len(rows), 1) + 1.5))
+    positions = list(range(len(rows)))[::-1]
+    for y, row in zip(positions, rows):
+        color = "#1f1f1f" if row["overall"] else ("#c44e52" if row["significant"] else "#7f7f7f")
+        low = row["difference"] if row["low"] is None else row["low"]
+        high = row["difference"] if row["high"] is None else row["high"]
+        ax.plot([100 * low, 100 * high], [y, y], color=color, linewidth=1.4 if row["overall"] else 1.0)
+        ax.plot(
+            [100 * row["difference"]],
+            [y],
+            marker="s" if row["overall"] else "o",
+            color=color,
+            markersize=6 if row["overall"] else 4,
+        )
+    ax.axvline(0, color="#3b75af", linestyle="--", linewidth=1)
+    ax.set_yticks(positions, [row["label"] for row in rows], fontsize=7)
+    ax.set_ylim(-1, max(len(rows), 1))
+    ax.set_xlabel("difference, run - reference (percentage points), with its 95% paired-bootstrap interval")
+    ax.set_title(f"run - reference ({comparison['reference']}); per-group rows in red: Holm p < 0.05", fontsize=9)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=110, format=fmt)
+    finally:
+        plt.close(fig)
+
+
+def forest_png(comparison: dict) -> bytes:
+    buffer = io.BytesIO()
+    draw_forest(comparison, buffer, "png")
+    return buffer.getvalue()
+
+
+# --- the HTML page ----------------------------------------------------------------------------------------
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem; color: #1f1f1f; max-width: 80rem; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; font-size: 0.9rem; }
+th, td { border: 1px solid #c8c8c8; padding: 0.25rem 0.6rem; }
+th { background: #eef2f7; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+img { max-width: 100%; }
+p.intro { color: #444; max-width: 60rem; }
+"""
+POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def html_table(table: Table) -> list[str]:
+    esc = html.escape
+    lines = [f"<h2>{esc(table.title)}</h2>"]
+    if table.intro:
+        lines.append(f'<p class="intro">{esc(table.intro)}</p>')
+    lines.append("<table>")
+    lines.append("<thead><tr>" + "".join(f"<th>{esc(name)}</th>" for name in table.header) + "</tr></thead>")
+    lines.append("<tbody>")
+    for row in table.rows:
+        cells = "".join(f'<td class="num">{esc(text)}</td>' if index in table.numeric else f"<td>{esc(text)}</td>"
+                        for index, text in enumerate(row))  # fmt: skip
+        lines.append(f"<tr>{cells}</tr>")
+    return lines + ["</tbody>", "</table>"]
+
+
+def html_page(comparison: dict, figure: bytes | None, figure_note: str = "") -> str:
+    """One self-contained page: the tables, the forest plot inline (or why it is missing), the notes."""
+    esc = html.escape
+    lines = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
+        "<title>medprobe compare</title>",
+        f"<style>{STYLE}</style>",
+        "</head>",
+        "<body>",
+        "<h1>medprobe compare</h1>",
+    ]
+    found = tables(comparison)
+    lines += html_table(found[0])
+    lines.append("<h2>Forest plot</h2>")
+    if figure:
+        encoded = base64.b64encode(figure).decode("ascii")
+        lines.append(f'<figure><img alt="forest plot of every difference with its 95% interval" src="data:image/png;base64,{encoded}">'
+                     "<figcaption>Differences (run - reference) in percentage points with 95% paired-bootstrap intervals; "
+                     "per-group rows in red where the Holm-adjusted p &lt; 0.05.</figcaption></figure>")  # fmt: skip
+    else:
+        lines.append(f"<p>{esc(figure_note or 'no plot')}</p>")
+    for table in found[1:]:
+        lines += html_table(table)
+    if comparison["notes"]:
+        lines += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{esc(note)}</li>" for note in comparison["notes"]] + ["</ul>"]
+    lines.append(f'<p class="intro">medprobe {esc(str(comparison["medprobe"]))}; {esc(comparison["method"])}.</p>')
+    return "\n".join(lines + ["</body>", "</html>"]) + "\n"

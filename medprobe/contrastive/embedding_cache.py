@@ -1,0 +1,364 @@
+"""An on-disk cache of [CLS] embeddings, so a model's names and queries are encoded once across runs.
+
+Untuned Contrastive-Probe on MedLAMA full spends most of its time encoding the same 22,923 names
+and 19,000 queries on every run; the hard set's queries are a subset of full's. This cache keeps
+every encoded token-id sequence's embedding, so a second run of full, or hard after full, reads
+them from disk (scripts/bench_embedding_cache.py has the figures).
+
+Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medprobe/embeddings`):
+
+    file-digests.json            sha256 of each weight file seen, by (path, inode, size, times): a
+                                 big model is hashed once, not on every run
+    <space>/space.json           what the space key was made of (for people; never read back), among
+                                 it the embeddings' width (the model's hidden size) and dtype (float32)
+    <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
+                                 their lengths, the float32 embeddings (rows in the same order) and
+                                 a 64-bit digest of each entry (its token ids and its embedding row)
+
+A *space* is everything an embedding depends on besides the text: the content of the model's
+weight files, its config and class, the probed layers, the dtype, the device type, the torch and
+transformers versions and `ENCODING_VERSION` (bumped when encode_cls changes what it returns). Its
+folder name is the sha256 of those. Inside a space an entry's key is the token-id sequence the
+encoder sees, which already covers the text, the tokenizer and the truncation (max length). So a
+changed model (new weights saved to the same folder) gets a new space and never hits a stale
+entry; a model without files (built in memory) or one changed in memory (rewired) has no space
+and is not cached on disk at all.
+
+A chunk's name is the checksum of its contents, checked on read: a truncated or corrupt chunk
+(a killed write that escaped the atomic rename, a bad disk) is a miss and is deleted, never wrong
+data or a crash. A checksum catches damage, not a chunk rewritten whole with a valid one, so what
+can be checked cheaply is checked too: the arrays' dtypes, the embeddings' width against the
+space's (a chunk of another model is a miss, not a matmul error), and each entry's digest, which
+ties its embedding row to its key (rows shifted or swapped against their keys are a miss, not
+silently wrong scores). Embeddings that were wrong when they were written (another model's of the
+same width, stored under the right keys) cannot be told without encoding again.
+
+Chunks are written under a temporary name and renamed (medprobe.atomic), so processes sharing the
+cache see whole chunks or none, and the same chunk written twice is the same file. The whole
+cache is bounded (`$MEDPROBE_EMBEDDING_CACHE_MAX_GB`, default 2): after a write, the least
+recently used chunks (by mtime; a hit touches its chunk) of all spaces are deleted until the
+total fits.
+
+Embeddings read back are bit-identical to the ones stored. They were encoded in the batches of the
+run that stored them, so a run that hits may differ from a cold run in the last float bits (batch
+padding changes the kernels' summation order), as two cold runs with different batch sizes do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from medprobe.api import UserError
+from medprobe.atomic import atomic_output, write_text_atomically
+
+ENCODING_VERSION = 1  # bump when encode_cls changes the embeddings it returns for the same ids
+CHUNK_FORMAT = 2  # 2: chunks hold each entry's digest (a space part: chunks of format 1 are in other spaces)
+DEFAULT_MAX_GB = 2.0
+WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
+STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
+DIGESTS = "file-digests.json"
+RACY_SECONDS = 3.0  # a weight file changed this recently is re-hashed on every load
+
+Key = tuple[int, ...]
+
+
+def cache_root() -> Path:
+    """`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medprobe/embeddings`."""
+    configured = os.environ.get("MEDPROBE_EMBEDDING_CACHE")
+    if configured:
+        return Path(configured).expanduser()
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HOME) / "medprobe" / "embeddings"
+
+
+def max_bytes() -> int:
+    """The bound on the whole cache, from `$MEDPROBE_EMBEDDING_CACHE_MAX_GB` (default 2 GB)."""
+    text = os.environ.get("MEDPROBE_EMBEDDING_CACHE_MAX_GB", "").strip()
+    try:
+        gigabytes = float(text) if text else DEFAULT_MAX_GB
+    except ValueError:
+        gigabytes = -1.0
+    if not gigabytes >= 0:
+        raise UserError(f"MEDPROBE_EMBEDDING_CACHE_MAX_GB={text!r} is not a size in GB; set a number such as 2 or 0.5, or unset it")
+    return int(gigabytes * 1e9)
+
+
+# --- the space key ---------------------------------------------------------------------------------
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The weight files of a model folder (top level only: checkpoints in subfolders are other models)."""
+    return sorted({path for pattern in WEIGHT_PATTERNS for path in folder.glob(pattern) if path.is_file()})
+
+
+def file_digest(path: Path, known: dict[str, str]) -> str:
+    """sha256 of a file's bytes, reused from `known` while its path, inode, size and times are unchanged.
+
+    A file changed in the last few seconds is hashed but not remembered: file times are coarser
+    than a quick rewrite (as git's "racy" index entries), so (size, mtime) alone could match a
+    same-sized new version.
+    """
+    stat = path.stat()
+    entry = f"{path.resolve()}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
+    if entry in known:
+        return known[entry]
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 24), b""):
+            digest.update(block)
+    if time.time() - max(stat.st_mtime, stat.st_ctime) > RACY_SECONDS:
+        known[entry] = digest.hexdigest()
+    return digest.hexdigest()
+
+
+def weights_digest(folder: Path, root: Path) -> str | None:
+    """One sha256 over the names, sizes and contents of `folder`'s weight files (None: it has none).
+
+    Per-file digests are remembered in `root/file-digests.json`, so a 400 MB model is read once. A
+    results file records the same digest as the model's `weights_sha256` (medprobe.provenance).
+    """
+    weights = weight_file_digests(folder, root)
+    return combined_digest(weights) if weights else None
+
+
+def weight_file_digests(folder: Path, root: Path) -> dict[str, dict]:
+    """{file name: {"size", "sha256"}} of `folder`'s weight files, per-file digests remembered under `root`."""
+    known = read_digests(root)
+    before = dict(known)
+    weights = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in weight_files(folder)}
+    if known != before:
+        write_digests(root, known)
+    return weights
+
+
+def combined_digest(weights: dict[str, dict]) -> str:
+    """One digest over weight files' names, sizes and sha256 (computable from a Hub repo's file metadata too)."""
+    combined = hashlib.sha256()
+    for name in sorted(weights):
+        combined.update(f"{name}|{weights[name]['size']}|{weights[name]['sha256']}\n".encode())
+    return combined.hexdigest()
+
+
+def read_digests(root: Path) -> dict[str, str]:
+    try:
+        known = json.loads((root / DIGESTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def write_digests(root: Path, known: dict[str, str]) -> None:
+    """Save the per-file digests, forgetting files that are gone (a best effort: failing costs a re-hash)."""
+    kept = {entry: digest for entry, digest in known.items() if Path(entry.split("|")[0]).exists()}
+    try:
+        write_text_atomically(root / DIGESTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass
+
+
+def space_key(parts: dict) -> str:
+    """The folder name of a space: sha256 over its parts, serialised deterministically."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --- chunks ----------------------------------------------------------------------------------------
+
+
+def chunk_checksum(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray, digests: np.ndarray) -> str:
+    digest = hashlib.sha256()
+    for array in (ids, lengths, embeddings, digests):
+        digest.update(str((array.dtype.str, array.shape)).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def entry_digests(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray) -> np.ndarray:
+    """A 64-bit digest of each entry: its token ids (int64) and its embedding row (float32) together."""
+    ends = np.cumsum(lengths).tolist()
+    digests = np.empty(len(lengths), dtype=np.uint64)
+    for row, (end, length) in enumerate(zip(ends, lengths.tolist())):
+        entry = hashlib.blake2b(ids[end - length : end].tobytes(), digest_size=8)
+        entry.update(embeddings[row].tobytes())
+        digests[row] = int.from_bytes(entry.digest(), "little")
+    return digests
+
+
+def write_chunk(folder: Path, keys: Sequence[Key], embeddings: np.ndarray) -> Path:
+    """Store `embeddings[i]` under `keys[i]` as one chunk named by its checksum; returns its path."""
+    lengths = np.array([len(key) for key in keys], dtype=np.int32)
+    ids = np.fromiter((token for key in keys for token in key), dtype=np.int64, count=int(lengths.sum()))
+    embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+    digests = entry_digests(ids, lengths, embeddings)
+    path = folder / f"{chunk_checksum(ids, lengths, embeddings, digests)}.npz"
+    with atomic_output(path) as temp, open(temp, "wb") as handle:
+        np.savez(handle, ids=ids, lengths=lengths, embeddings=embeddings, digests=digests)
+    return path
+
+
+def read_chunk(path: Path, width: int | None = None) -> tuple[list[Key], np.ndarray] | None:
+    """(keys, embeddings) of a chunk, or None when it is unreadable, fails its checksum, holds arrays of
+    other dtypes or embeddings of another `width` than the space's, or an entry fails its digest."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            ids, lengths, embeddings, digests = data["ids"], data["lengths"], data["embeddings"], data["digests"]
+    except Exception:  # whatever a damaged file raises (zip, zlib, npy header, I/O, an array missing), it is a miss
+        return None
+    if (
+        (ids.dtype, lengths.dtype, embeddings.dtype, digests.dtype) != (np.int64, np.int32, np.float32, np.uint64)
+        or lengths.ndim != 1 or embeddings.ndim != 2 or len(lengths) != len(embeddings) or digests.shape != lengths.shape
+        or int(lengths.sum()) != len(ids) or (lengths < 0).any() or (width is not None and embeddings.shape[1] != width)
+        or chunk_checksum(ids, lengths, embeddings, digests) != path.stem
+        or not np.array_equal(entry_digests(ids, lengths, embeddings), digests)
+    ):  # fmt: skip
+        return None
+    ends = np.cumsum(lengths)
+    flat = ids.tolist()
+    keys = [tuple(flat[end - length : end]) for end, length in zip(ends.tolist(), lengths.tolist())]
+    return keys, embeddings
+
+
+def chunk_files(folder: Path) -> list[Path]:
+    """The finished chunks of a space (temporary files start with a dot)."""
+    return sorted(path for path in folder.glob("*.npz") if not path.name.startswith("."))
+
+
+# --- one space -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Space:
+    """The embeddings of one space, read once: an index of key -> (chunk, row) over its chunks."""
+
+    folder: Path
+    index: dict[Key, tuple[int, int]] = field(default_factory=dict)
+    chunks: list[np.ndarray] = field(default_factory=list)
+    paths: list[Path | None] = field(default_factory=list)  # None: only in memory (not written)
+    writable: bool = True
+
+    @property
+    def key(self) -> str:
+        return self.folder.name
+
+    def lookup(self, keys: Iterable[Key]) -> dict[Key, np.ndarray]:
+        """The stored embeddings of those `keys` that are here; their chunks count as just used."""
+        found: dict[Key, np.ndarray] = {}
+        used: set[int] = set()
+        for key in keys:
+            where = self.index.get(key)
+            if where is not None and key not in found:
+                found[key] = self.chunks[where[0]][where[1]]
+                used.add(where[0])
+        for chunk in used:
+            path = self.paths[chunk]
+            if path is not None:
+                touch(path)
+        return found
+
+    def add(self, keys: Sequence[Key], embeddings: np.ndarray, write: bool = True) -> None:
+        """Add new embeddings; with `write`, store them as one chunk and evict old chunks of the whole
+        cache beyond the bound (without, they are only remembered by this process).
+
+        A cache that cannot be written (read-only, disk full) stops being written, with one warning;
+        the run goes on.
+        """
+        if not keys:
+            return
+        embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
+        path = None
+        if write and self.writable:
+            try:
+                path = write_chunk(self.folder, keys, embeddings)
+            except OSError as err:
+                self.writable = False
+                print(f"embedding cache: cannot write in {self.folder} ({err.strerror or err}); going on without storing")
+        self.remember(path, list(keys), embeddings)
+        if path is not None:
+            evict(self.folder.parent, max_bytes())
+
+    def remember(self, path: Path | None, keys: list[Key], embeddings: np.ndarray) -> None:
+        chunk = len(self.chunks)
+        self.chunks.append(embeddings)
+        self.paths.append(path)
+        for row, key in enumerate(keys):
+            self.index.setdefault(key, (chunk, row))
+
+
+def open_space(root: Path, parts: dict) -> Space:
+    """The space of `parts` under `root`, with every readable chunk indexed; bad chunks are deleted
+    (among them chunks whose embeddings are not `parts["width"]` wide, when the parts say)."""
+    folder = root / space_key(parts)
+    space = Space(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not (folder / "space.json").is_file():
+            write_text_atomically(folder / "space.json", json.dumps(parts, indent=2, sort_keys=True, default=str) + "\n")
+    except OSError as err:
+        space.writable = False
+        print(f"embedding cache: cannot write in {folder} ({err.strerror or err}); going on without storing")
+    for path in chunk_files(folder):
+        read = read_chunk(path, parts.get("width"))
+        if read is None:  # truncated, corrupt or not of this space: a miss, and gone so that it is rewritten whole
+            with contextlib.suppress(OSError):  # (a read-only cache keeps it, and misses it every time)
+                path.unlink()
+            continue
+        space.remember(path, *read)
+    return space
+
+
+# --- size and eviction -----------------------------------------------------------------------------
+
+
+def touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass  # evicted meanwhile by another process: the data is already in memory
+
+
+def cached_files(root: Path) -> list[tuple[float, int, Path]]:
+    """(mtime, size, path) of every chunk under `root`; temporary chunks left by killed runs are deleted."""
+    files = []
+    now = time.time()
+    for path in root.glob("*/*.npz"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        if path.name.startswith("."):
+            if now - stat.st_mtime > STALE_TEMP_SECONDS:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            continue
+        files.append((stat.st_mtime, stat.st_size, path))
+    return sorted(files)
+
+
+def cache_size(root: Path) -> int:
+    return sum(size for _, size, _ in cached_files(root))
+
+
+def evict(root: Path, bound: int) -> int:
+    """Delete the least recently used chunks until the cache holds at most `bound` bytes; returns its size."""
+    files = cached_files(root)
+    total = sum(size for _, size, _ in files)
+    for _, size, path in files:
+        if total <= bound:
+            break
+        with contextlib.suppress(OSError):  # gone already (another process evicted it), or not ours to delete
+            path.unlink()
+        total -= size
+    return total
+
+
+def describe_size(size: int) -> str:
+    return f"{size / 1e9:.1f} GB" if size >= 1e9 else f"{size / 1e6:.1f} MB"

@@ -1,0 +1,488 @@
+"""`ContrastiveProbe`: the two stages of Contrastive-Probe behind the ranking-prober contract.
+
+    probe = ContrastiveProbe.from_pretrained("minilm")          # any BERT-style encoder
+    probe.rewire("sentences.txt")                               # optional: stage 1, paper settings
+    probe.rank(["Aspirin might treat [Y] ."], names, k=10)      # stage 2: retrieval
+    probe.score_candidates(["Aspirin might treat [Y] ."], [["fever", "pain"]])  # one score per name
+
+`ContrastiveProbe.from_options(model, **options)` builds it from the `medprobe probe --prober
+contrastive` options (medprobe.registry), rewiring first when a corpus is given.
+
+Retrieval: each query's [Y] becomes the tokenizer's mask token and the query (at most 50
+tokens, mask kept) is encoded to its last-layer [CLS] vector; every candidate name (at most 25
+tokens) is encoded once, and the names closest to a query are its predictions.
+
+A probe loaded from files keeps its embeddings on disk (medprobe.contrastive.embedding_cache), so
+another run of the same model reads them instead of encoding again; `cache=False` (`--no-cache`)
+turns that off. A probe built from an in-memory model, or rewired, uses no disk cache.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
+
+import medprobe.contrastive.embedding_cache as embedding_cache
+from medprobe import distributed
+from medprobe.api import Prober, UserError, fill_mask_slot
+from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
+from medprobe.contrastive.pairs import build_pairs, read_sentences
+from medprobe.contrastive.rewiring import (
+    MASK_RATIO,
+    MAX_LENGTH,
+    PAPER_SETTINGS,
+    TEMPERATURE,
+    RewiringReport,
+    corpus_path,
+    logged_losses,
+    rewiring_arguments,
+    train_pairs,
+)
+from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
+from medprobe.lm.candidate_scoring import check_candidate_lists
+from medprobe.models import dtype_name, load_tokenizer, require_mask_token, resolve_device, resolve_dtype, resolve_model
+
+QUERY_MAX_LENGTH = 50
+NAME_MAX_LENGTH = 25
+SCORE_CHUNK = 512  # queries scored against every distinct name at once (512 x 22,923 floats = 47 MB)
+
+
+class ContrastiveProbe(Prober):
+    """Rank candidate names for cloze queries by [CLS] similarity (Meng, Liu et al., ACL 2022).
+
+    Args:
+        model: an encoder (`AutoModel`, no MLM head needed).
+        tokenizer: its tokenizer; it must have a mask token.
+        similarity: "cos" (default; what rewiring trains for) or "l2" (L2 distance on the raw
+            [CLS] vectors, as the released code searched).
+        layers: probe with only the first `layers` transformer layers (None: all).
+        batch_size: texts per forward pass.
+        device: "auto", "cpu", "cuda", ...
+        cache: keep embeddings in the on-disk cache (medprobe.contrastive.embedding_cache) when the
+            model was loaded from files (`from_pretrained`); False: encode everything every run.
+    """
+
+    name = "contrastive"
+    kinds = ("ranking", "candidate-scoring")
+    # under a launch it spreads its own encoding (encode_cls splits the batches over the
+    # processes), so the tasks call it with every query on every process (medprobe.distributed)
+    collective = True
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        similarity: str = "cos",
+        layers: int | None = None,
+        batch_size: int = 128,
+        query_max_length: int = QUERY_MAX_LENGTH,
+        name_max_length: int = NAME_MAX_LENGTH,
+        device: str | torch.device = "auto",
+        show_progress: bool = True,
+        model_name: str | None = None,
+        dtype: str = "auto",
+        cache: bool = True,
+    ):
+        if similarity not in SIMILARITIES:
+            raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
+        if batch_size < 1:
+            raise UserError(f"batch size must be positive, got {batch_size}")
+        self.model_name = model_name or getattr(model, "name_or_path", type(model).__name__)
+        self.mask_token = require_mask_token(tokenizer, self.model_name)
+        if tokenizer.pad_token_id is None:
+            raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
+        self.tokenizer = tokenizer
+        self.device = device if isinstance(device, torch.device) else resolve_device(device)
+        self.dtype = resolve_dtype(dtype, self.device)
+        self.model = model.to(self.device, dtype=self.dtype).eval()
+        check_layers(self.model, layers)  # now, not after a long rewiring
+        self.similarity = similarity
+        self.layers = layers
+        self.batch_size = batch_size
+        self.query_max_length = query_max_length
+        self.name_max_length = name_max_length
+        self.show_progress = show_progress
+        self.rewiring: RewiringReport | None = None
+        self.seed: int | None = None  # the seed of the rewiring (masked spans, data order), once rewired
+        self.timings: dict[str, float] = {}
+        # name embeddings by probed layer count, then by token ids
+        self._name_embeddings: dict[int | None, dict[tuple[int, ...], torch.Tensor]] = {}
+        self.cache = cache
+        # the content hash of the weight files the model was loaded from (from_pretrained), None while
+        # the weights are not known to be those files' (an in-memory model, a rewired one)
+        self.weights_digest: str | None = None
+        self._cache_off = "off: --no-cache" if not cache else "off: the model was not loaded from files"
+        self._spaces: dict[str, embedding_cache.Space] = {}
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str, **kwargs) -> ContrastiveProbe:
+        """Load an encoder by folder, Hub id or packaged name (`minilm`)."""
+        start = time.perf_counter()
+        path, extra = resolve_model(name_or_path)
+        tokenizer = load_tokenizer(name_or_path)
+        require_mask_token(tokenizer, name_or_path)
+        try:
+            model = AutoModel.from_pretrained(path, **extra)
+        except OSError as err:
+            raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
+        probe = cls(model, tokenizer, model_name=name_or_path, **kwargs)
+        if probe.cache:
+            embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, not after encoding
+            probe.weights_digest = model_files_digest(path)
+            if probe.weights_digest is None:
+                probe._cache_off = f"off: no weight files found for {name_or_path}"
+        probe.timings["load_model"] = time.perf_counter() - start
+        return probe
+
+    @classmethod
+    def from_options(
+        cls,
+        model: str,
+        *,
+        device: str = "auto",
+        seed: int | None = None,
+        batch_size: int = 128,
+        similarity: str = "cos",
+        layers: int | None = None,
+        rewire_corpus: str | None = None,
+        rewire_steps: int = PAPER_SETTINGS["max_steps"],
+        rewire_batch_size: int = PAPER_SETTINGS["per_device_train_batch_size"],
+        temperature: float = TEMPERATURE,
+        dtype: str = "auto",
+        rewire_learning_rate: float = PAPER_SETTINGS["learning_rate"],
+        rewire_max_length: int = MAX_LENGTH,
+        rewire_mask_ratio: float = MASK_RATIO,
+        checkpoint_every: int | None = None,
+        save_rewired: str | None = None,
+        cache: bool = True,
+    ) -> ContrastiveProbe:
+        """The prober of `medprobe probe --prober contrastive` (the registry's options as keywords):
+        loaded from `model`, then rewired on `rewire_corpus` when one is given (seeded with `seed`,
+        by default the paper's, exposed as `probe.seed` for the results file)."""
+        corpus = check_rewiring_options(rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length)
+        # rewiring trains in float32 (half-precision weights would lose the small updates);
+        # the rewired model is then cast to `dtype` for probing
+        load_dtype = dtype if corpus is None else "float32"
+        probe = cls.from_pretrained(
+            model, similarity=similarity, layers=layers, batch_size=batch_size, device=device, dtype=load_dtype, cache=cache,
+        )  # fmt: skip
+        if corpus is None:
+            return probe
+        probing_dtype = resolve_dtype(dtype, probe.device)  # a bad --dtype fails before the rewiring
+        seed = PAPER_SETTINGS["seed"] if seed is None else seed
+        with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
+            training_args = rewiring_arguments(
+                save_rewired or scratch,
+                checkpoint_every=checkpoint_every,
+                max_steps=rewire_steps,
+                per_device_train_batch_size=rewire_batch_size,
+                learning_rate=rewire_learning_rate,
+                seed=seed,
+                use_cpu=probe.device.type == "cpu",
+            )
+            report = probe.rewire(
+                corpus, training_args, temperature=temperature, max_length=rewire_max_length,
+                mask_ratio=rewire_mask_ratio, save_to=save_rewired,
+            )  # fmt: skip
+        print(f"rewired for {report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.3f} steps/s)")
+        if save_rewired:
+            print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
+        probe.dtype, probe.model = probing_dtype, probe.model.to(dtype=probing_dtype)
+        return probe
+
+    # --- stage 1: rewiring ---------------------------------------------------------------------
+
+    def rewire(
+        self,
+        corpus: str | Path | Iterable[str],
+        args: TrainingArguments | None = None,
+        *,
+        temperature: float = TEMPERATURE,
+        max_length: int = MAX_LENGTH,
+        mask_ratio: float = MASK_RATIO,
+        save_to: str | Path | None = None,
+    ) -> RewiringReport:
+        """Rewire the encoder in place on raw sentences (a text file, one a line, a MedLAMA release
+        corpus by name such as "pubmed_sents_no_punkt_10k_0" (see `corpus_path`), or strings).
+
+        `args` are the `TrainingArguments` (default: `rewiring_arguments()`, the paper's
+        settings); their `seed` also draws the masked spans. With `save_to`, the rewired model
+        and tokenizer are saved there, ready for `from_pretrained`.
+        """
+        start = time.perf_counter()
+        if isinstance(corpus, (str, Path)):  # a file, or a MedLAMA release corpus by name (found or downloaded)
+            corpus = corpus_path(corpus)
+        sentences = read_sentences(corpus) if isinstance(corpus, Path) else list(corpus)
+        source = str(corpus) if isinstance(corpus, Path) else "rewiring corpus"
+        with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
+            if args is None:
+                args = rewiring_arguments(str(save_to or scratch), use_cpu=self.device.type == "cpu")
+            pairs, stats = build_pairs(sentences, self.mask_token, seed=args.seed, mask_ratio=mask_ratio)
+            print(stats.summary(source))
+            if not pairs:
+                raise UserError(
+                    f"{source} has no sentence of at least two words to rewire on "
+                    f"({stats.lines:,} lines: {stats.blank:,} blank, {stats.too_short:,} too short)"
+                )
+            trainer, seconds = train_pairs(
+                self.model, self.tokenizer, pairs, args,
+                temperature=temperature, max_length=max_length, forward_batch_size=self.batch_size,
+            )  # fmt: skip
+            if save_to:
+                trainer.save_model(str(save_to))
+        self.model = trainer.model.to(self.device).eval()
+        self._name_embeddings.clear()  # the encoder changed: cached names are stale
+        if self.weights_digest is not None:  # and the weights are no longer the files': no disk cache
+            self.weights_digest, self._cache_off = None, "off: rewired (the weights are not the model files')"
+        self._spaces.clear()
+        self.seed = args.seed
+        self.rewiring = RewiringReport(
+            corpus=stats,
+            steps=trainer.state.global_step,
+            seconds=seconds,
+            losses=logged_losses(trainer),
+            settings={
+                "corpus": source,
+                "steps": args.max_steps,
+                "batch_size": args.per_device_train_batch_size * args.world_size,  # a step's, over all processes
+                "learning_rate": args.learning_rate,
+                "weight_decay": args.weight_decay,
+                "lr_scheduler": str(args.lr_scheduler_type.value if hasattr(args.lr_scheduler_type, "value") else args.lr_scheduler_type),
+                "seed": args.seed,
+                "temperature": temperature,
+                "max_length": max_length,
+                "mask_ratio": mask_ratio,
+                "saved_to": str(save_to) if save_to else None,
+            },
+        )
+        self.timings["rewire"] = time.perf_counter() - start
+        return self.rewiring
+
+    # --- stage 2: retrieval --------------------------------------------------------------------
+
+    def encode_queries(self, queries: Sequence[str]) -> torch.Tensor:
+        """[CLS] embeddings of cloze queries whose [Y] slot becomes the mask token."""
+        texts = [fill_mask_slot(query, self.mask_token) for query in queries]
+        sequences = tokenize_keeping_mask(self.tokenizer, texts, self.query_max_length)
+        return self._encode(sequences, "encoding queries")
+
+    def encode_names(self, names: Sequence[str]) -> torch.Tensor:
+        """[CLS] embeddings of candidate names (one row per name)."""
+        distinct, rows = self._encode_distinct_names(names)
+        return distinct[torch.tensor(rows, dtype=torch.long)]
+
+    def _encode_distinct_names(self, names: Sequence[str]) -> tuple[torch.Tensor, list[int]]:
+        """Embeddings of the distinct tokenizations of `names` (first-seen order), and each name's row.
+
+        Names that tokenize identically (e.g. differing only in case under an uncased
+        vocabulary) share one embedding, so their scores tie exactly and the tie goes to the
+        earlier name. Embeddings are cached by token ids until the encoder changes.
+        """
+        sequences = [tuple(ids) for ids in tokenize_truncated(self.tokenizer, names, self.name_max_length)]
+        distinct = list(dict.fromkeys(sequences))
+        cache = self._name_embeddings.setdefault(self.layers, {})
+        missing = [ids for ids in distinct if ids not in cache]
+        if missing:
+            cache.update(zip(missing, self._encode(missing, "encoding names")))
+        row_of = {ids: row for row, ids in enumerate(distinct)}
+        return torch.stack([cache[ids] for ids in distinct]), [row_of[ids] for ids in sequences]
+
+    def _encode(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
+        """[CLS] embeddings of token-id sequences: from the disk cache where it has them, the rest
+        encoded in one `encode_cls` call and stored."""
+        space = self._space()
+        if space is None or not sequences:
+            return self._encode_all(sequences, desc)
+        keys = [tuple(ids) for ids in sequences]
+        found = agreed_hits(list(dict.fromkeys(keys)), space.lookup(keys))
+        missing = [key for key in dict.fromkeys(keys) if key not in found]
+        if missing:
+            fresh = self._encode_all(missing, desc)
+            found.update(zip(missing, fresh.numpy()))
+            space.add(missing, fresh.numpy(), write=distributed.is_main_process())  # one process writes
+        self._report_cache(space, len(found) - len(missing), len(found), desc)
+        return torch.from_numpy(np.stack([found[key] for key in keys]))
+
+    def _space(self) -> embedding_cache.Space | None:
+        """The disk-cache space of this model as it is probed now, or None when the disk cache is off."""
+        if self.weights_digest is None:
+            return None
+        config = self.model.config.to_dict()
+        config.pop("_name_or_path", None)
+        parts = {
+            "weights": self.weights_digest,
+            "model_class": type(self.model).__name__,
+            "config": embedding_cache.space_key(config),
+            "layers": self.layers,
+            "dtype": dtype_name(self.dtype),
+            "device": self.device.type,
+            "embedding": "[CLS] of the last probed layer",
+            "width": self.model.config.hidden_size,  # each chunk's embeddings are checked against it on read
+            "stored_dtype": "float32",
+            "chunk_format": embedding_cache.CHUNK_FORMAT,
+            "encoding_version": embedding_cache.ENCODING_VERSION,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        }
+        key = embedding_cache.space_key(parts)
+        if key not in self._spaces:
+            self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
+        return self._spaces[key]
+
+    def _report_cache(self, space: embedding_cache.Space, hits: int, total: int, desc: str) -> None:
+        self.timings["embedding_cache_hits"] = self.timings.get("embedding_cache_hits", 0) + hits
+        self.timings["embedding_cache_misses"] = self.timings.get("embedding_cache_misses", 0) + total - hits
+        root = space.folder.parent
+        size, bound = embedding_cache.cache_size(root), embedding_cache.max_bytes()
+        print(
+            f"embedding cache: {hits:,} of {total:,} {desc.split()[-1]} from {root} (space {space.key[:8]}…, "
+            f"{embedding_cache.describe_size(size)} of {embedding_cache.describe_size(bound)})"
+        )
+
+    def _encode_all(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
+        return encode_cls(
+            self.model, sequences, pad_id=self.tokenizer.pad_token_id, batch_size=self.batch_size,
+            device=self.device, layers=self.layers, desc=desc, show_progress=self.show_progress,
+        )  # fmt: skip
+
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+        """The `k` candidates closest to each query, best first; ties go to the earlier candidate."""
+        if not candidates:
+            raise UserError("the answer space is empty: there are no candidate names to rank")
+        start = time.perf_counter()
+        distinct, rows = self._encode_distinct_names(candidates)
+        members: list[list[int]] = [[] for _ in range(len(distinct))]
+        for index, row in enumerate(rows):
+            members[row].append(index)
+        self._add_time("encode_candidates", start)
+        start = time.perf_counter()
+        query_embeddings = self.encode_queries(queries)
+        self._add_time("encode_queries", start)
+        start = time.perf_counter()
+        top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
+        ranked = []
+        for best in top:
+            names: list[str] = []
+            for row in best:
+                names.extend(candidates[i] for i in members[row])
+                if len(names) >= k:
+                    break
+            ranked.append(names[:k])
+        self._add_time("search", start)
+        return ranked
+
+    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """One score per candidate of each query, higher = closer: the cosine similarity of the
+        [CLS] vectors, or with `similarity="l2"` the negative squared L2 distance.
+
+        Every distinct name is encoded once (and cached), however many lists hold it; a chunk of
+        queries is scored against all of them at once and each query keeps its own candidates'
+        scores, so `rank` and ranking by these scores agree.
+        """
+        check_candidate_lists(queries, candidates)
+        lists = [list(names) for names in candidates]
+        names = list(dict.fromkeys(name for names in lists for name in names))
+        if not names:
+            return [np.zeros(0, dtype=np.float32) for _ in lists]
+        start = time.perf_counter()
+        distinct, rows = self._encode_distinct_names(names)
+        row_of = dict(zip(names, rows))
+        self._add_time("encode_candidates", start)
+        start = time.perf_counter()
+        query_embeddings = self.encode_queries(queries)
+        self._add_time("encode_queries", start)
+        start = time.perf_counter()
+        prepared, squared_norms = prepare_candidates(distinct, self.similarity)
+        results: list[np.ndarray] = []
+        with torch.inference_mode():
+            for first in range(0, len(lists), SCORE_CHUNK):
+                chunk = query_embeddings[first : first + SCORE_CHUNK]
+                block = scores(chunk, prepared, squared_norms, self.similarity)
+                if self.similarity == "l2":  # scores() leaves out -||q||^2, which orders nothing within a row
+                    block = block - (chunk * chunk).sum(-1, keepdim=True)
+                block = block.float().cpu().numpy()
+                for row_scores, names_of_query in zip(block, lists[first : first + SCORE_CHUNK]):
+                    results.append(row_scores[[row_of[name] for name in names_of_query]])
+        self._add_time("score_candidates", start)
+        return results
+
+    def _add_time(self, phase: str, start: float) -> None:
+        self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - start
+
+    @property
+    def settings(self) -> dict:
+        """What the results file records about this prober."""
+        settings = {
+            "similarity": self.similarity,
+            "layers": self.layers,
+            "embedding": "[CLS] of the last (probed) layer",
+            "query_max_length": self.query_max_length,
+            "name_max_length": self.name_max_length,
+            "rewired": self.rewiring is not None,
+            "batch_size": self.batch_size,
+            "dtype": dtype_name(self.dtype),
+            "embedding_cache": "on" if self.weights_digest is not None else self._cache_off,
+        }
+        if self.rewiring is not None:
+            settings["rewiring"] = {
+                **self.rewiring.settings,
+                "steps_done": self.rewiring.steps,
+                "corpus_counts": self.rewiring.corpus.as_dict(),
+                "losses": self.rewiring.losses,
+                "steps_per_second": round(self.rewiring.steps_per_second, 4),
+            }
+        return settings
+
+
+def agreed_hits(keys: list[tuple[int, ...]], found: dict) -> dict:
+    """Under a launch, the hits every process has: encode_cls is collective, so all processes must
+    encode the same missing texts (their caches can differ when another run writes meanwhile)."""
+    if not distributed.launched():
+        return found
+    hit_everywhere = [all(flags) for flags in zip(*distributed.gather([[key in found for key in keys]]))]
+    return {key: found[key] for key, hit in zip(keys, hit_everywhere) if hit}
+
+
+def model_files_digest(path: str) -> str | None:
+    """The content hash of the weight files of a model folder or of a Hub model's cached snapshot
+    (`resolve_model`'s path), None when there are none to hash (then the disk cache stays off)."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():  # a Hub id: the snapshot transformers loaded from the Hub cache
+        from huggingface_hub import try_to_load_from_cache
+
+        config = try_to_load_from_cache(path, "config.json")
+        if not isinstance(config, str):
+            return None
+        folder = Path(config).parent
+    return embedding_cache.weights_digest(folder, embedding_cache.cache_root())
+
+
+def check_rewiring_options(
+    corpus: str | None,
+    checkpoint_every: int | None,
+    save_rewired: str | None,
+    steps: int,
+    batch_size: int,
+    max_length: int,
+) -> Path | None:
+    """Option errors that must stop the run before the model is loaded; the corpus file to rewire on
+    (a release corpus given by name is found or downloaded now, also before the model loads)."""
+    if checkpoint_every and not save_rewired:
+        raise UserError("--checkpoint-every needs --save-rewired DIR: the checkpoints are written under DIR")
+    if not corpus:
+        given = [flag for flag, value in (("--save-rewired", save_rewired), ("--checkpoint-every", checkpoint_every)) if value]
+        if given:
+            raise UserError(f"{' and '.join(given)} need(s) --rewire-corpus FILE: there is nothing to rewire without a corpus")
+        return None
+    for flag, value in (("--rewire-steps", steps), ("--rewire-batch-size", batch_size), ("--rewire-max-length", max_length)):
+        if value < 1:
+            raise UserError(f"{flag} must be a positive integer, got {value}")
+    return corpus_path(corpus)

@@ -1,0 +1,1 @@
+"""Benchmarks as tasks of other evaluation tools: lm-evaluation-harness (`medprobe export lm-eval`)."""

@@ -1,0 +1,314 @@
+"""`medprobe export lm-eval`: a benchmark as lm-evaluation-harness (0.4.x) tasks, for `--include_path DIR`.
+
+    medprobe build mst --out out/mst
+    medprobe export lm-eval mst --dataset out/mst --out lm_eval_tasks
+    lm_eval --model hf --model_args pretrained=<causal LM> --include_path lm_eval_tasks --tasks medprobe_mst
+
+What DIR receives:
+- MST: `medprobe_mst_<config>.yaml`, one `multiple_choice` task per config, sharing
+  `_medprobe_mst_template_yaml`; the group `medprobe_mst` (`_medprobe_mst.yaml`), whose accuracy is
+  the mean over the tasks (as medprobe reports MST).
+- MedLAMA: `medprobe_medlama_<config>_<relation>.yaml` per config (full, hard) and relation, sharing
+  `_medprobe_medlama_template_yaml`: the query's log-likelihood with each candidate of its relation,
+  acc_at_1 and acc_at_10 with every gold name counted; the groups `medprobe_medlama_<config>`
+  (macro over relations, the paper's figure) and `medprobe_medlama_<config>_micro` (over queries).
+- `utils.py` (medprobe/export/lm_eval_utils.py, standard library only): the row -> context and choices
+  code the YAMLs name; and a README.md with the commands.
+
+The dataset is named in the YAMLs as given: a Hub id, or a built folder as an absolute path (lm-eval
+runs `load_dataset(path, config)`, which reads a medprobe folder through its card). The folder is
+written whole beside DIR and swapped in, like `medprobe build`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from medprobe.api import MASK_SLOT, UserError
+
+if TYPE_CHECKING:
+    import datasets
+
+MST_CONFIGS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
+MEDLAMA_CONFIGS = ("full", "hard")
+UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
+# What a previous export leaves in DIR: the folder may be replaced only when it holds nothing else.
+EXPORTED_NAME = re.compile(r"^(utils\.py|README\.md|__pycache__|_?medprobe_[\w.]*)$")
+ENCODER_NOTE = (
+    "These tasks are for causal LMs (lm-eval's `hf` model, e.g. SmolLM2). Encoders and masked LMs (BERT, PubMedBERT, "
+    "MiniLM) cannot run in lm-eval (MiniLM crashes there): probe them with `medprobe probe`."
+)
+
+
+@dataclass
+class ExportReport:
+    out: Path
+    tasks: list[str]
+    groups: list[str]
+    requests: dict[str, int]  # per config: log-likelihood requests of a full run (rows x choices)
+    notes: list[str] = field(default_factory=list)
+
+
+def export_lm_eval(benchmark: str, dataset: str, out: str | Path, split: str = "test") -> ExportReport:
+    """Write the lm-eval tasks of `benchmark` (mst or medlama) over `dataset` (Hub id or built folder) into `out`."""
+    if benchmark not in EXPORTERS:
+        raise UserError(f"medprobe export lm-eval: no export for {benchmark!r}; choose one of {', '.join(EXPORTERS)}")
+    out = Path(out).expanduser()
+    check_out(out)
+    location = dataset_location(dataset)
+    files, report = EXPORTERS[benchmark](dataset, location, split)
+    files["utils.py"] = UTILS_SOURCE.read_text(encoding="utf-8") + files.pop("utils.py", "")
+    files["README.md"] = readme(benchmark, dataset, report)
+    write_folder(out, files)
+    report.out = out
+    return report
+
+
+# --- the dataset ---------------------------------------------------------------------------------
+
+
+def dataset_location(dataset: str) -> str:
+    """What the YAMLs name as dataset_path: an existing folder as an absolute path, else the Hub id as given."""
+    folder = Path(dataset).expanduser()
+    if folder.exists():
+        return str(folder.resolve())
+    if dataset.startswith((".", "/", "~")) or dataset.count("/") != 1:
+        raise UserError(f"--dataset {dataset}: no such folder, and not a Hub id (<org>/<name>); build one with `medprobe build`")
+    return dataset
+
+
+def load_configs(dataset: str, wanted: tuple[str, ...], split: str, fields: tuple[str, ...]) -> dict[str, datasets.Dataset]:
+    """The `split` of every config of `dataset` among `wanted`, fields checked; an error names the dataset."""
+    from medprobe.tasks.loading import check_fields, dataset_config_names, load_probe_dataset
+
+    present = dataset_config_names(dataset)
+    configs = [config for config in wanted if config in present]
+    if not configs:
+        raise UserError(
+            f"--dataset {dataset} has none of the configs {', '.join(wanted)} (it has {', '.join(present) or 'none'}): "
+            "is it the benchmark you named?"
+        )
+    loaded = {}
+    for config in configs:
+        loaded[config] = load_probe_dataset(dataset, config, split)
+        check_fields(loaded[config], fields, f"--dataset {dataset} (config {config!r}, split {split!r})")
+    return loaded
+
+
+def check_slots(dataset: str, config: str, texts: list[str], ids: list[str], slot: str) -> None:
+    """Every row's text has exactly one slot (else lm-eval would stop mid-run, or score nothing)."""
+    for row_id, text in zip(ids, texts):
+        if text.count(slot) != 1:
+            raise UserError(
+                f"--dataset {dataset} (config {config!r}): row {row_id!r} has {text.count(slot)} {slot} slots, expected 1"
+            )
+
+
+# --- MST -----------------------------------------------------------------------------------------
+
+
+def export_mst(dataset: str, location: str, split: str) -> tuple[dict[str, str], ExportReport]:
+    data = load_configs(dataset, MST_CONFIGS, split, ("id", "text", "choices", "label"))
+    requests = {}
+    for config, rows in data.items():
+        check_slots(dataset, config, rows["text"], rows["id"], "[MASK]")
+        requests[config] = sum(len(choices) for choices in rows["choices"])
+    tasks = [f"medprobe_mst_{config}" for config in data]
+    files = {"_medprobe_mst_template_yaml": mst_template(location, split)}
+    for config, task in zip(data, tasks):
+        files[f"{task}.yaml"] = yaml_lines({"include": "_medprobe_mst_template_yaml", "task": task, "dataset_name": config})
+    files["_medprobe_mst.yaml"] = group_yaml("medprobe_mst", tasks, ("acc", "acc_norm"), weight_by_size=False)
+    notes = [f"MST configs missing from --dataset, not exported: {', '.join(c for c in MST_CONFIGS if c not in data)}"]
+    return files, ExportReport(Path(), tasks, ["medprobe_mst"], requests, notes if len(data) < len(MST_CONFIGS) else [])
+
+
+def mst_template(location: str, split: str) -> str:
+    return "\n".join([
+        "# medprobe MST, written by `medprobe export lm-eval mst`. The context is the text before [MASK]; each",
+        "# choice is the rest of the sentence with the choice in the slot (see utils.py). acc = the choice with the",
+        "# highest total log-likelihood (medprobe's causal-lm --length-normalization none); acc_norm divides by bytes.",
+        f"dataset_path: {json.dumps(location)}",
+        "output_type: multiple_choice",
+        f"test_split: {json.dumps(split)}",
+        'fewshot_split: "train"',
+        "doc_to_text: !function utils.mst_text",
+        "doc_to_choice: !function utils.mst_choices",
+        "doc_to_target: label",
+        'target_delimiter: ""',  # the white space before the slot is part of each choice
+        *task_metrics("acc", "acc_norm"),
+    ])  # fmt: skip
+
+
+# --- MedLAMA -------------------------------------------------------------------------------------
+
+
+def export_medlama(dataset: str, location: str, split: str) -> tuple[dict[str, str], ExportReport]:
+    data = load_configs(dataset, MEDLAMA_CONFIGS, split, ("id", "relation", "query", "answers"))
+    files = {"_medprobe_medlama_template_yaml": medlama_template(location, split)}
+    relations: set[str] = set()
+    tasks, groups, requests = [], [], {}
+    for config, rows in data.items():
+        check_slots(dataset, config, rows["query"], rows["id"], MASK_SLOT)
+        by_relation: dict[str, list[list[str]]] = {}
+        for row_id, relation, answers in zip(rows["id"], rows["relation"], rows["answers"]):
+            if not answers:
+                raise UserError(f"--dataset {dataset} (config {config!r}): row {row_id!r} has no answer")
+            by_relation.setdefault(relation, []).append(answers)
+        check_identifiers(dataset, config, list(by_relation))
+        requests[config] = sum(len(lists) * len({n for names in lists for n in names}) for lists in by_relation.values())
+        names = []
+        for relation in sorted(by_relation):
+            relations.add(relation)
+            task = f"medprobe_medlama_{config}_{identifier(relation)}"
+            names.append(task)
+            files[f"{task}.yaml"] = yaml_lines({
+                "include": "_medprobe_medlama_template_yaml", "task": task, "dataset_name": config,
+                "process_docs": f"!function utils.process_docs_{identifier(relation)}",
+            })  # fmt: skip
+        metrics = ("acc_at_1", "acc_at_10")
+        files[f"_medprobe_medlama_{config}.yaml"] = group_yaml(f"medprobe_medlama_{config}", names, metrics, weight_by_size=False)
+        files[f"_medprobe_medlama_{config}_micro.yaml"] = group_yaml(
+            f"medprobe_medlama_{config}_micro", names, metrics, weight_by_size=True
+        )
+        tasks += names
+        groups += [f"medprobe_medlama_{config}", f"medprobe_medlama_{config}_micro"]
+    files["utils.py"] = "\n\n# --- one process_docs per relation (written by `medprobe export lm-eval medlama`) ---\n\n" + "".join(
+        f"def process_docs_{identifier(r)}(dataset):\n    return medlama_docs(dataset, {r!r})\n\n\n" for r in sorted(relations)
+    ).rstrip("\n") + "\n"  # fmt: skip
+    notes = [f"MedLAMA configs missing from --dataset, not exported: {', '.join(c for c in MEDLAMA_CONFIGS if c not in data)}"]
+    return files, ExportReport(Path(), tasks, groups, requests, notes if len(data) < len(MEDLAMA_CONFIGS) else [])
+
+
+def medlama_template(location: str, split: str) -> str:
+    return "\n".join([
+        "# medprobe MedLAMA, written by `medprobe export lm-eval medlama`. Each query is scored with every candidate of",
+        "# its relation (the sorted union of the relation's answers, medprobe's --candidates relation): the context is",
+        "# the query before [Y], each choice the rest of the query with the candidate in the slot (see utils.py).",
+        "# acc_at_k: any gold name among the k candidates of highest total log-likelihood; ties keep candidate order.",
+        f"dataset_path: {json.dumps(location)}",
+        "output_type: multiple_choice",
+        f"test_split: {json.dumps(split)}",
+        "doc_to_text: !function utils.medlama_text",
+        "doc_to_choice: !function utils.medlama_choices",
+        "doc_to_target: !function utils.medlama_target",
+        'target_delimiter: ""',
+        "process_results: !function utils.medlama_results",
+        *task_metrics("acc_at_1", "acc_at_10"),
+    ])  # fmt: skip
+
+
+def task_metrics(*metrics: str) -> list[str]:
+    """The closing lines of a task YAML: its metrics (mean over documents, higher is better) and version."""
+    lines = ["metric_list:"]
+    for metric in metrics:
+        lines += [f"  - metric: {metric}", "    aggregation: mean", "    higher_is_better: true"]
+    return [*lines, "metadata:", "  version: 1.0", ""]
+
+
+def identifier(name: str) -> str:
+    """A relation name as part of a task and function name."""
+    return re.sub(r"\W", "_", name)
+
+
+def check_identifiers(dataset: str, config: str, relations: list[str]) -> None:
+    """Two relations whose names differ only in punctuation would write the same task file."""
+    seen: dict[str, str] = {}
+    for relation in relations:
+        other = seen.setdefault(identifier(relation), relation)
+        if other != relation:
+            raise UserError(
+                f"--dataset {dataset} (config {config!r}): relations {other!r} and {relation!r} give the same task name"
+            )
+
+
+# --- the files -----------------------------------------------------------------------------------
+
+
+def yaml_lines(entries: dict[str, str]) -> str:
+    """`key: value` lines; values are quoted as JSON strings (valid YAML) except `!function` tags."""
+    return "".join(f"{key}: {value if value.startswith('!function ') else json.dumps(value)}\n" for key, value in entries.items())
+
+
+def group_yaml(group: str, tasks: list[str], metrics: tuple[str, ...], weight_by_size: bool) -> str:
+    how = "the mean over queries (micro)" if weight_by_size else "the mean over the tasks (macro)"
+    lines = [f"# written by `medprobe export lm-eval`: each metric of the group is {how}", f"group: {group}", "task:"]
+    lines += [f"  - {task}" for task in tasks]
+    lines.append("aggregate_metric_list:")
+    for metric in metrics:
+        lines += [f"  - metric: {metric}", "    aggregation: mean", f"    weight_by_size: {str(weight_by_size).lower()}"]
+    lines += ["metadata:", "  version: 1.0", ""]
+    return "\n".join(lines)
+
+
+def readme(benchmark: str, dataset: str, report: ExportReport) -> str:
+    requests = ", ".join(f"{config} {count:,}" for config, count in report.requests.items())
+    return "\n".join([
+        f"# medprobe {benchmark} for lm-evaluation-harness",
+        "",
+        f"Written by `medprobe export lm-eval {benchmark} --dataset {dataset}`. Run (lm-eval 0.4.x):",
+        "",
+        "```",
+        *(f"lm_eval --model hf --model_args pretrained=<causal LM> --include_path <this folder> --tasks {g}" for g in report.groups),
+        "```",
+        "",
+        f"Tasks: {', '.join(report.tasks)}.",
+        f"Log-likelihood requests of a full run (rows x choices): {requests}; `--limit N` runs the first N rows of each task.",
+        "",
+        ENCODER_NOTE,
+        "",
+    ])  # fmt: skip
+
+
+def check_out(out: Path) -> None:
+    """OUT is absent, empty, or a previous export (it is replaced whole); anything else is refused."""
+    from medprobe.atomic import check_creatable
+
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder for the task YAMLs")
+    check_creatable(out, "--out")  # its folder can be made and written (the lock and the staging folder go beside it)
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if not EXPORTED_NAME.match(p.name))
+        if foreign:
+            raise UserError(
+                f"--out {out} holds files an export does not write ({', '.join(foreign[:5])}); "
+                "it is replaced whole, so give an empty or new folder"
+            )
+
+
+def write_folder(out: Path, files: dict[str, str]) -> None:
+    """Write `files` into a staging folder beside OUT, then swap it into place (OUT is old or new, never half)."""
+    from medprobe.atomic_folder import (
+        clean_leftovers,
+        out_lock,
+        prepare_parent,
+        signals_deferred,
+        stage_prefix,
+        swap_into_place,
+    )
+
+    prepare_parent(out)
+    with out_lock(out, "export lm-eval"):
+        clean_leftovers(out)
+        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out), dir=out.parent))
+        try:
+            (stage / "out").mkdir()
+            for name, text in files.items():
+                (stage / "out" / name).write_text(text, encoding="utf-8")
+            with signals_deferred():  # a Ctrl-C or SIGTERM here waits: OUT is swapped whole or not at all
+                swap_into_place(stage, out)
+        finally:
+            with signals_deferred():
+                shutil.rmtree(stage, ignore_errors=True)
+
+
+EXPORTERS: dict[str, Callable[[str, str, str], tuple[dict[str, str], ExportReport]]] = {
+    "mst": export_mst,
+    "medlama": export_medlama,
+}

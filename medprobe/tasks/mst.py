@@ -1,0 +1,376 @@
+"""Probing the measuring-skill tests (MST): `medprobe probe --prober mlm-head`, and a quick demo.
+
+The protocol of Park, Ryu, Choi (2022): per task, train only a masked-LM head on the frozen
+encoder with the `train` split, report accuracy on the evaluated split (default `test`), mean
+and standard deviation over several seeds; `--scratch` runs the same architecture with random
+weights as the floor. Accuracy is acc@1 of the `acc_at_k` evaluate module on the choices
+ranked by the prober (for one gold choice per item, acc@1 is accuracy).
+
+    medprobe build mst --out out/mst
+    medprobe probe --dataset out/mst --prober mlm-head --model minilm --seeds 3            # all tasks
+    medprobe probe --dataset out/mst --config comparison --prober mlm-head --model minilm --scratch
+
+`run_mst_demo()` builds small MST splits with the real builder, probes a model and its scratch
+twin on every task and prints one table (about 40 s on 2 CPU cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from medprobe import distributed
+from medprobe.api import UserError
+from medprobe.stats import Estimator, Outcomes, Sample
+from medprobe.tasks import Scored
+from medprobe.tasks.loading import check_fields
+
+if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
+    import datasets
+
+    from medprobe.lm.mlm_head import MLMHeadProbe
+    from medprobe.results import RunRecord
+
+MST_TASKS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
+ITEM_FIELDS = ("text", "choices", "label")
+
+
+@dataclass
+class TaskScores:
+    """Accuracy of one task over seeds."""
+
+    task: str
+    chance: float  # 1 / number of choices
+    train_rows: int
+    test_rows: int
+    accuracy: list[float] = field(default_factory=list)  # one per seed
+    predictions: list[list[int]] = field(default_factory=list)  # per seed, the chosen choice of every test item
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.accuracy)
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation over seeds (0 for one seed)."""
+        return statistics.pstdev(self.accuracy)
+
+
+def probe_tasks(
+    model: str,
+    tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
+    *,
+    seeds: Sequence[int],
+    scratch: bool = False,
+    vocabulary: str = "choices",
+    training_args=None,
+    batch_size: int = 64,
+    device: str = "auto",
+    progress: bool = True,
+    metric=None,
+) -> tuple[dict[str, TaskScores], MLMHeadProbe]:
+    """Build an MLMHeadProbe for `model` and run `probe_with` (the demo's entry; `medprobe probe`
+    builds the probe through the registry and calls `MSTTask`). Returns the scores and the probe."""
+    from medprobe.lm.mlm_head import MLMHeadProbe
+
+    seeds = list(seeds)
+    probe = MLMHeadProbe(
+        model, scratch=scratch, seed=seeds[0], vocabulary=vocabulary, training_args=training_args,
+        batch_size=batch_size, device=device, progress=progress,
+    )  # fmt: skip
+    return probe_with(probe, tasks, seeds=seeds, progress=progress, metric=metric), probe
+
+
+def probe_with(
+    probe: MLMHeadProbe,
+    tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
+    *,
+    seeds: Sequence[int],
+    progress: bool = True,
+    metric=None,
+) -> dict[str, TaskScores]:
+    """Train a head per (seed, task) on the first dataset of each pair, score the second.
+
+    One probe serves every task and seed: a pretrained encoder is encoded once per text; a
+    scratch encoder is drawn once per seed. Every (seed, task) starts from `probe.reset(seed)`.
+    `metric` is the loaded acc_at_k module (loaded here when None).
+    """
+    metric = metric or load_accuracy_metric()
+    scores = {
+        task: TaskScores(task, 1 / len(test[0]["choices"]), train.num_rows, test.num_rows)
+        for task, (train, test) in tasks.items()
+    }
+    runs = [(seed, task) for seed in seeds for task in tasks]
+    for (_, task), (accuracy, chosen) in zip(runs, fit_and_score_all(probe, tasks, runs, metric, progress)):
+        scores[task].accuracy.append(accuracy)  # runs go seed by seed: each task's list is in seed order
+        scores[task].predictions.append(chosen)
+    return scores
+
+
+def fit_and_score_all(
+    probe: MLMHeadProbe, tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]], runs: list[tuple[int, str]],
+    metric, progress: bool,
+) -> list[tuple[float, list[int]]]:  # fmt: skip
+    """The accuracy of each (seed, task) run and the index of the choice it picked per test item, in the order of `runs`.
+
+    Under a launch (`medprobe.distributed`) each process fits a contiguous share of the runs, each
+    Trainer a single-process one (`local_training`), and the accuracies are gathered back in
+    order: the same list as one process makes, since a run depends only on its seed and task
+    (`probe.reset(seed)` draws the head, and a scratch encoder, from the seed alone; the Trainer
+    reseeds with it; the cached encoder states are the same whichever run encoded them).
+    """
+    share = distributed.split(runs)
+    processes, main = distributed.num_processes(), distributed.is_main_process()  # asked before local_training hides the launch
+    desc = f"training heads (process 1 of {processes}'s share)" if processes > 1 else "training heads"
+    probe.trainer_progress = False  # one bar over all fits instead of the Trainer's per fit
+    local = []
+    with distributed.local_training(), tqdm(total=len(share), desc=desc, unit="head", disable=not (progress and main)) as bar:
+        for seed, task in share:
+            train, test = tasks[task]
+            bar.set_postfix_str(f"seed {seed}, {task}")
+            probe.reset(seed)
+            probe.fit(train["text"], train["choices"], train["label"])
+            ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
+            gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
+            chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
+            local.append((metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen))
+            bar.update()
+    return distributed.gather(local)
+
+
+def load_accuracy_metric():
+    """acc_at_k from its evaluate module: acc@1 of ranked choices against the one gold choice."""
+    import evaluate
+
+    from medprobe.resources import metric_path
+
+    return evaluate.load(metric_path("acc_at_k"))
+
+
+def rank_choices(scores: list[list[float]], choices: list[list[str]]) -> list[list[str]]:
+    """Choices best first; equal scores keep the choices' order."""
+    return [[options[i] for i in sorted(range(len(options)), key=lambda i: -row[i])] for row, options in zip(scores, choices)]
+
+
+def format_scores(columns: dict[str, dict[str, TaskScores]]) -> str:
+    """One row per task, one column per run (e.g. minilm, scratch): accuracy % (mean ± std)."""
+    tasks = list(next(iter(columns.values())))
+    width = max(len("mean over tasks"), *(len(t) for t in tasks))
+    several = any(len(s.accuracy) > 1 for run in columns.values() for s in run.values())
+    cell = 15 if several else 8
+
+    def show(values: list[float]) -> str:
+        text = f"{100 * statistics.fmean(values):.1f}"
+        return text + f" ± {100 * statistics.pstdev(values):.1f}" if several else text
+
+    lines = [f"{'task':<{width}}  {'chance':>6}  " + "  ".join(f"{name:>{cell}}" for name in columns)]
+    lines.append("-" * len(lines[0]))
+    for task in tasks:
+        first = next(iter(columns.values()))[task]
+        cells = "  ".join(f"{show(run[task].accuracy):>{cell}}" for run in columns.values())
+        lines.append(f"{task:<{width}}  {100 * first.chance:>6.1f}  {cells}")
+    lines.append("-" * len(lines[0]))
+    # mean over tasks per seed, then mean and std of those over seeds
+    means = {name: [statistics.fmean(seed_values) for seed_values in zip(*(s.accuracy for s in run.values()))]
+             for name, run in columns.items()}  # fmt: skip
+    lines.append(f"{'mean over tasks':<{width}}  {'':>6}  " + "  ".join(f"{show(v):>{cell}}" for v in means.values()))
+    return "\n".join(lines)
+
+
+@dataclass
+class MSTOutputs:
+    """What `MSTTask.predict` returns: the accuracies per task and seed, and the probe's settings."""
+
+    scores: dict[str, TaskScores]
+    seeds: list[int]
+    settings: dict
+
+
+class MSTTask:
+    """`medprobe probe --prober mlm-head`: one task (--config) or every task of an MST-format dataset."""
+
+    plot_metric = "accuracy"
+    outcome_unit = "item"
+    outcome_fields = {
+        "label": "index of the gold choice",
+        "prediction": "index of the choice the trained head ranked first, one per seed (in the order of settings.seeds)",
+        "choices": "number of choices (chance = 1 / choices)",
+    }
+
+    def __init__(self, train_split: str = "train", seeds: int = 3):
+        if seeds < 1:
+            raise UserError(f"--seeds must be at least 1, got {seeds}")
+        self.train_split = train_split
+        self.seeds = seeds
+        self.timings: dict[str, float] = {}
+        self.loaded: list[tuple[str | None, str]] = []
+
+    def load(self, dataset: str, config: str | None, split: str) -> dict[str, tuple[datasets.Dataset, datasets.Dataset]]:
+        """(train split, evaluated split) per task: `config`, or every config of the dataset, the
+        five MST tasks first in their usual order."""
+        from medprobe.tasks.loading import dataset_config_names, load_probe_dataset
+
+        if config:
+            task_names = [config]
+        else:
+            names = dataset_config_names(dataset)
+            task_names = sorted(names, key=lambda n: (MST_TASKS.index(n) if n in MST_TASKS else len(MST_TASKS), n))
+        tasks = {}
+        for task in task_names:
+            train = load_probe_dataset(dataset, task, self.train_split)
+            test = load_probe_dataset(dataset, task, split)
+            for name, ds in ((self.train_split, train), (split, test)):
+                check_fields(ds, ITEM_FIELDS, f"dataset {dataset!r} (config {task!r}, split {name!r})")
+            tasks[task] = (train, test)
+        self.loaded = [(task, name) for task in tasks for name in dict.fromkeys((self.train_split, split))]
+        return tasks
+
+    def predict(self, prober: MLMHeadProbe, data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], seed: int | None) -> MSTOutputs:
+        """Seeds `seed`, `seed`+1, ... (`seed` None: 0); a new head per seed and task."""
+        first_seed = 0 if seed is None else seed
+        seeds = list(range(first_seed, first_seed + self.seeds))
+        scores = probe_with(prober, data, seeds=seeds, progress=getattr(prober, "progress", True))
+        return MSTOutputs(scores, seeds, {"batch_size": prober.batch_size, **prober.settings})
+
+    def score(self, data: dict, outputs: MSTOutputs) -> Scored:
+        scores = outputs.scores
+        # the mean over tasks per seed, then the mean and spread of those over seeds
+        per_seed_means = [statistics.fmean(values) for values in zip(*(s.accuracy for s in scores.values()))]
+        return Scored(
+            metrics={"accuracy": statistics.fmean(per_seed_means), "accuracy_std": statistics.pstdev(per_seed_means)},
+            per_group={
+                task: {"accuracy": s.mean, "accuracy_std": s.std, "accuracy_per_seed": s.accuracy, "chance": s.chance}
+                for task, s in scores.items()
+            },
+            counts={"tasks": len(scores), **{f"{t}_rows": {"train": s.train_rows, "test": s.test_rows} for t, s in scores.items()}},
+            settings={"seeds": outputs.seeds, "train_split": self.train_split, **outputs.settings},
+            seed=outputs.seeds[0],
+            outcomes=item_outcomes(data, scores),
+            chance={"accuracy": {"value": statistics.fmean(s.chance for s in scores.values()),
+                                 "method": "1 / number of choices, averaged over the tasks"}},  # fmt: skip
+        )
+
+    @staticmethod
+    def estimators(settings: dict) -> dict[str, Estimator]:
+        """Accuracy per task, averaged over tasks, then over seeds; test items resampled within each
+        task, every seed on the same resample."""
+        return {"accuracy": Estimator(mean_task_accuracy, "item", stratified=True)}
+
+    def table(self, record: RunRecord) -> str:
+        """The accuracy table of `format_scores`, rebuilt from the record, and the seconds it took."""
+        scores = {
+            task: TaskScores(task, values["chance"], 0, 0, list(values["accuracy_per_seed"]))
+            for task, values in record.per_group.items()
+        }
+        name = f"{Path(record.model or 'model').name}{' (scratch)' if record.settings.get('scratch') else ''}"
+        seconds = sum(record.timings.get(phase, 0.0) for phase in ("load_dataset", "load_model", "probe", "score"))
+        return "\n".join([
+            f"mlm-head probe, {len(record.settings['seeds'])} seed(s), accuracy in % (mean ± std over seeds):",
+            format_scores({name: scores}),
+            f"probed in {seconds:.0f} s",
+        ])  # fmt: skip
+
+    def writers(self, data: dict, outputs: MSTOutputs) -> list:
+        return []
+
+
+def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], scores: dict[str, TaskScores]) -> Outcomes:
+    """One item per test row of every task: its gold choice, the choice picked per seed, its number of choices."""
+    ids, groups, labels, predictions, choices = [], [], [], [], []
+    for task, task_scores in scores.items():
+        test = data[task][1]
+        for row, (label, options) in enumerate(zip(test["label"], test["choices"])):
+            ids.append(f"{task}/{row}")
+            groups.append(task)
+            labels.append(label)
+            predictions.append([seed_predictions[row] for seed_predictions in task_scores.predictions])
+            choices.append(len(options))
+    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions, "choices": choices})
+
+
+def mean_task_accuracy(sample: Sample) -> np.ndarray:
+    correct = sample["prediction"] == sample["label"][..., None]  # (resamples, items, seeds)
+    return sample.group_mean(correct).mean(axis=1).mean(axis=1)
+
+
+def run_mst_demo(
+    model: str = "minilm",
+    *,
+    train_size: int = 200,
+    test_size: int = 100,
+    seeds: int = 1,
+    tasks: Sequence[str] = MST_TASKS,
+    vocabulary: str = "choices",
+    device: str = "cpu",
+    print_fn: Callable[[str], None] = print,
+) -> dict:
+    """A small MiniLM-vs-scratch run on every MST task: build, probe, print one table.
+
+    Builds the tasks with the real builder into a temporary Hub folder, loads them with
+    `load_dataset`, and probes `model` and its scratch twin (same architecture, random
+    weights). Returns {"scores": {run: {task: TaskScores}}, "seconds": {phase or run: wall
+    seconds}, "settings": {run: the probe's settings}}. About 40 s on 2 CPU cores with the
+    defaults (most of it encoding 3,000 sentences twice).
+    """
+    import datasets
+
+    from medprobe.building.build import build
+
+    bars_were_on = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="medprobe-mst-demo-") as folder:
+            sizes = {"train_size": train_size, "validation_size": 1, "test_size": test_size}
+            build("mst", folder, configs=list(tasks), params=sizes)
+            data = {
+                task: (datasets.load_dataset(folder, task, split="train"), datasets.load_dataset(folder, task, split="test"))
+                for task in tasks
+            }
+        metric = load_accuracy_metric()
+        seconds = {"build and load": time.perf_counter() - start}
+        columns, settings = {}, {}
+        for scratch in (False, True):
+            name = "scratch" if scratch else Path(model).name
+            start = time.perf_counter()
+            columns[name], probe = probe_tasks(
+                model, data, seeds=range(seeds), scratch=scratch, vocabulary=vocabulary, device=device,
+                progress=False, metric=metric,
+            )  # fmt: skip
+            seconds[name] = time.perf_counter() - start
+            settings[name] = probe.settings
+    finally:
+        if bars_were_on:
+            datasets.enable_progress_bars()
+    print_fn(
+        f"MST: {Path(model).name} vs scratch (same architecture, random weights); frozen encoder, trained MLM head.\n"
+        f"{train_size} train / {test_size} test rows per task, {seeds} seed(s); accuracy in %."
+    )
+    print_fn(format_scores(columns))
+    print_fn("wall time: " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
+    return {"scores": columns, "seconds": seconds, "settings": settings}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="MST demo: a model vs its scratch twin on every task, small sizes.")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--train-size", type=int, default=200)
+    parser.add_argument("--test-size", type=int, default=100)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--vocabulary", choices=["choices", "full"], default="choices")
+    args = parser.parse_args(argv)
+    run_mst_demo(args.model, train_size=args.train_size, test_size=args.test_size, seeds=args.seeds, vocabulary=args.vocabulary)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

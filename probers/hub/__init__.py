@@ -1,1 +1,0 @@
-"""The Hub side: packaged resources, building dataset folders, cards, publishing and its checks, eval results."""
