@@ -67,8 +67,11 @@ def pairs_of(inputs: list[Input]) -> tuple[list[Pair], list[str]]:
                 pairs.append(Pair(key_title(key), ref_run, other.runs[key], profile=True))
             else:
                 notes.append(f"{key_title(key)}: in {reference.label}, not in {other.label}; not compared")
-        notes += [f"{key_title(key)}: in {other.label}, not in {reference.label}; not compared"
-                  for key in other.runs if key not in reference.runs]  # fmt: skip
+        notes += [
+            f"{key_title(key)}: in {other.label}, not in {reference.label}; not compared"
+            for key in other.runs
+            if key not in reference.runs
+        ]
     if not pairs:
         raise UserError(f"the profiles share no benchmark/config/prober run: {', '.join(item.label for item in inputs)}")
     return pairs, notes
@@ -93,25 +96,33 @@ def check_pair(pair: Pair, intersect: bool) -> None:
             f"{where}the runs ran different tasks: {a.label} {ra.task}, {b.label} {rb.task}; only runs of one task pair"
         )
     if ra.split != rb.split:
-        raise UserError(f"{where}the runs probed different splits: {a.label} {ra.split}, {b.label} {rb.split}; "
-                        "items of different splits never pair")  # fmt: skip
+        raise UserError(
+            f"{where}the runs probed different splits: {a.label} {ra.split}, {b.label} {rb.split}; "
+            "items of different splits never pair"
+        )
     differing = [name for name in paired_settings(ra.task) if ra.settings.get(name) != rb.settings.get(name)]
     if differing:
         shown = "; ".join(
             f"{name} {ra.settings.get(name)!r} in {a.label}, {rb.settings.get(name)!r} in {b.label}" for name in differing
         )
-        raise UserError(f"{where}the runs differ in settings that change what the {ra.task} metrics mean ({shown}); "
-                        "compare runs with the same settings")  # fmt: skip
+        raise UserError(
+            f"{where}the runs differ in settings that change what the {ra.task} metrics mean ({shown}); "
+            "compare runs with the same settings"
+        )
     if intersect:
         return
     data_a, data_b = ra.data_fingerprint.get("sha256"), rb.data_fingerprint.get("sha256")
     if ra.config != rb.config or data_a != data_b or data_a is None:
-        raise UserError(f"{where}the runs probed different data: {a.label} fingerprint {short(data_a)} ({ra.config or 'all configs'}), "
-                        f"{b.label} {short(data_b)} ({rb.config or 'all configs'}); pass --intersect to compare their common items")  # fmt: skip
+        raise UserError(
+            f"{where}the runs probed different data: {a.label} fingerprint {short(data_a)} ({ra.config or 'all configs'}), "
+            f"{b.label} {short(data_b)} ({rb.config or 'all configs'}); pass --intersect to compare their common items"
+        )
     items_a, items_b = ra.subset.get("item_ids_sha256"), rb.subset.get("item_ids_sha256")
     if items_a != items_b or items_a is None:
-        raise UserError(f"{where}the runs probed different items: {a.label} {subset_text(ra)}, {b.label} {subset_text(rb)}; "
-                        "pass --intersect to compare their common items")  # fmt: skip
+        raise UserError(
+            f"{where}the runs probed different items: {a.label} {subset_text(ra)}, {b.label} {subset_text(rb)}; "
+            "pass --intersect to compare their common items"
+        )
 
 
 def subset_text(record: RunRecord) -> str:
@@ -144,11 +155,16 @@ def common_estimators(pair: Pair) -> dict[str, Estimator]:
     cls = task_class(pair.reference.record.task)
     ours, theirs = cls.estimators(pair.reference.record.settings), cls.estimators(pair.run.record.settings)
     metrics_a, metrics_b = pair.reference.record.metrics, pair.run.record.metrics
-    common = {name: estimator for name, estimator in ours.items()
-              if name in theirs and is_number(metrics_a.get(name)) and is_number(metrics_b.get(name))}  # fmt: skip
+    common = {
+        name: estimator
+        for name, estimator in ours.items()
+        if name in theirs and is_number(metrics_a.get(name)) and is_number(metrics_b.get(name))
+    }
     if not common:
-        raise UserError(f"{pair.title}: {pair.reference.label} and {pair.run.label} report no metric in common "
-                        f"({', '.join(ours)} vs {', '.join(theirs)})")  # fmt: skip
+        raise UserError(
+            f"{pair.title}: {pair.reference.label} and {pair.run.label} report no metric in common "
+            f"({', '.join(ours)} vs {', '.join(theirs)})"
+        )
     return common
 
 
@@ -183,8 +199,10 @@ def check_columns(pair: Pair, a: Outcomes, b: Outcomes) -> None:
     for name in a.columns.keys() & b.columns.keys():
         wa, wb = a.columns[name].shape[1:], b.columns[name].shape[1:]
         if wa != wb and 1 not in (wa[:1] + wb[:1]):
-            raise UserError(f"{pair.title}: {pair.reference.label} has {wa[0]} values per item in {name!r} (e.g. seeds), "
-                            f"{pair.run.label} {wb[0]}; rerun one with as many seeds as the other, or with one")  # fmt: skip
+            raise UserError(
+                f"{pair.title}: {pair.reference.label} has {wa[0]} values per item in {name!r} (e.g. seeds), "
+                f"{pair.run.label} {wb[0]}; rerun one with as many seeds as the other, or with one"
+            )
 
 
 def clean(value: Any) -> Any:
@@ -204,13 +222,26 @@ def run_values(
     """Each metric of one run with its 95% interval: the record's own, or recomputed on the compared items."""
     if recompute:
         found = intervals(outcomes, estimators, resamples=resamples, seed=seed)
-        return {name: {"value": estimate(outcomes, estimators[name]), "low": found[name]["low"], "high": found[name]["high"],
-                       "n": found[name]["n"], "interval": "recomputed on the compared items"} for name in estimators}  # fmt: skip
+        return {
+            name: {
+                "value": estimate(outcomes, estimators[name]),
+                "low": found[name]["low"],
+                "high": found[name]["high"],
+                "n": found[name]["n"],
+                "interval": "recomputed on the compared items",
+            }
+            for name in estimators
+        }
     values = {}
     for name in estimators:
         interval = run.record.intervals.get(name) or {}
-        values[name] = {"value": run.record.metrics[name], "low": interval.get("low"), "high": interval.get("high"),
-                        "n": interval.get("n", len(outcomes)), "interval": "the run's own"}  # fmt: skip
+        values[name] = {
+            "value": run.record.metrics[name],
+            "low": interval.get("low"),
+            "high": interval.get("high"),
+            "n": interval.get("n", len(outcomes)),
+            "interval": "the run's own",
+        }
     return values
 
 
@@ -243,18 +274,31 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
     for row in groups:
         row["p_holm"] = adjusted.get(row["group"])
     unit = (ref.record.outcomes or {}).get("unit", "item")
-    return clean({
-        "title": pair.title, "task": ref.record.task, "benchmark": ref.record.benchmark, "config": ref.record.config,
-        "split": ref.record.split, "reference": ref.label, "run": run.label, "unit": unit, "units": plural(unit),
-        "items": counts, "intersected": recompute,
-        "data": {ref.label: ref.record.data_fingerprint.get("sha256"), run.label: run.record.data_fingerprint.get("sha256")},
-        "differing": differing_settings(ref.record, run.record),
-        "headline": headline, "group_by": entry.group_by,
-        "values": {ref.label: run_values(ref, a, estimators, recompute, resamples, seed),
-                   run.label: run_values(run, b, estimators, recompute, resamples, seed)},
-        "differences": {name: paired_result(found) for name, found in differences.items()},
-        "groups": groups,
-    })  # fmt: skip
+    return clean(
+        {
+            "title": pair.title,
+            "task": ref.record.task,
+            "benchmark": ref.record.benchmark,
+            "config": ref.record.config,
+            "split": ref.record.split,
+            "reference": ref.label,
+            "run": run.label,
+            "unit": unit,
+            "units": plural(unit),
+            "items": counts,
+            "intersected": recompute,
+            "data": {ref.label: ref.record.data_fingerprint.get("sha256"), run.label: run.record.data_fingerprint.get("sha256")},
+            "differing": differing_settings(ref.record, run.record),
+            "headline": headline,
+            "group_by": entry.group_by,
+            "values": {
+                ref.label: run_values(ref, a, estimators, recompute, resamples, seed),
+                run.label: run_values(run, b, estimators, recompute, resamples, seed),
+            },
+            "differences": {name: paired_result(found) for name, found in differences.items()},
+            "groups": groups,
+        }
+    )
 
 
 def differing_settings(a: RunRecord, b: RunRecord) -> dict[str, list]:
@@ -268,8 +312,15 @@ def differing_settings(a: RunRecord, b: RunRecord) -> dict[str, list]:
 
 def run_summary(run: Run) -> dict:
     record = run.record
-    return {"results": str(run.path), "benchmark": record.benchmark, "config": record.config, "prober": record.prober,
-            "model": record.model, "items": (record.outcomes or {}).get("items"), "command": record.command}  # fmt: skip
+    return {
+        "results": str(run.path),
+        "benchmark": record.benchmark,
+        "config": record.config,
+        "prober": record.prober,
+        "model": record.model,
+        "items": (record.outcomes or {}).get("items"),
+        "command": record.command,
+    }
 
 
 def differences_by_group(b: Outcomes, a: Outcomes) -> list[tuple[str, Outcomes, Outcomes]]:
@@ -286,11 +337,15 @@ def intersect_notes(found: dict) -> list[str]:
     notes = []
     items, ref, run = found["items"], found["reference"], found["run"]
     if found["intersected"]:
-        notes.append(f"{found['title']}: --intersect: {items['compared']:,} common {found['units']} ({items['compared']:,} of "
-                     f"{ref}'s {items[ref]:,}, {items['compared']:,} of {run}'s {items[run]:,})")  # fmt: skip
+        notes.append(
+            f"{found['title']}: --intersect: {items['compared']:,} common {found['units']} ({items['compared']:,} of "
+            f"{ref}'s {items[ref]:,}, {items['compared']:,} of {run}'s {items[run]:,})"
+        )
     if len(set(found["data"].values())) > 1:
-        notes.append(f"{found['title']}: the runs probed different data; items are paired by id, which must name the same "
-                     "item in both (true of MedLAMA full and hard)")  # fmt: skip
+        notes.append(
+            f"{found['title']}: the runs probed different data; items are paired by id, which must name the same "
+            "item in both (true of MedLAMA full and hard)"
+        )
     return notes
 
 
@@ -309,17 +364,27 @@ def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RE
     for found in comparisons:
         notes += intersect_notes(found)
     return {
-        "inputs": [{"label": item.label, "path": str(item.path), "kind": item.kind,
-                    "runs": {key_title(key): run_summary(run) for key, run in item.runs.items()}} for item in inputs],  # fmt: skip
+        "inputs": [
+            {
+                "label": item.label,
+                "path": str(item.path),
+                "kind": item.kind,
+                "runs": {key_title(key): run_summary(run) for key, run in item.runs.items()},
+            }
+            for item in inputs
+        ],
         "reference": inputs[0].label,
         "difference": "run - reference (the first input), in the metric's units",
         "method": "paired percentile bootstrap over items (within groups for macro metrics); two-sided p from a paired "
-                  "permutation test; per-group p-values Holm-adjusted within each comparison",
-        "level": 0.95, "resamples": resamples, "seed": seed, "intersect": intersect,
+        "permutation test; per-group p-values Holm-adjusted within each comparison",
+        "level": 0.95,
+        "resamples": resamples,
+        "seed": seed,
+        "intersect": intersect,
         "comparisons": comparisons,
         "notes": notes,
         "medprobe": __version__,
-    }  # fmt: skip
+    }
 
 
 # --- the command ----------------------------------------------------------------------------------------

@@ -127,8 +127,10 @@ def profile_run_results(folder: Path, entry: dict) -> Path:
     for candidate in (folder / "runs" / recorded.name, recorded):
         if candidate.is_file():
             return candidate
-    raise UserError(f"{folder / 'profile.json'} names the results of {entry.get('label')} as {recorded}, "
-                    f"which is neither there nor in {folder / 'runs'}")  # fmt: skip
+    raise UserError(
+        f"{folder / 'profile.json'} names the results of {entry.get('label')} as {recorded}, "
+        f"which is neither there nor in {folder / 'runs'}"
+    )
 
 
 def check_profile_record(record: RunRecord, entry: dict, path: Path, profile_json: Path) -> None:
@@ -136,5 +138,7 @@ def check_profile_record(record: RunRecord, entry: dict, path: Path, profile_jso
     recorded = (entry["record"].get("outcomes") or {}).get("sha256")
     found = (record.outcomes or {}).get("sha256")
     if recorded and found != recorded:
-        raise UserError(f"{path} is not the run {profile_json} recorded for {entry.get('label')} (its outcomes differ); "
-                        "compare the results JSONs directly")  # fmt: skip
+        raise UserError(
+            f"{path} is not the run {profile_json} recorded for {entry.get('label')} (its outcomes differ); "
+            "compare the results JSONs directly"
+        )

@@ -72,9 +72,19 @@ def summary_table(comparison: dict) -> Table:
     for found in comparison["comparisons"]:
         metric = found["headline"]
         diff = found["differences"][metric]
-        rows.append([versus(found), found["title"], metric, f"{found['items']['compared']:,}",
-                     value_text(found["values"][found["reference"]][metric]), value_text(found["values"][found["run"]][metric]),
-                     signed(diff["difference"]), interval(diff["low"], diff["high"]), p_text(diff["p_value"])])  # fmt: skip
+        rows.append(
+            [
+                versus(found),
+                found["title"],
+                metric,
+                f"{found['items']['compared']:,}",
+                value_text(found["values"][found["reference"]][metric]),
+                value_text(found["values"][found["run"]][metric]),
+                signed(diff["difference"]),
+                interval(diff["low"], diff["high"]),
+                p_text(diff["p_value"]),
+            ]
+        )
     return Table(
         "Headline differences",
         f"Each run minus the reference ({comparison['reference']}), paired on identical items; values in % with their "
@@ -110,8 +120,16 @@ def metrics_table(found: dict) -> Table:
     ref, run = found["reference"], found["run"]
     rows = []
     for metric, diff in found["differences"].items():
-        rows.append([metric, value_text(found["values"][ref][metric]), value_text(found["values"][run][metric]),
-                     signed(diff["difference"]), interval(diff["low"], diff["high"]), p_text(diff["p_value"])])  # fmt: skip
+        rows.append(
+            [
+                metric,
+                value_text(found["values"][ref][metric]),
+                value_text(found["values"][run][metric]),
+                signed(diff["difference"]),
+                interval(diff["low"], diff["high"]),
+                p_text(diff["p_value"]),
+            ]
+        )
     items = found["items"]
     intro = f"{items['compared']:,} {found['units']} paired"
     if found["intersected"]:
@@ -128,8 +146,19 @@ def metrics_table(found: dict) -> Table:
 
 def groups_table(found: dict) -> Table:
     ref, run = found["reference"], found["run"]
-    rows = [[row["group"], f"{row['n']:,}", percent(row["reference"]), percent(row["run"]), signed(row["difference"]),
-             interval(row["low"], row["high"]), p_text(row["p_value"]), p_text(row["p_holm"])] for row in found["groups"]]  # fmt: skip
+    rows = [
+        [
+            row["group"],
+            f"{row['n']:,}",
+            percent(row["reference"]),
+            percent(row["run"]),
+            signed(row["difference"]),
+            interval(row["low"], row["high"]),
+            p_text(row["p_value"]),
+            p_text(row["p_holm"]),
+        ]
+        for row in found["groups"]
+    ]
     tested = sum(row["p_holm"] is not None for row in found["groups"])
     return Table(
         f"{versus(found)}: {found['headline']} per {found['group_by']}",
@@ -254,8 +283,10 @@ def html_table(table: Table) -> list[str]:
     lines.append("<thead><tr>" + "".join(f"<th>{esc(name)}</th>" for name in table.header) + "</tr></thead>")
     lines.append("<tbody>")
     for row in table.rows:
-        cells = "".join(f'<td class="num">{esc(text)}</td>' if index in table.numeric else f"<td>{esc(text)}</td>"
-                        for index, text in enumerate(row))  # fmt: skip
+        cells = "".join(
+            f'<td class="num">{esc(text)}</td>' if index in table.numeric else f"<td>{esc(text)}</td>"
+            for index, text in enumerate(row)
+        )
         lines.append(f"<tr>{cells}</tr>")
     return lines + ["</tbody>", "</table>"]
 
@@ -280,9 +311,11 @@ def html_page(comparison: dict, figure: bytes | None, figure_note: str = "") -> 
     lines.append("<h2>Forest plot</h2>")
     if figure:
         encoded = base64.b64encode(figure).decode("ascii")
-        lines.append(f'<figure><img alt="forest plot of every difference with its 95% interval" src="data:image/png;base64,{encoded}">'
-                     "<figcaption>Differences (run - reference) in percentage points with 95% paired-bootstrap intervals; "
-                     "per-group rows in red where the Holm-adjusted p &lt; 0.05.</figcaption></figure>")  # fmt: skip
+        lines.append(
+            f'<figure><img alt="forest plot of every difference with its 95% interval" src="data:image/png;base64,{encoded}">'
+            "<figcaption>Differences (run - reference) in percentage points with 95% paired-bootstrap intervals; "
+            "per-group rows in red where the Holm-adjusted p &lt; 0.05.</figcaption></figure>"
+        )
     else:
         lines.append(f"<p>{esc(figure_note or 'no plot')}</p>")
     for table in found[1:]:

@@ -51,7 +51,9 @@ def resolve_model(name_or_path: str) -> tuple[str, dict]:
         return str(path), extra
     looks_local = name_or_path.startswith((".", "/", "~")) or Path(name_or_path).exists() or name_or_path.count("/") > 1
     if looks_local and not Path(name_or_path).expanduser().exists():
-        raise FileNotFoundError(f"model path {name_or_path!r} does not exist; give a model folder, a Hub id, or 'minilm'/'smollm2'")
+        raise FileNotFoundError(
+            f"model path {name_or_path!r} does not exist; give a model folder, a Hub id, or 'minilm'/'smollm2'"
+        )
     if Path(name_or_path).expanduser().exists():
         folder = Path(name_or_path).expanduser()
         check_model_folder(folder)
@@ -166,7 +168,9 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
     try:
         return AutoTokenizer.from_pretrained(path, **extra)
     except OSError as err:
-        raise FileNotFoundError(f"could not load a tokenizer from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})") from err
+        raise FileNotFoundError(
+            f"could not load a tokenizer from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})"
+        ) from err
 
 
 def load_config(name_or_path: str):
@@ -175,7 +179,9 @@ def load_config(name_or_path: str):
     try:
         return AutoConfig.from_pretrained(path, **extra)
     except OSError as err:
-        raise FileNotFoundError(f"could not load a model config from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})") from err
+        raise FileNotFoundError(
+            f"could not load a model config from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})"
+        ) from err
 
 
 def require_mask_token(tokenizer: PreTrainedTokenizerBase, model_name: str) -> str:
@@ -221,8 +227,10 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
         cuda_bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
         return torch.bfloat16 if cuda_bf16 else torch.float32
     if name == "float16" and device.type == "cpu":
-        raise UserError("--dtype float16 is not supported on CPU (slow or missing kernels, overflow risk); "
-                        "use --dtype bfloat16 or float32 there, or float16 on a GPU")
+        raise UserError(
+            "--dtype float16 is not supported on CPU (slow or missing kernels, overflow risk); "
+            "use --dtype bfloat16 or float32 there, or float16 on a GPU"
+        )
     return getattr(torch, name)
 
 

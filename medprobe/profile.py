@@ -85,11 +85,19 @@ QUICK_HELP = (
 )
 
 # Which probers serve a model kind on each benchmark.
-MEDLAMA_PROBERS = {"encoder": ("contrastive",), "masked-lm": ("contrastive", "mask-average"),
-                   "causal-lm": ("causal-lm",), "seq2seq": ("generative",)}  # fmt: skip
+MEDLAMA_PROBERS = {
+    "encoder": ("contrastive",),
+    "masked-lm": ("contrastive", "mask-average"),
+    "causal-lm": ("causal-lm",),
+    "seq2seq": ("generative",),
+}
 CONTEXT_VARIANCE_SCORER = {"encoder": "contrastive", "masked-lm": "mask-average", "causal-lm": "causal-lm"}
-KIND_NAMES = {"encoder": "an encoder without a masked-LM head", "masked-lm": "a masked LM",
-              "causal-lm": "a causal LM", "seq2seq": "a seq2seq (encoder-decoder) LM"}  # fmt: skip
+KIND_NAMES = {
+    "encoder": "an encoder without a masked-LM head",
+    "masked-lm": "a masked LM",
+    "causal-lm": "a causal LM",
+    "seq2seq": "a seq2seq (encoder-decoder) LM",
+}
 
 
 @dataclass(frozen=True)
@@ -200,7 +208,9 @@ def plan_runs(
     wrong = f"wrong model kind: the model is {KIND_NAMES[kind]}"
     for benchmark in benchmarks:
         if benchmark == "medlama":
-            runs += [PlannedRun("medlama", "medlama", prober, config) for config in MEDLAMA_CONFIGS for prober in MEDLAMA_PROBERS[kind]]
+            runs += [
+                PlannedRun("medlama", "medlama", prober, config) for config in MEDLAMA_CONFIGS for prober in MEDLAMA_PROBERS[kind]
+            ]
         elif benchmark == "mst":
             if kind in ("encoder", "masked-lm"):
                 model_run = PlannedRun("mst", "mst", "mlm-head", None)
@@ -208,21 +218,36 @@ def plan_runs(
             elif kind == "causal-lm":
                 skipped.append(Skipped("mst", MST_CAUSAL_REASON, "mlm-head"))
             else:
-                skipped.append(Skipped("mst", f"{wrong}; MST's mlm-head prober trains a masked-LM head on an encoder", "mlm-head"))
+                skipped.append(
+                    Skipped("mst", f"{wrong}; MST's mlm-head prober trains a masked-LM head on an encoder", "mlm-head")
+                )
         elif benchmark == "context_variance":
             scorer = CONTEXT_VARIANCE_SCORER.get(kind)
             if scorer:
                 runs.append(PlannedRun("context_variance", "context_variance", scorer, CONTEXT_VARIANCE_CONFIG))
             else:
-                skipped.append(Skipped("context_variance", f"{wrong}; context variance needs a prober that scores candidates "
-                                       "(the generative prober only generates)", config=CONTEXT_VARIANCE_CONFIG))  # fmt: skip
+                skipped.append(
+                    Skipped(
+                        "context_variance",
+                        f"{wrong}; context variance needs a prober that scores candidates (the generative prober only generates)",
+                        config=CONTEXT_VARIANCE_CONFIG,
+                    )
+                )
         elif benchmark == "disknE":
             if kind not in ("encoder", "masked-lm"):
-                skipped.append(Skipped("disknE", f"{wrong}; DisKnE fine-tunes an encoder as a pair classifier", "pair-classifier"))
+                skipped.append(
+                    Skipped("disknE", f"{wrong}; DisKnE fine-tunes an encoder as a pair classifier", "pair-classifier")
+                )
             elif "disknE" not in data:
-                skipped.append(Skipped("disknE", "no data: DisKnE is built from licensed MedNLI and UMLS files; pass "
-                                       "--data-dir disknE=PATH (a release folder, or a folder built by `medprobe build disknE`)",
-                                       "pair-classifier", DISKNE_CONFIG))  # fmt: skip
+                skipped.append(
+                    Skipped(
+                        "disknE",
+                        "no data: DisKnE is built from licensed MedNLI and UMLS files; pass "
+                        "--data-dir disknE=PATH (a release folder, or a folder built by `medprobe build disknE`)",
+                        "pair-classifier",
+                        DISKNE_CONFIG,
+                    )
+                )
             else:
                 runs.append(PlannedRun("disknE", "disknE", "pair-classifier", DISKNE_CONFIG))
         else:
@@ -271,16 +296,22 @@ def check_data_dirs(data_dirs: dict[str, str], benchmarks: tuple[str, ...]) -> N
             raise UserError(f"--data-dir {name}={path}: {name} is not among --benchmarks ({', '.join(benchmarks)})")
         folder = Path(path).expanduser()
         if not folder.is_dir():
-            raise UserError(f"--data-dir {name}={path}: no such folder; give a release folder or a `medprobe build {name}` folder")
+            raise UserError(
+                f"--data-dir {name}={path}: no such folder; give a release folder or a `medprobe build {name}` folder"
+            )
         built = built_benchmark(folder)
         if built is not None and built != name:
             raise UserError(f"--data-dir {name}={path}: that folder is a medprobe build of {built!r}, not of {name!r}")
         if name == "mst" and built is None:
-            raise UserError(f"--data-dir mst={path}: MST is generated, it has no release; give a folder built by "
-                            "`medprobe build mst`, or leave --data-dir mst out to generate it")  # fmt: skip
+            raise UserError(
+                f"--data-dir mst={path}: MST is generated, it has no release; give a folder built by "
+                "`medprobe build mst`, or leave --data-dir mst out to generate it"
+            )
 
 
-def prepare_data(options: ProfileOptions, benchmarks: list[str], print_fn: Callable[[str], None] = print) -> dict[str, DataSource]:
+def prepare_data(
+    options: ProfileOptions, benchmarks: list[str], print_fn: Callable[[str], None] = print
+) -> dict[str, DataSource]:
     """The dataset of each benchmark that has runs: a given built folder as it is, else built into DIR/datasets."""
     sources: dict[str, DataSource] = {}
     for name in benchmarks:
@@ -297,10 +328,12 @@ def prepare_data(options: ProfileOptions, benchmarks: list[str], print_fn: Calla
 
 def medlama_sample() -> DataSource:
     return DataSource(
-        "medlama", str(MEDLAMA_SAMPLE), "the MedLAMA-format sample shipped with medprobe (108 textbook facts)",
+        "medlama",
+        str(MEDLAMA_SAMPLE),
+        "the MedLAMA-format sample shipped with medprobe (108 textbook facts)",
         note="no --data-dir medlama=PATH given: this is NOT MedLAMA and its scores are not comparable with MedLAMA's",
         sample=True,
-    )  # fmt: skip
+    )
 
 
 def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_fn: Callable[[str], None]) -> DataSource:
@@ -308,7 +341,9 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
 
     out = Path(options.out) / "datasets" / name  # in the profile's staging folder: new, whatever OUT holds
     params = QUICK.get(name, {}).get("build", {}) if options.quick else {}
-    configs = {"medlama": list(MEDLAMA_CONFIGS), "context_variance": [CONTEXT_VARIANCE_CONFIG], "disknE": [DISKNE_CONFIG]}.get(name)
+    configs = {"medlama": list(MEDLAMA_CONFIGS), "context_variance": [CONTEXT_VARIANCE_CONFIG], "disknE": [DISKNE_CONFIG]}.get(
+        name
+    )
     where = f"the release folder {data_dir}" if data_dir else "its default source"
     print_fn(f"building {name} from {where} into {out} ...")
     start = time.perf_counter()
@@ -318,10 +353,17 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
         built.append((sum(sum(splits.values()) for splits in report.rows.values()), time.perf_counter() - start))
     [(rows, seconds)] = distributed.gather(built)  # the main process's figures, on every process
     if data_dir:
-        return DataSource(name, str(out), "built from a release folder (--data-dir)", note=f"{rows:,} rows, built in {seconds:.0f} s")
+        return DataSource(
+            name, str(out), "built from a release folder (--data-dir)", note=f"{rows:,} rows, built in {seconds:.0f} s"
+        )
     if name == "context_variance":
-        return DataSource(name, str(out), "built from the sample corpus shipped with the context-variance builder",
-                          note=f"{rows:,} rows; a synthetic sample, not the paper's corpus", sample=True)  # fmt: skip
+        return DataSource(
+            name,
+            str(out),
+            "built from the sample corpus shipped with the context-variance builder",
+            note=f"{rows:,} rows; a synthetic sample, not the paper's corpus",
+            sample=True,
+        )
     sizes = ", ".join(f"{key}={value}" for key, value in params.items()) or "the builder's default sizes"
     return DataSource(name, str(out), "generated by the MST builder", note=f"{sizes}; {rows:,} rows")
 
@@ -346,11 +388,18 @@ def make_request(planned: PlannedRun, data: DataSource, options: ProfileOptions)
 
     runs_dir = Path(options.out) / "runs"
     return RunRequest(
-        task=planned.task, prober=planned.prober, dataset=data.dataset, config=planned.config, split="test",
-        model=options.model, seed=options.seed, device=options.device,
-        prober_options=prober_options_for(planned, options), task_options=task_options_for(planned, options, runs_dir),
+        task=planned.task,
+        prober=planned.prober,
+        dataset=data.dataset,
+        config=planned.config,
+        split="test",
+        model=options.model,
+        seed=options.seed,
+        device=options.device,
+        prober_options=prober_options_for(planned, options),
+        task_options=task_options_for(planned, options, runs_dir),
         out=str(runs_dir / f"{planned.label}.json"),
-    )  # fmt: skip
+    )
 
 
 # --- headline rows ------------------------------------------------------------------------------------
@@ -361,10 +410,17 @@ def headline_row(planned: PlannedRun, record: Any, floor_record: Any | None) -> 
     entry = task_entry(planned.task)
     value = record.metrics.get(entry.headline)
     row = {
-        "benchmark": planned.benchmark, "config": planned.config, "prober": planned.prober, "run": planned.label,
-        "metric": entry.headline, "value": value, "chance": None, "chance_source": "none defined for this metric",
-        "floor": None, "floor_source": "none",
-    }  # fmt: skip
+        "benchmark": planned.benchmark,
+        "config": planned.config,
+        "prober": planned.prober,
+        "run": planned.label,
+        "metric": entry.headline,
+        "value": value,
+        "chance": None,
+        "chance_source": "none defined for this metric",
+        "floor": None,
+        "floor_source": "none",
+    }
     if value is None:
         row["note"] = f"the run's metrics have no {entry.headline!r} (found: {', '.join(record.metrics)})"
     chance = record.chance.get(entry.headline) if isinstance(getattr(record, "chance", None), dict) else None
@@ -452,11 +508,20 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
     print_fn(f"model {options.model}: {KIND_NAMES[kind]} ({why})")
     planned, skipped = plan_runs(kind, options.benchmarks, set(options.data_dirs))
     profile = Profile(
-        model=options.model, kind=kind, kind_reason=why, figure_note=figure_note,
-        settings={"benchmarks": list(options.benchmarks), "quick": options.quick, "quick_settings": QUICK if options.quick else None,
-                  "seed": options.seed, "device": options.device, "data_dirs": dict(options.data_dirs)},
+        model=options.model,
+        kind=kind,
+        kind_reason=why,
+        figure_note=figure_note,
+        settings={
+            "benchmarks": list(options.benchmarks),
+            "quick": options.quick,
+            "quick_settings": QUICK if options.quick else None,
+            "seed": options.seed,
+            "device": options.device,
+            "data_dirs": dict(options.data_dirs),
+        },
         skipped=[asdict(s) for s in skipped],
-    )  # fmt: skip
+    )
     for item in skipped:
         print_fn(f"skipped: {item.benchmark} ({item.prober or '-'}): {item.reason}")
     data = prepare_data(staged, list(dict.fromkeys(p.benchmark for p in planned)), print_fn)
@@ -479,9 +544,19 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
             profile.runs.append(reused[item.label])
             continue
         command = "medprobe " + shlex.join(probe_argv(folder.logical(request)))  # as run from OUT
-        entry = {"label": item.label, "benchmark": item.benchmark, "config": item.config, "prober": item.prober,
-                 "floor_of": item.floor_of, "request": asdict(request), "command": command, "results": request.out,
-                 "predictions": request.task_options.get("predictions"), "record": None, "seconds": None}  # fmt: skip
+        entry = {
+            "label": item.label,
+            "benchmark": item.benchmark,
+            "config": item.config,
+            "prober": item.prober,
+            "floor_of": item.floor_of,
+            "request": asdict(request),
+            "command": command,
+            "results": request.out,
+            "predictions": request.task_options.get("predictions"),
+            "record": None,
+            "seconds": None,
+        }
         started = time.perf_counter()
         try:
             record = run(request, print_fn=print_fn)
@@ -531,9 +606,19 @@ def headline_rows(planned: list[PlannedRun], records: dict[str, Any], failed: li
             if item.label in floors and floor is None:
                 row["floor_source"] = f"the scratch run failed: {errors.get(floors[item.label], 'no record')}"
         else:
-            row = {"benchmark": item.benchmark, "config": item.config, "prober": item.prober, "run": item.label,
-                   "metric": task_entry(item.task).headline, "value": None, "chance": None, "chance_source": "",
-                   "floor": None, "floor_source": "", "note": f"failed: {errors.get(item.label, 'no record')}"}  # fmt: skip
+            row = {
+                "benchmark": item.benchmark,
+                "config": item.config,
+                "prober": item.prober,
+                "run": item.label,
+                "metric": task_entry(item.task).headline,
+                "value": None,
+                "chance": None,
+                "chance_source": "",
+                "floor": None,
+                "floor_source": "",
+                "note": f"failed: {errors.get(item.label, 'no record')}",
+            }
         rows.append(row)
     return rows
 
@@ -566,13 +651,17 @@ def markdown(profile: Profile) -> str:
     for row in profile.headline:
         value = percent(row["value"]) if row["value"] is not None else row.get("note", "—")
         interval = f"{percent(row['low'])}–{percent(row['high'])}" if row.get("low") is not None else "—"
-        lines.append(f"| {row['benchmark']} | {row['config'] or 'all'} | {row['prober']} | {row['metric']} | {value} "
-                     f"| {interval} | {row.get('n') or '—'} | {percent(row['chance'])} | {percent(row['floor'])} |")  # fmt: skip
+        lines.append(
+            f"| {row['benchmark']} | {row['config'] or 'all'} | {row['prober']} | {row['metric']} | {value} "
+            f"| {interval} | {row.get('n') or '—'} | {percent(row['chance'])} | {percent(row['floor'])} |"
+        )
         for what in ("chance", "floor"):
             if row[what] is not None:
                 notes.append(f"{row['benchmark']}/{row['config'] or 'all'} {row['prober']}: {what} = {row[f'{what}_source']}")
     for item in profile.skipped:
-        lines.append(f"| {item['benchmark']} | {item['config'] or '—'} | {item['prober'] or '—'} | — | skipped: {item['reason']} | | |")
+        lines.append(
+            f"| {item['benchmark']} | {item['config'] or '—'} | {item['prober'] or '—'} | — | skipped: {item['reason']} | | |"
+        )
     lines += ["", "Data:", ""]
     lines += [f"- {DataSource(**source).describe(path=False)}" for source in profile.data.values()]
     if notes:
@@ -591,10 +680,18 @@ def draw_figure(profile: Profile, path: Path) -> None:
     labels = [f"{row['benchmark']}/{row['config'] or 'all'}\n{row['prober']} · {row['metric']}" for row in rows]
     fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(rows), 1) + 1.6))
     positions = list(range(len(rows)))[::-1]
-    errors = [[100 * (row["value"] - row["low"]) if row.get("low") is not None else 0 for row in rows],
-              [100 * (row["high"] - row["value"]) if row.get("high") is not None else 0 for row in rows]]  # fmt: skip
-    bars = ax.barh(positions, [100 * row["value"] for row in rows], color="#3b75af", label="model (95% interval)",
-                   xerr=errors, error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1})  # fmt: skip
+    errors = [
+        [100 * (row["value"] - row["low"]) if row.get("low") is not None else 0 for row in rows],
+        [100 * (row["high"] - row["value"]) if row.get("high") is not None else 0 for row in rows],
+    ]
+    bars = ax.barh(
+        positions,
+        [100 * row["value"] for row in rows],
+        color="#3b75af",
+        label="model (95% interval)",
+        xerr=errors,
+        error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1},
+    )
     ax.bar_label(bars, labels=[f"{100 * row['value']:.1f}" for row in rows], padding=3, fontsize=8)
     for what, color, marker in (("chance", "black", "|"), ("floor", "#c44e52", "D")):
         marked = [(y, 100 * row[what]) for y, row in zip(positions, rows) if row[what] is not None]
@@ -646,8 +743,10 @@ def summary(profile: Profile, out: Path) -> str:
         value = percent(row["value"]) if row["value"] is not None else row.get("note", "—")
         if row.get("low") is not None:
             value += f" [{percent(row['low'])}, {percent(row['high'])}], n={row['n']:,}"
-        lines.append(f"  {row['benchmark']}/{row['config'] or 'all'} {row['prober']}: {row['metric']} {value}"
-                     + (f" ({', '.join(extra)})" if extra else ""))  # fmt: skip
+        lines.append(
+            f"  {row['benchmark']}/{row['config'] or 'all'} {row['prober']}: {row['metric']} {value}"
+            + (f" ({', '.join(extra)})" if extra else "")
+        )
     lines += [f"  skipped {item['benchmark']}: {item['reason']}" for item in profile.skipped]
     lines += [f"  FAILED {item['label']}: {item['error']}" for item in profile.failed]
     lines += [f"  note: {source['benchmark']}: {source['note']}" for source in profile.data.values() if source["sample"]]
@@ -656,4 +755,3 @@ def summary(profile: Profile, out: Path) -> str:
     written = ["profile.json", "profile.md"] + ([] if profile.figure_note else ["profile.png"])
     lines.append(f"wrote {', '.join(str(out / name) for name in written)}")
     return "\n".join(lines)
-

@@ -111,9 +111,10 @@ def check_replaceable(out: Path, overwrite: bool) -> None:
     if recorded is None:
         found = f"{len(files)} file(s): {listing(files)}"
         what = (
-            f"{found}, and no profile.json" if "profile.json" not in files
+            f"{found}, and no profile.json"
+            if "profile.json" not in files
             else f"a profile.json that records no files (not a medprobe profile, or an older medprobe's) ({found})"
-        )  # fmt: skip
+        )
         raise UserError(f"{out} already holds {what}; a profile would replace it: pass --overwrite, or choose another --out")
     stray = [name for name in files if name != "profile.json" and name not in recorded]
     if stray:
@@ -180,7 +181,13 @@ def run_key(request: dict, source: dict, content: str | None, weights: str | Non
     """What a run's outputs depend on: its request (paths as in OUT), its data source and content, the model's
     weights (a folder retrained in place is another model) and medprobe's version."""
     source = {key: value for key, value in source.items() if key != "note"}  # the note holds the build's seconds
-    payload = {"request": request, "data": source, "content": content, "weights": weights, "medprobe": package_version("medprobe")}
+    payload = {
+        "request": request,
+        "data": source,
+        "content": content,
+        "weights": weights,
+        "medprobe": package_version("medprobe"),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
@@ -226,8 +233,9 @@ class ProfileFolder:
         return self.weights[model]
 
     def key(self, request: Any, source: dict) -> str:
-        return run_key(self.logical(asdict(request)), self.logical(source), self.content(request.dataset),
-                       self.model_weights(request.model))  # fmt: skip
+        return run_key(
+            self.logical(asdict(request)), self.logical(source), self.content(request.dataset), self.model_weights(request.model)
+        )
 
     def reuse(self, runs: list[tuple[str, Any, dict]]) -> dict[str, dict]:
         """The entries of the killed profile's runs that this one takes as they are, by label, out of
@@ -285,8 +293,9 @@ class ProfileFolder:
         folder that is not profile.json/md/png (write_profile adds those two) nor a run's own."""
         profile.data, profile.runs, profile.failed = self.logical((profile.data, profile.runs, profile.failed))
         own = {name for run in profile.runs for name in run.get("files") or {}}
-        profile.files = {name: sha256(self.staged / name) for name in files_under(self.staged)
-                         if name not in own and name not in PROFILE_FILES}  # fmt: skip
+        profile.files = {
+            name: sha256(self.staged / name) for name in files_under(self.staged) if name not in own and name not in PROFILE_FILES
+        }
 
     def write_journal(self) -> None:
         write_text_atomically(self.stage / JOURNAL, json.dumps({"runs": self.journal}, indent=1, ensure_ascii=False) + "\n")

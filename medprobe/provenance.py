@@ -113,8 +113,9 @@ def source_identity() -> dict:
         return identity
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=10)  # fmt: skip
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return identity
     if commit.returncode == 0:

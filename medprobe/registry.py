@@ -83,7 +83,9 @@ class Option:
     invert: bool = False
     output: bool = False  # a file the run writes: checked to be writable before the run starts
     subset: bool = False  # given, the run probes a subset of the benchmark (recorded; `publish` refuses it unless told)
-    subset_text: str = ""  # how a published result names that subset; {} = the option's value, e.g. "first {} queries per relation"
+    subset_text: str = (
+        ""  # how a published result names that subset; {} = the option's value, e.g. "first {} queries per relation"
+    )
 
     def add_to(self, group: argparse._ActionsContainer) -> None:
         shown = "" if self.switch or self.default is None else f" (default: {show_default(self.default)})"
@@ -104,9 +106,13 @@ def batch_size(default: int, dest: str = "batch_size", what: str = "texts per fo
 
 def seeds(default: int, paper: str = "") -> Option:
     return Option(
-        "--seeds", "seeds", f"train with N seeds (--seed, --seed+1, ...) and report mean and std{paper}",
-        type=positive_int, default=default, metavar="N",
-    )  # fmt: skip
+        "--seeds",
+        "seeds",
+        f"train with N seeds (--seed, --seed+1, ...) and report mean and std{paper}",
+        type=positive_int,
+        default=default,
+        metavar="N",
+    )
 
 
 @dataclass(frozen=True)
@@ -142,10 +148,22 @@ class TaskEntry:
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
-DTYPE = Option("--dtype", "dtype", "weight precision: auto = bfloat16 on a CUDA GPU that supports it, else float32",
-               choices=("auto", "float32", "bfloat16", "float16"), default="auto")
-PER_RELATION = Option("--per-relation", "per_relation", "probe only the first N queries of each relation", type=positive_int,
-                      metavar="N", subset=True, subset_text="first {} queries per relation")
+DTYPE = Option(
+    "--dtype",
+    "dtype",
+    "weight precision: auto = bfloat16 on a CUDA GPU that supports it, else float32",
+    choices=("auto", "float32", "bfloat16", "float16"),
+    default="auto",
+)
+PER_RELATION = Option(
+    "--per-relation",
+    "per_relation",
+    "probe only the first N queries of each relation",
+    type=positive_int,
+    metavar="N",
+    subset=True,
+    subset_text="first {} queries per relation",
+)
 ONLY_CANDIDATES = Option(
     "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
 )
@@ -154,48 +172,112 @@ PROBERS: dict[str, ProberEntry] = {
     entry.name: entry
     for entry in (
         ProberEntry(
-            "contrastive", "medprobe.contrastive.prober:ContrastiveProbe", ("ranking", "candidate-scoring"),
+            "contrastive",
+            "medprobe.contrastive.prober:ContrastiveProbe",
+            ("ranking", "candidate-scoring"),
             "Contrastive-Probe: [CLS] retrieval over the answer space, optionally after rewiring on raw sentences",
-            "an encoder (no MLM head needed), e.g. minilm", "medlama",
+            "an encoder (no MLM head needed), e.g. minilm",
+            "medlama",
             options=(
                 batch_size(128),
                 DTYPE,
-                Option("--similarity", "similarity", "cos, or l2: L2 distance on raw [CLS], as the released code searched",
-                       choices=("cos", "l2"), default="cos"),
+                Option(
+                    "--similarity",
+                    "similarity",
+                    "cos, or l2: L2 distance on raw [CLS], as the released code searched",
+                    choices=("cos", "l2"),
+                    default="cos",
+                ),
                 Option("--layers", "layers", "probe with only the first L transformer layers", type=positive_int, metavar="L"),
-                Option("--rewire-corpus", "rewire_corpus",
-                       "rewire first on this text file (one sentence a line), or on a MedLAMA release corpus by name "
-                       "(pubmed_sents_no_punkt_10k_0 ... _9, wiki_sents_no_punkt_10k.txt: downloaded once at the pinned "
-                       "commit, or DIR/NAME read from a release folder DIR)", metavar="FILE"),
+                Option(
+                    "--rewire-corpus",
+                    "rewire_corpus",
+                    "rewire first on this text file (one sentence a line), or on a MedLAMA release corpus by name "
+                    "(pubmed_sents_no_punkt_10k_0 ... _9, wiki_sents_no_punkt_10k.txt: downloaded once at the pinned "
+                    "commit, or DIR/NAME read from a release folder DIR)",
+                    metavar="FILE",
+                ),
                 Option("--rewire-steps", "rewire_steps", "rewiring steps", type=positive_int, default=150, metavar="N"),
-                Option("--rewire-batch-size", "rewire_batch_size", "sentence pairs per step", type=positive_int, default=192, metavar="N"),
+                Option(
+                    "--rewire-batch-size",
+                    "rewire_batch_size",
+                    "sentence pairs per step",
+                    type=positive_int,
+                    default=192,
+                    metavar="N",
+                ),
                 Option("--temperature", "temperature", "InfoNCE temperature", type=positive_float, default=0.04),
-                Option("--rewire-learning-rate", "rewire_learning_rate", "AdamW learning rate", type=positive_float, default=2e-5, metavar="LR"),
-                Option("--rewire-max-length", "rewire_max_length", "word pieces per rewiring text; the mask is always kept",
-                       type=positive_int, default=48, metavar="N"),
-                Option("--rewire-mask-ratio", "rewire_mask_ratio", "longest masked tail, as a share of the sentence's words",
-                       type=positive_float, default=0.5, metavar="R"),
-                Option("--checkpoint-every", "checkpoint_every", "save a probe-able checkpoint every N steps under --save-rewired",
-                       type=positive_int, metavar="N"),
+                Option(
+                    "--rewire-learning-rate",
+                    "rewire_learning_rate",
+                    "AdamW learning rate",
+                    type=positive_float,
+                    default=2e-5,
+                    metavar="LR",
+                ),
+                Option(
+                    "--rewire-max-length",
+                    "rewire_max_length",
+                    "word pieces per rewiring text; the mask is always kept",
+                    type=positive_int,
+                    default=48,
+                    metavar="N",
+                ),
+                Option(
+                    "--rewire-mask-ratio",
+                    "rewire_mask_ratio",
+                    "longest masked tail, as a share of the sentence's words",
+                    type=positive_float,
+                    default=0.5,
+                    metavar="R",
+                ),
+                Option(
+                    "--checkpoint-every",
+                    "checkpoint_every",
+                    "save a probe-able checkpoint every N steps under --save-rewired",
+                    type=positive_int,
+                    metavar="N",
+                ),
                 Option("--save-rewired", "save_rewired", "save the rewired model and tokenizer to DIR", metavar="DIR"),
-                Option("--no-cache", "cache",
-                       "encode every name and query, neither reading nor writing the on-disk embedding cache "
-                       "($MEDPROBE_EMBEDDING_CACHE, default $HF_HOME/medprobe/embeddings, at most "
-                       "$MEDPROBE_EMBEDDING_CACHE_MAX_GB, default 2)", switch=True, invert=True, default=True),
+                Option(
+                    "--no-cache",
+                    "cache",
+                    "encode every name and query, neither reading nor writing the on-disk embedding cache "
+                    "($MEDPROBE_EMBEDDING_CACHE, default $HF_HOME/medprobe/embeddings, at most "
+                    "$MEDPROBE_EMBEDDING_CACHE_MAX_GB, default 2)",
+                    switch=True,
+                    invert=True,
+                    default=True,
+                ),
             ),
             factory="from_options",
             citations=("meng-etal-2022-rewire",),
         ),
         ProberEntry(
-            "mask-predict", "medprobe.lm.mask_predict:MaskPredictProbe", ("ranking",),
-            "X-FACTR-style decoding of 1..M masks with a masked-LM head (generates answers)", "a masked LM", "medlama",
+            "mask-predict",
+            "medprobe.lm.mask_predict:MaskPredictProbe",
+            ("ranking",),
+            "X-FACTR-style decoding of 1..M masks with a masked-LM head (generates answers)",
+            "a masked LM",
+            "medlama",
             options=(
                 batch_size(64),
                 DTYPE,
                 Option("--num-masks", "num_masks", "fill 1..N masks", type=positive_int, default=5, metavar="N"),
-                Option("--init-method", "init_method", "initial fill", choices=("independent", "order", "confidence"), default="order"),
-                Option("--iter-method", "iter_method", "refinement after the initial fill, order = Order+Order",
-                       choices=("none", "order"), default="none"),
+                Option(
+                    "--init-method",
+                    "init_method",
+                    "initial fill",
+                    choices=("independent", "order", "confidence"),
+                    default="order",
+                ),
+                Option(
+                    "--iter-method",
+                    "iter_method",
+                    "refinement after the initial fill, order = Order+Order",
+                    choices=("none", "order"),
+                    default="none",
+                ),
                 Option("--max-iter", "max_iter", "at most N refinement rounds", type=positive_int, default=10, metavar="N"),
                 Option("--beam-size", "beam_size", "beam width", type=positive_int, default=5, metavar="N"),
                 ONLY_CANDIDATES,
@@ -203,84 +285,167 @@ PROBERS: dict[str, ProberEntry] = {
             citations=("jiang-etal-2020-x",),
         ),
         ProberEntry(
-            "mask-average", "medprobe.lm.mask_average:MaskAverageProbe", ("ranking", "candidate-scoring"),
-            "ranks the answer space by the mean token log-probability at L masks", "a masked LM", "medlama",
+            "mask-average",
+            "medprobe.lm.mask_average:MaskAverageProbe",
+            ("ranking", "candidate-scoring"),
+            "ranks the answer space by the mean token log-probability at L masks",
+            "a masked LM",
+            "medlama",
             options=(batch_size(64), DTYPE),
             citations=("kassner-etal-2021-multilingual",),
         ),
         ProberEntry(
-            "generative", "medprobe.lm.seq2seq:GenerativeProbe", ("ranking",),
-            "beam-search answers from a seq2seq model (T5 sentinel or BART mask)", "a seq2seq LM (T5, BART)", "medlama",
+            "generative",
+            "medprobe.lm.seq2seq:GenerativeProbe",
+            ("ranking",),
+            "beam-search answers from a seq2seq model (T5 sentinel or BART mask)",
+            "a seq2seq LM (T5, BART)",
+            "medlama",
             options=(
                 batch_size(16),
                 DTYPE,
                 Option("--beam-size", "beam_size", "beam width", type=positive_int, default=10, metavar="N"),
                 Option("--num-return", "num_return", "sequences returned per query", type=positive_int, default=10, metavar="N"),
-                Option("--max-new-tokens", "max_new_tokens", "longest answer in tokens", type=positive_int, default=24, metavar="N"),
+                Option(
+                    "--max-new-tokens", "max_new_tokens", "longest answer in tokens", type=positive_int, default=24, metavar="N"
+                ),
                 ONLY_CANDIDATES,
             ),
             citations=("meng-etal-2022-rewire",),  # the generation-based baseline of the MedLAMA paper
         ),
         ProberEntry(
-            "causal-lm", "medprobe.lm.causal_lm:CausalLMProbe", ("ranking", "candidate-scoring"),
+            "causal-lm",
+            "medprobe.lm.causal_lm:CausalLMProbe",
+            ("ranking", "candidate-scoring"),
             "ranks candidates by the log-likelihood of the filled prompt under a decoder-only LM",
-            "a causal LM, e.g. smollm2", "medlama",
+            "a causal LM, e.g. smollm2",
+            "medlama",
             options=(
                 batch_size(64),
                 DTYPE,
-                Option("--length-normalization", "length_normalization", "mean or total log-probability of the scored tokens",
-                       choices=("mean", "none"), default="mean"),
-                Option("--no-suffix", "score_suffix", "score only the answer tokens, not the prompt after the slot",
-                       switch=True, invert=True, default=True),
-                Option("--literal-template", "literal_template",
-                       "keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
-                       switch=True, default=False),
+                Option(
+                    "--length-normalization",
+                    "length_normalization",
+                    "mean or total log-probability of the scored tokens",
+                    choices=("mean", "none"),
+                    default="mean",
+                ),
+                Option(
+                    "--no-suffix",
+                    "score_suffix",
+                    "score only the answer tokens, not the prompt after the slot",
+                    switch=True,
+                    invert=True,
+                    default=True,
+                ),
+                Option(
+                    "--literal-template",
+                    "literal_template",
+                    "keep the template's space before a punctuation mark after the slot ('[Y] .'); removed by default",
+                    switch=True,
+                    default=False,
+                ),
             ),
             citations=("medprobe",),  # log-likelihood ranking of filled prompts, as medprobe does it
         ),
         ProberEntry(
-            "rank-change", "medprobe.lm.rank_change:RankChangeProbe", ("candidate-scoring",),
+            "rank-change",
+            "medprobe.lm.rank_change:RankChangeProbe",
+            ("candidate-scoring",),
             "scores candidates with mask-average (masked LM) or causal-lm (causal LM), chosen from the model",
-            "a masked LM or a causal LM", "context_variance",
+            "a masked LM or a causal LM",
+            "context_variance",
             options=(
                 batch_size(64),
                 DTYPE,
-                Option("--scorer", "scorer", "how candidates are scored at the answer slot (auto: causal-lm for causal LMs, else mask-average)",
-                       choices=("auto", "mask-average", "causal-lm"), default="auto"),
+                Option(
+                    "--scorer",
+                    "scorer",
+                    "how candidates are scored at the answer slot (auto: causal-lm for causal LMs, else mask-average)",
+                    choices=("auto", "mask-average", "causal-lm"),
+                    default="auto",
+                ),
             ),
             factory="scorer_for",
             citations=("yao-etal-2023-context",),
         ),
         ProberEntry(
-            "pair-classifier", "medprobe.lm.pair_classifier:PairClassifierProbe", ("disease-classification",),
-            "DisKnE: a sequence-pair classifier fine-tuned per disease with the Trainer", "an encoder, e.g. minilm", "disknE",
+            "pair-classifier",
+            "medprobe.lm.pair_classifier:PairClassifierProbe",
+            ("disease-classification",),
+            "DisKnE: a sequence-pair classifier fine-tuned per disease with the Trainer",
+            "an encoder, e.g. minilm",
+            "disknE",
             options=(
                 batch_size(64, "eval_batch_size", "pairs per evaluation forward pass"),
                 DTYPE,
-                Option("--train-batch-size", "train_batch_size", "training batch size", type=positive_int, default=8, metavar="N"),
+                Option(
+                    "--train-batch-size", "train_batch_size", "training batch size", type=positive_int, default=8, metavar="N"
+                ),
                 Option("--epochs", "epochs", "at most this many epochs, with early stopping", type=positive_float, default=8),
-                Option("--learning-rate", "learning_rate", "AdamW learning rate", type=positive_float, default=2e-5, metavar="LR"),
-                Option("--patience", "patience", "epochs without a better validation loss before stopping", type=positive_int, default=2),
-                Option("--hypothesis", "hypothesis", "the disease name or the full MedNLI hypothesis",
-                       choices=("canonical", "full"), default="canonical"),
-                Option("--hypothesis-only", "hypothesis_only", "baseline: classify the hypothesis without the premise",
-                       switch=True, default=False),
-                Option("--max-length", "max_length", "tokens per (premise, hypothesis) pair", type=positive_int, default=256, metavar="N"),
+                Option(
+                    "--learning-rate", "learning_rate", "AdamW learning rate", type=positive_float, default=2e-5, metavar="LR"
+                ),
+                Option(
+                    "--patience",
+                    "patience",
+                    "epochs without a better validation loss before stopping",
+                    type=positive_int,
+                    default=2,
+                ),
+                Option(
+                    "--hypothesis",
+                    "hypothesis",
+                    "the disease name or the full MedNLI hypothesis",
+                    choices=("canonical", "full"),
+                    default="canonical",
+                ),
+                Option(
+                    "--hypothesis-only",
+                    "hypothesis_only",
+                    "baseline: classify the hypothesis without the premise",
+                    switch=True,
+                    default=False,
+                ),
+                Option(
+                    "--max-length",
+                    "max_length",
+                    "tokens per (premise, hypothesis) pair",
+                    type=positive_int,
+                    default=256,
+                    metavar="N",
+                ),
             ),
             factory="__init__",
             citations=("alghanmi-etal-2021-probing",),
         ),
         ProberEntry(
-            "mlm-head", "medprobe.lm.mlm_head:MLMHeadProbe", ("choice-scoring",),
-            "MST: a frozen encoder with a trained masked-LM head", "a masked LM or an encoder, e.g. minilm", "mst",
+            "mlm-head",
+            "medprobe.lm.mlm_head:MLMHeadProbe",
+            ("choice-scoring",),
+            "MST: a frozen encoder with a trained masked-LM head",
+            "a masked LM or an encoder, e.g. minilm",
+            "mst",
             options=(
                 batch_size(64),
                 DTYPE,
                 Option("--scratch", "scratch", "same architecture with random weights (the floor)", switch=True, default=False),
-                Option("--vocabulary", "vocabulary", "softmax over the choices' word pieces (fast) or the whole vocabulary",
-                       choices=("choices", "full"), default="choices"),
+                Option(
+                    "--vocabulary",
+                    "vocabulary",
+                    "softmax over the choices' word pieces (fast) or the whole vocabulary",
+                    choices=("choices", "full"),
+                    default="choices",
+                ),
                 Option("--epochs", "epochs", "training epochs of the head", type=positive_float, default=20),
-                Option("--learning-rate", "learning_rate", "AdamW learning rate of the head", type=positive_float, default=1e-3, metavar="LR"),
+                Option(
+                    "--learning-rate",
+                    "learning_rate",
+                    "AdamW learning rate of the head",
+                    type=positive_float,
+                    default=1e-3,
+                    metavar="LR",
+                ),
             ),
             factory="__init__",
             citations=("park-etal-2022-language",),
@@ -292,58 +457,120 @@ TASKS: dict[str, TaskEntry] = {
     entry.name: entry
     for entry in (
         TaskEntry(
-            "medlama", "medprobe.tasks.medlama:MedLAMATask", "medlama",
+            "medlama",
+            "medprobe.tasks.medlama:MedLAMATask",
+            "medlama",
             "MedLAMA: rank the answer space for each cloze query; acc@k per relation, micro and macro",
-            ("id", "relation", "head_name", "query", "answers"), "acc_at_k", ("ranking",), "relation", "acc@10",
+            ("id", "relation", "head_name", "query", "answers"),
+            "acc_at_k",
+            ("ranking",),
+            "relation",
+            "acc@10",
             options=(
                 K_OPTION,
-                Option("--candidates", "candidates", "rank the whole answer space of the set, or only the answers of the query's relation",
-                       choices=("set", "relation"), default="set"),
+                Option(
+                    "--candidates",
+                    "candidates",
+                    "rank the whole answer space of the set, or only the answers of the query's relation",
+                    choices=("set", "relation"),
+                    default="set",
+                ),
                 PER_RELATION,
-                Option("--exclude-head", "exclude_head",
-                       "leave each query's own head name out of its predictions (the answer space holds the heads, and untuned "
-                       "encoders rank the head first for most queries; the paper keeps it)", switch=True, default=False),
+                Option(
+                    "--exclude-head",
+                    "exclude_head",
+                    "leave each query's own head name out of its predictions (the answer space holds the heads, and untuned "
+                    "encoders rank the head first for most queries; the paper keeps it)",
+                    switch=True,
+                    default=False,
+                ),
                 Option("--predictions", "predictions", "also write the top-k names of every query", metavar="JSONL", output=True),
-                Option("--rerank", "rerank", "rank only the names another run wrote with --predictions, per query "
-                       "(probers that score candidates: contrastive, mask-average, causal-lm)", metavar="JSONL"),
-                Option("--rerank-top", "rerank_top", "with --rerank: the first N names of each query", type=positive_int,
-                       default=100, metavar="N"),
+                Option(
+                    "--rerank",
+                    "rerank",
+                    "rank only the names another run wrote with --predictions, per query "
+                    "(probers that score candidates: contrastive, mask-average, causal-lm)",
+                    metavar="JSONL",
+                ),
+                Option(
+                    "--rerank-top",
+                    "rerank_top",
+                    "with --rerank: the first N names of each query",
+                    type=positive_int,
+                    default=100,
+                    metavar="N",
+                ),
             ),
             citations=("meng-etal-2022-rewire", "bodenreider-2004-unified"),
             # what a hit is; the cut-offs need not agree (acc@k of every cut-off both runs report comes from the ranks)
             paired_settings=("candidates", "exclude_head"),
         ),
         TaskEntry(
-            "context_variance", "medprobe.tasks.context_variance:ContextVarianceTask", "context_variance",
+            "context_variance",
+            "medprobe.tasks.context_variance:ContextVarianceTask",
+            "context_variance",
             "context variance: rank changes of the target and context objects per added context segment; UCM",
-            ("triple_id", "relation", "target", "step", "text", "candidates"), "ucm", ("candidate-scoring",), "relation",
+            ("triple_id", "relation", "target", "step", "text", "candidates"),
+            "ucm",
+            ("candidate-scoring",),
+            "relation",
             "understand",
             options=(
-                Option("--k", "k", "top-k accuracies without and with context", type=parse_cutoffs, default=[1, 10], metavar="K,..."),
-                Option("--per-relation", "per_relation", "keep the first N instances of each relation", type=positive_int, metavar="N",
-                       subset=True, subset_text="first {} instances per relation"),
+                Option(
+                    "--k", "k", "top-k accuracies without and with context", type=parse_cutoffs, default=[1, 10], metavar="K,..."
+                ),
+                Option(
+                    "--per-relation",
+                    "per_relation",
+                    "keep the first N instances of each relation",
+                    type=positive_int,
+                    metavar="N",
+                    subset=True,
+                    subset_text="first {} instances per relation",
+                ),
                 Option("--predictions", "predictions", "also write the ranks of every row", metavar="JSONL", output=True),
             ),
             citations=("yao-etal-2023-context", "sung-etal-2021-language"),
         ),
         TaskEntry(
-            "disknE", "medprobe.tasks.disknE:DisKnETask", "disknE",
+            "disknE",
+            "medprobe.tasks.disknE:DisKnETask",
+            "disknE",
             "DisKnE: fine-tune a pair classifier per target disease; F1 per disease, macro and weighted",
-            ("pair_id", "premise", "hypothesis", "label", "target_cui", "target_name", "disease_cui"), "disease_f1",
-            ("disease-classification",), "disease", "macro_f1",
+            ("pair_id", "premise", "hypothesis", "label", "target_cui", "target_name", "disease_cui"),
+            "disease_f1",
+            ("disease-classification",),
+            "disease",
+            "macro_f1",
             options=(
-                Option("--category", "category",
-                       "medical variants: test one category (symptoms_diseases, treatments_diseases, tests_diseases, procedure_diseases)"),
-                Option("--diseases", "diseases", "only the first N eligible target diseases, or these CUIs (default: all)",
-                       type=parse_diseases, metavar="N|CUI,...", subset=True, subset_text="first {} eligible diseases"),
+                Option(
+                    "--category",
+                    "category",
+                    "medical variants: test one category (symptoms_diseases, treatments_diseases, tests_diseases, procedure_diseases)",
+                ),
+                Option(
+                    "--diseases",
+                    "diseases",
+                    "only the first N eligible target diseases, or these CUIs (default: all)",
+                    type=parse_diseases,
+                    metavar="N|CUI,...",
+                    subset=True,
+                    subset_text="first {} eligible diseases",
+                ),
                 seeds(1, "; the paper used 3"),
             ),
             citations=("alghanmi-etal-2021-probing", "romanov-shivade-2018-lessons", "ben-abacha-etal-2019-overview"),
         ),
         TaskEntry(
-            "mst", "medprobe.tasks.mst:MSTTask", "mst",
+            "mst",
+            "medprobe.tasks.mst:MSTTask",
+            "mst",
             "MST measuring skills: train a head on each task's train split, accuracy on --split; without --config, every task",
-            ("text", "choices", "label"), "acc_at_k", ("choice-scoring",), "task", "accuracy",
+            ("text", "choices", "label"),
+            "acc_at_k",
+            ("choice-scoring",),
+            "task",
+            "accuracy",
             options=(
                 Option("--train-split", "train_split", "split the head is trained on", default="train"),
                 seeds(3),

@@ -36,8 +36,7 @@ def _module_folder(kind: str, name: str) -> Path:
     folder = resource_root() / kind / name
     if not (folder / f"{name}.py").is_file():
         raise UserError(
-            f"unknown {kind[:-1]} {name!r}: expected {folder}/{name}.py; "
-            f"available: {', '.join(available(kind)) or 'none'}"
+            f"unknown {kind[:-1]} {name!r}: expected {folder}/{name}.py; available: {', '.join(available(kind)) or 'none'}"
         )
     return folder
 

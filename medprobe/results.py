@@ -126,17 +126,23 @@ def read_outcomes(record: RunRecord, json_path: str | Path) -> Outcomes:
 
     entry = record.outcomes
     if not entry:
-        raise UserError(f"{json_path} records no per-item outcomes (written by a medprobe older than 0.2, or with --out "
-                        "but no outcomes); run the probe again to compare or publish it with intervals")
+        raise UserError(
+            f"{json_path} records no per-item outcomes (written by a medprobe older than 0.2, or with --out "
+            "but no outcomes); run the probe again to compare or publish it with intervals"
+        )
     path = Path(json_path).parent / entry["file"]
     try:
         data = path.read_bytes()
     except OSError as err:
-        raise UserError(f"{json_path} names its per-item outcomes {path}, which cannot be read ({err.strerror or err}); "
-                        "keep the .outcomes.jsonl file beside its results JSON") from None
+        raise UserError(
+            f"{json_path} names its per-item outcomes {path}, which cannot be read ({err.strerror or err}); "
+            "keep the .outcomes.jsonl file beside its results JSON"
+        ) from None
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise UserError(f"{path} is not the outcomes file {json_path} was written with (its sha256 differs); "
-                        "it was changed or replaced: run the probe again")
+        raise UserError(
+            f"{path} is not the outcomes file {json_path} was written with (its sha256 differs); "
+            "it was changed or replaced: run the probe again"
+        )
     ids, groups, columns = [], [], {}
     for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
         try:
@@ -147,7 +153,9 @@ def read_outcomes(record: RunRecord, json_path: str | Path) -> Outcomes:
             raise UserError(f"{path}, line {number}: not an outcomes line ({err})") from None
         for name, value in row.items():
             columns.setdefault(name, []).append(
-                [math.nan if v is None else v for v in value] if isinstance(value, list) else (math.nan if value is None else value)
+                [math.nan if v is None else v for v in value]
+                if isinstance(value, list)
+                else (math.nan if value is None else value)
             )
     return Outcomes.build(ids, groups, columns)
 
@@ -174,7 +182,9 @@ def format_intervals(record: RunRecord) -> str:
     first = next(iter(record.intervals.values()))
     from medprobe.stats import plural
 
-    lines = [f"95% intervals ({first['resamples']:,} bootstrap resamples of {first['n']:,} {plural(first['unit'])}; values in %):"]
+    lines = [
+        f"95% intervals ({first['resamples']:,} bootstrap resamples of {first['n']:,} {plural(first['unit'])}; values in %):"
+    ]
     width = max(map(len, record.intervals))
     for metric, found in record.intervals.items():
         chance = record.chance.get(metric, {}).get("value")

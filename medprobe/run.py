@@ -63,7 +63,11 @@ def check_request(request: RunRequest) -> None:
         raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
     if request.resamples < 1:
         raise UserError(f"--resamples must be a positive integer, got {request.resamples}")
-    outputs = {"--out": request.out, "--plot": request.plot, "--out's outcomes file": outcomes_path(request.out) if request.out else None}
+    outputs = {
+        "--out": request.out,
+        "--plot": request.plot,
+        "--out's outcomes file": outcomes_path(request.out) if request.out else None,
+    }
     outputs.update({option.flag: request.task_options.get(option.dest) for option in task.options if option.output})
     for option, path in outputs.items():
         if path:
@@ -164,25 +168,35 @@ def describe_measurement(record: RunRecord, request: RunRequest, task: Any, scor
 
     record.chance = scored.chance
     if scored.outcomes is not None:
-        estimators = {name: estimator for name, estimator in type(task).estimators(record.settings).items()
-                      if isinstance(record.metrics.get(name), (int, float))}  # fmt: skip
+        estimators = {
+            name: estimator
+            for name, estimator in type(task).estimators(record.settings).items()
+            if isinstance(record.metrics.get(name), (int, float))
+        }
         for name, estimator in estimators.items():  # an estimator that drifted from the metric is a bug, not a user error
             value = estimate(scored.outcomes, estimator)
             if not math.isclose(value, record.metrics[name], rel_tol=1e-9, abs_tol=1e-12):
-                raise RuntimeError(f"{request.task}: {name} from the per-item outcomes is {value}, the metric says {record.metrics[name]}")
+                raise RuntimeError(
+                    f"{request.task}: {name} from the per-item outcomes is {value}, the metric says {record.metrics[name]}"
+                )
         record.intervals = intervals(scored.outcomes, estimators, resamples=request.resamples)
         for name, found in record.intervals.items():  # a task trained with several seeds: their spread too
             seeds = record.settings.get("seeds")
             if isinstance(seeds, list) and len(seeds) > 1 and f"{name}_std" in record.metrics:
                 found.update({"seeds": len(seeds), "seed_std": record.metrics[f"{name}_std"]})
-    subset_options = {option.dest: request.task_options[option.dest] for option in task_entry(request.task).options
-                      if option.subset and request.task_options.get(option.dest) is not None}  # fmt: skip
+    subset_options = {
+        option.dest: request.task_options[option.dest]
+        for option in task_entry(request.task).options
+        if option.subset and request.task_options.get(option.dest) is not None
+    }
     record.subset = {"subset": bool(subset_options), "options": subset_options}
     if subset_options and getattr(task, "subset_of", None):  # e.g. {"probed": 190, "total": 15329, "unit": "queries"}
         record.subset["of"] = task.subset_of
     if scored.outcomes is not None:
         record.subset.update({"items": len(scored.outcomes), "item_ids_sha256": items_digest(scored.outcomes.ids)})
-    record.data_fingerprint = dataset_fingerprint(request.dataset, getattr(task, "loaded", None) or [(request.config, request.split)])
+    record.data_fingerprint = dataset_fingerprint(
+        request.dataset, getattr(task, "loaded", None) or [(request.config, request.split)]
+    )
     record.model_identity = model_identity(request.model) if request.model else {}
     record.source = source_identity()
 
@@ -200,8 +214,10 @@ def probe_argv(request: RunRequest) -> list[str]:
         argv += ["--seed", str(request.seed)]
     if request.resamples != RESAMPLES:
         argv += ["--resamples", str(request.resamples)]
-    for entry_options, given in ((prober_entry(request.prober).options, request.prober_options),
-                                 (task_entry(request.task).options, request.task_options)):  # fmt: skip
+    for entry_options, given in (
+        (prober_entry(request.prober).options, request.prober_options),
+        (task_entry(request.task).options, request.task_options),
+    ):
         by_dest = {option.dest: option for option in entry_options}
         for dest, value in given.items():
             option = by_dest[dest]
@@ -211,4 +227,3 @@ def probe_argv(request: RunRequest) -> list[str]:
             else:
                 argv += [option.flag, ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)]
     return argv
-

@@ -114,10 +114,32 @@ def timed(command: list[str], log: Path) -> float:
 
 
 def run_medprobe(dataset: str, args: argparse.Namespace, out: Path) -> tuple[float, dict]:
-    command = [sys.executable, "-m", "medprobe.cli", "probe", "--prober", "causal-lm", "--model", args.model,
-               "--dataset", dataset, "--config", "hard", "--candidates", "relation", "--per-relation", str(args.per_relation),
-               "--length-normalization", "none", "--batch-size", str(args.batch_size), "--device", "cpu",
-               "--out", str(out / "medprobe.json")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "medprobe.cli",
+        "probe",
+        "--prober",
+        "causal-lm",
+        "--model",
+        args.model,
+        "--dataset",
+        dataset,
+        "--config",
+        "hard",
+        "--candidates",
+        "relation",
+        "--per-relation",
+        str(args.per_relation),
+        "--length-normalization",
+        "none",
+        "--batch-size",
+        str(args.batch_size),
+        "--device",
+        "cpu",
+        "--out",
+        str(out / "medprobe.json"),
+    ]
     seconds = timed(command, out / "medprobe.log")
     return seconds, json.loads((out / "medprobe.json").read_text())
 
@@ -125,14 +147,37 @@ def run_medprobe(dataset: str, args: argparse.Namespace, out: Path) -> tuple[flo
 def run_lm_eval(dataset: str, args: argparse.Namespace, out: Path) -> tuple[float, dict]:
     from medprobe.models import SMOLLM2_GGUF, resolve_model
 
-    subprocess.run([sys.executable, "-m", "medprobe.cli", "export", "lm-eval", "medlama", "--dataset", dataset,
-                    "--out", str(out / "tasks")], check=True, env=environment(), stdout=subprocess.DEVNULL)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "medprobe.cli", "export", "lm-eval", "medlama", "--dataset", dataset, "--out", str(out / "tasks")],
+        check=True,
+        env=environment(),
+        stdout=subprocess.DEVNULL,
+    )
     path, extra = resolve_model(args.model)
     model_args = f"pretrained={path},dtype=float32" + (f",gguf_file={SMOLLM2_GGUF}" if extra else "")
     tasks = [f"medprobe_medlama_hard_{relation}" for relation in RELATIONS]
-    command = [sys.executable, "-m", "lm_eval", "run", "--model", "hf", "--model_args", model_args, "--device", "cpu",
-               "--batch_size", str(args.lm_eval_batch_size), "--include_path", str(out / "tasks"), "--tasks", *tasks,
-               "--limit", str(args.per_relation), "--output_path", str(out / "lm_eval")]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "run",
+        "--model",
+        "hf",
+        "--model_args",
+        model_args,
+        "--device",
+        "cpu",
+        "--batch_size",
+        str(args.lm_eval_batch_size),
+        "--include_path",
+        str(out / "tasks"),
+        "--tasks",
+        *tasks,
+        "--limit",
+        str(args.per_relation),
+        "--output_path",
+        str(out / "lm_eval"),
+    ]
     seconds = timed(command, out / "lm_eval.log")
     [results] = glob.glob(str(out / "lm_eval" / "**" / "results_*.json"), recursive=True)
     record = json.loads(Path(results).read_text())["results"]
@@ -176,11 +221,16 @@ def processes(dataset: str, pairs: int, args: argparse.Namespace) -> None:
     print(f"ratio (lm-eval / medprobe): {theirs / ours:.2f}x; acc@1 and acc@10 {'identical' if same else 'DIFFER'}")
     phases = record["timings"]
     rest = ours - sum(phases[p] for p in ("load_dataset", "load_model", "probe", "score"))
-    print("medprobe's phases (s): " + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in phases.items())
-          + f"; start, imports and writing {rest:.1f}")  # fmt: skip
+    print(
+        "medprobe's phases (s): "
+        + ", ".join(f"{phase} {seconds:.1f}" for phase, seconds in phases.items())
+        + f"; start, imports and writing {rest:.1f}"
+    )
     if their_scoring is not None:
-        print(f"lm-eval's phases (s): log-likelihood requests {their_scoring:.0f} (its progress bar); "
-              f"start, imports, model and task loading {theirs - their_scoring:.0f}")  # fmt: skip
+        print(
+            f"lm-eval's phases (s): log-likelihood requests {their_scoring:.0f} (its progress bar); "
+            f"start, imports, model and task loading {theirs - their_scoring:.0f}"
+        )
         print(f"scoring alone (lm-eval's requests / medprobe's probe): {their_scoring / phases['probe']:.2f}x")
 
 
@@ -221,8 +271,10 @@ def scorers(dataset: str, args: argparse.Namespace) -> None:
         difference = max(float(np.abs(a - b).max()) for a, b in zip(scores["plain"], scores["tree"]))
         same = "identical" if accuracy["plain"] == accuracy["tree"] else "DIFFER"
         ratio = seconds["plain"] / seconds["tree"]
-        print(f"in one process: plain {seconds['plain']:.1f} s, tree {seconds['tree']:.1f} s: {ratio:.2f}x; "
-              f"largest score difference {difference:.2e}; acc@k per relation {same}")  # fmt: skip
+        print(
+            f"in one process: plain {seconds['plain']:.1f} s, tree {seconds['tree']:.1f} s: {ratio:.2f}x; "
+            f"largest score difference {difference:.2e}; acc@k per relation {same}"
+        )
     if "tree" in args.ways:
         print("tree phases (s): " + ", ".join(f"{p} {s:.1f}" for p, s in probe.timings.items() if p.startswith("tree_")))
         print("tree tokens run: " + ", ".join(f"{p} {n:,}" for p, n in probe.tree_passes().tokens.items()))

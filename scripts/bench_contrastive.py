@@ -40,8 +40,22 @@ from medprobe.tasks.medlama import answer_space
 
 def end_to_end(args: argparse.Namespace, out: Path) -> dict:
     """`medprobe probe` in a child process: wall time, peak RSS, and the phase times it recorded."""
-    command = [sys.executable, "-m", "medprobe.cli", "probe", "--dataset", args.dataset, "--config", args.config,
-               "--prober", "contrastive", "--model", args.model, "--out", str(out)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "medprobe.cli",
+        "probe",
+        "--dataset",
+        args.dataset,
+        "--config",
+        args.config,
+        "--prober",
+        "contrastive",
+        "--model",
+        args.model,
+        "--out",
+        str(out),
+    ]
     start = time.perf_counter()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
@@ -64,8 +78,9 @@ def padded(model, tokenizer, texts: list[str], max_length: int, batch_size: int 
     start = time.perf_counter()
     with torch.inference_mode():
         for i in range(0, len(texts), batch_size):
-            batch = tokenizer(texts[i : i + batch_size], padding="max_length", max_length=max_length,
-                              truncation=True, return_tensors="pt")  # fmt: skip
+            batch = tokenizer(
+                texts[i : i + batch_size], padding="max_length", max_length=max_length, truncation=True, return_tensors="pt"
+            )
             model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
     return time.perf_counter() - start
 
@@ -161,8 +176,14 @@ def main() -> None:
         released = released_rewiring_steps(probe, pairs[:needed], args.rewire_steps, args.rewire_batch_size)
         clock = StepClock()
         with tempfile.TemporaryDirectory() as scratch:
-            training = rewiring_arguments(scratch, max_steps=args.rewire_steps + 1, use_cpu=True, disable_tqdm=True,
-                                          per_device_train_batch_size=args.rewire_batch_size, logging_steps=1000)  # fmt: skip
+            training = rewiring_arguments(
+                scratch,
+                max_steps=args.rewire_steps + 1,
+                use_cpu=True,
+                disable_tqdm=True,
+                per_device_train_batch_size=args.rewire_batch_size,
+                logging_steps=1000,
+            )
             train_pairs(probe.model, tokenizer, pairs, training, forward_batch_size=probe.batch_size, callbacks=[clock])
         ours = sum(clock.seconds[1:]) / len(clock.seconds[1:])  # the first step warms up and is not counted
         print(f"\n== rewiring, batch {args.rewire_batch_size} ({args.rewire_steps} timed steps each)")

@@ -65,7 +65,13 @@ DISKNE_BUILT = "/tmp/disknE_synthetic_built"
 
 def environment() -> dict[str, str]:
     path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": path,
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+    }
 
 
 def medprobe(args: list[str], nproc: int) -> float:
@@ -73,8 +79,17 @@ def medprobe(args: list[str], nproc: int) -> float:
     if nproc == 1:
         command = [sys.executable, "-m", "medprobe.cli", *args]
     else:
-        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
-                   "-m", "medprobe.cli", *args]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(nproc),
+            "-m",
+            "medprobe.cli",
+            *args,
+        ]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=REPO_ROOT, env=environment(), capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -89,10 +104,16 @@ def built_disknE(folder: str | None) -> str:
         return folder
     if not Path(DISKNE_BUILT).exists():
         with tempfile.TemporaryDirectory(prefix="bench-disknE-data-") as data:
-            subprocess.run([sys.executable, str(REPO_ROOT / "tests" / "synthetic_disknE.py"), DISKNE_ANNOTATIONS, data],
-                           check=True, env=environment())  # fmt: skip
-            subprocess.run([sys.executable, "-m", "medprobe.cli", "build", "disknE", "--data-dir", data, "--out", DISKNE_BUILT],
-                           check=True, env=environment())  # fmt: skip
+            subprocess.run(
+                [sys.executable, str(REPO_ROOT / "tests" / "synthetic_disknE.py"), DISKNE_ANNOTATIONS, data],
+                check=True,
+                env=environment(),
+            )
+            subprocess.run(
+                [sys.executable, "-m", "medprobe.cli", "build", "disknE", "--data-dir", data, "--out", DISKNE_BUILT],
+                check=True,
+                env=environment(),
+            )
     return DISKNE_BUILT
 
 
@@ -101,8 +122,24 @@ def bench_medlama(dataset: str, model: str, nproc: int, out: Path) -> tuple[floa
     seconds = {}
     for n in (1, nproc):
         # --no-cache: both runs encode (the embedding cache would let the second read the first's vectors)
-        args = ["probe", "--dataset", dataset, "--config", "full", "--prober", "contrastive", "--model", model, "--no-cache",
-                "--device", "cpu", "--out", str(out / f"medlama_{n}.json"), "--predictions", str(out / f"medlama_{n}.jsonl")]  # fmt: skip
+        args = [
+            "probe",
+            "--dataset",
+            dataset,
+            "--config",
+            "full",
+            "--prober",
+            "contrastive",
+            "--model",
+            model,
+            "--no-cache",
+            "--device",
+            "cpu",
+            "--out",
+            str(out / f"medlama_{n}.json"),
+            "--predictions",
+            str(out / f"medlama_{n}.jsonl"),
+        ]
         seconds[n] = medprobe(args, n)
     same = (out / "medlama_1.jsonl").read_bytes() == (out / f"medlama_{nproc}.jsonl").read_bytes()
     return seconds[1], seconds[nproc], same
@@ -118,9 +155,25 @@ def bench_disknE(dataset: str, model: str, diseases: int, epochs: float, nproc: 
     """(1-process s, N-process s, per-disease records and metrics equal) of DisKnE on the first `diseases`."""
     seconds = {}
     for n in (1, nproc):
-        args = ["probe", "--dataset", dataset, "--config", "terminological_similar", "--prober", "pair-classifier",
-                "--model", model, "--diseases", str(diseases), "--epochs", str(epochs), "--device", "cpu",
-                "--out", str(out / f"disknE_{n}.json")]  # fmt: skip
+        args = [
+            "probe",
+            "--dataset",
+            dataset,
+            "--config",
+            "terminological_similar",
+            "--prober",
+            "pair-classifier",
+            "--model",
+            model,
+            "--diseases",
+            str(diseases),
+            "--epochs",
+            str(epochs),
+            "--device",
+            "cpu",
+            "--out",
+            str(out / f"disknE_{n}.json"),
+        ]
         seconds[n] = medprobe(args, n)
     same = disease_records(out / "disknE_1.json") == disease_records(out / f"disknE_{nproc}.json")
     return seconds[1], seconds[nproc], same
@@ -134,22 +187,33 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--diseases", type=int, default=2, help="DisKnE's diseases (one training each, 1 seed)")
     parser.add_argument("--nproc", type=int, default=2)
     parser.add_argument("--medlama", help="a built MedLAMA folder (default: build the release into /tmp/medlama_full)")
-    parser.add_argument("--disknE", help="a built DisKnE folder (default: synthetic text, built into /tmp/disknE_synthetic_built)")
+    parser.add_argument(
+        "--disknE", help="a built DisKnE folder (default: synthetic text, built into /tmp/disknE_synthetic_built)"
+    )
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-distributed-") as folder:
         out = Path(folder)
         if args.part in ("medlama", "both"):
-            rows.append(("MedLAMA full, contrastive (untuned)", "predictions bytes",
-                         *bench_medlama(built_medlama(args.medlama, environment()), args.model, args.nproc, out)))  # fmt: skip
+            rows.append(
+                (
+                    "MedLAMA full, contrastive (untuned)",
+                    "predictions bytes",
+                    *bench_medlama(built_medlama(args.medlama, environment()), args.model, args.nproc, out),
+                )
+            )
         if args.part in ("disknE", "both"):
             label = f"DisKnE {args.diseases} diseases, {args.epochs:g} epochs"
             dataset = built_disknE(args.disknE)
-            rows.append((label, "per-disease records", *bench_disknE(dataset, args.model, args.diseases, args.epochs, args.nproc, out)))
+            rows.append(
+                (label, "per-disease records", *bench_disknE(dataset, args.model, args.diseases, args.epochs, args.nproc, out))
+            )
     width = max(len(row[0]) for row in rows)
     print(f"{'run':<{width}}  {'1 process':>10}  {f'{args.nproc} processes':>12}  {'ratio':>6}  results")
     for label, compared, one, many, same in rows:
-        print(f"{label:<{width}}  {one:>8.1f} s  {many:>10.1f} s  {one / many:>5.2f}x  {compared} {'equal' if same else 'DIFFER'}")
+        print(
+            f"{label:<{width}}  {one:>8.1f} s  {many:>10.1f} s  {one / many:>5.2f}x  {compared} {'equal' if same else 'DIFFER'}"
+        )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,16 @@ from medprobe.run import RunRequest, run
 
 def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple[float, dict, dict]:
     """(wall seconds, metrics, timings) of one untuned full probe in `dtype`."""
-    request = RunRequest(task="medlama", prober="contrastive", dataset=dataset, config="full", model=model,
-                         device=device, prober_options={"dtype": dtype}, out=str(out / f"{dtype}.json"))
+    request = RunRequest(
+        task="medlama",
+        prober="contrastive",
+        dataset=dataset,
+        config="full",
+        model=model,
+        device=device,
+        prober_options={"dtype": dtype},
+        out=str(out / f"{dtype}.json"),
+    )
     start = time.perf_counter()
     record = run(request, print_fn=lambda _: None)
     return time.perf_counter() - start, record.metrics, record.timings
@@ -54,12 +62,19 @@ def main(argv: list[str] | None = None) -> None:
         for dtype in ("float32", "bfloat16"):
             results[dtype] = probe(dataset, args.model, args.device, dtype, Path(out))
             wall, metrics, timings = results[dtype]
-            print(f"{dtype:9s} wall {wall:7.1f} s  acc@1 {100 * metrics['acc@1']:6.2f}  acc@10 {100 * metrics['acc@10']:6.2f}"
-                  f"  (probe {timings.get('probe', 0):.1f} s, load_model {timings.get('load_model', 0):.1f} s)", flush=True)
+            print(
+                f"{dtype:9s} wall {wall:7.1f} s  acc@1 {100 * metrics['acc@1']:6.2f}  acc@10 {100 * metrics['acc@10']:6.2f}"
+                f"  (probe {timings.get('probe', 0):.1f} s, load_model {timings.get('load_model', 0):.1f} s)",
+                flush=True,
+            )
     (w32, m32, _), (w16, m16, _) = results["float32"], results["bfloat16"]
-    print(f"bfloat16 - float32: wall {w16 - w32:+.1f} s ({w16 / w32:.2f}x), acc@1 {100 * (m16['acc@1'] - m32['acc@1']):+.2f} pt, "
-          f"acc@10 {100 * (m16['acc@10'] - m32['acc@10']):+.2f} pt")
-    print(f"goal (bf16 <= 60 s, |d acc@10| <= 0.1 pt): {'met' if w16 <= 60 and abs(m16['acc@10'] - m32['acc@10']) <= 0.001 else 'not met'}")
+    print(
+        f"bfloat16 - float32: wall {w16 - w32:+.1f} s ({w16 / w32:.2f}x), acc@1 {100 * (m16['acc@1'] - m32['acc@1']):+.2f} pt, "
+        f"acc@10 {100 * (m16['acc@10'] - m32['acc@10']):+.2f} pt"
+    )
+    print(
+        f"goal (bf16 <= 60 s, |d acc@10| <= 0.1 pt): {'met' if w16 <= 60 and abs(m16['acc@10'] - m32['acc@10']) <= 0.001 else 'not met'}"
+    )
 
 
 if __name__ == "__main__":

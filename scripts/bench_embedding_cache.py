@@ -52,9 +52,17 @@ RUNS = (  # (label, config, prober options)
 
 def probe(dataset: str, model: str, device: str, config: str, options: dict, out: Path) -> tuple[float, dict, dict]:
     """(wall seconds, metrics, timings) of one untuned probe; predictions written to out.jsonl."""
-    request = RunRequest(task="medlama", prober="contrastive", dataset=dataset, config=config, model=model, device=device,
-                         prober_options=options, task_options={"predictions": str(out.with_suffix(".jsonl"))},
-                         out=str(out.with_suffix(".json")))  # fmt: skip
+    request = RunRequest(
+        task="medlama",
+        prober="contrastive",
+        dataset=dataset,
+        config=config,
+        model=model,
+        device=device,
+        prober_options=options,
+        task_options={"predictions": str(out.with_suffix(".jsonl"))},
+        out=str(out.with_suffix(".json")),
+    )
     start = time.perf_counter()
     record = run(request, print_fn=lambda _: None)
     return time.perf_counter() - start, record.metrics, record.timings
@@ -64,8 +72,11 @@ def row(label: str, wall: float, metrics: dict, timings: dict) -> str:
     hits, misses = timings.get("embedding_cache_hits"), timings.get("embedding_cache_misses")
     counts = "(off)" if hits is None else f"{hits:,}/{misses:,}"
     phases = [timings.get(phase, 0.0) for phase in ("load_model", "encode_candidates", "encode_queries", "search")]
-    return (f"{label:13s} {wall:7.1f} s  " + "  ".join(f"{seconds:6.1f} s" for seconds in phases)
-            + f"  {counts:>14s}  {100 * metrics['acc@1']:6.2f}  {100 * metrics['acc@10']:6.2f}")  # fmt: skip
+    return (
+        f"{label:13s} {wall:7.1f} s  "
+        + "  ".join(f"{seconds:6.1f} s" for seconds in phases)
+        + f"  {counts:>14s}  {100 * metrics['acc@1']:6.2f}  {100 * metrics['acc@10']:6.2f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,18 +94,26 @@ def main(argv: list[str] | None = None) -> None:
             out = Path(scratch) / label.replace(" ", "_")
             results[label] = probe(dataset, args.model, args.device, config, options, out)
             lines.append(row(label, *results[label]))
-            print(f"{label}: done in {results[label][0]:.1f} s, cache {embedding_cache.describe_size(embedding_cache.cache_size(root))}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{label}: done in {results[label][0]:.1f} s, cache {embedding_cache.describe_size(embedding_cache.cache_size(root))}",
+                flush=True,
+            )
         same_full = Path(scratch, "full_cold.jsonl").read_bytes() == Path(scratch, "full_warm.jsonl").read_bytes()
         size = embedding_cache.cache_size(root)
     header = "run              wall       load  enc.names  enc.queries  search   hits/misses   acc@1  acc@10"
     print("\n".join([header, *lines]))
     full_cold, full_warm = results["full cold"], results["full warm"]
     hard_warm, hard_off = results["hard warm"], results["hard no-cache"]
-    print(f"full: warm {full_warm[0]:.1f} s vs cold {full_cold[0]:.1f} s ({full_cold[0] / full_warm[0]:.1f}x); predictions identical: {same_full}")
-    print(f"hard after full: {hard_warm[0]:.1f} s vs {hard_off[0]:.1f} s without the cache ({hard_off[0] / hard_warm[0]:.1f}x); "
-          f"acc@k equal: {hard_warm[1] == hard_off[1]}")  # fmt: skip
-    print(f"cache size after the runs: {embedding_cache.describe_size(size)} (bound {embedding_cache.describe_size(embedding_cache.max_bytes())})")
+    print(
+        f"full: warm {full_warm[0]:.1f} s vs cold {full_cold[0]:.1f} s ({full_cold[0] / full_warm[0]:.1f}x); predictions identical: {same_full}"
+    )
+    print(
+        f"hard after full: {hard_warm[0]:.1f} s vs {hard_off[0]:.1f} s without the cache ({hard_off[0] / hard_warm[0]:.1f}x); "
+        f"acc@k equal: {hard_warm[1] == hard_off[1]}"
+    )
+    print(
+        f"cache size after the runs: {embedding_cache.describe_size(size)} (bound {embedding_cache.describe_size(embedding_cache.max_bytes())})"
+    )
 
 
 if __name__ == "__main__":

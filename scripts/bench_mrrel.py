@@ -41,8 +41,24 @@ def write_mrrel(path: Path, lines: int, relations: tuple[str, ...], kept_every: 
             else:
                 rela, sab = OTHER_RELA[i % len(OTHER_RELA)], OTHER_SAB[i % len(OTHER_SAB)]
             cui1, cui2 = f"C{rng.randrange(5_000_000):07d}", f"C{rng.randrange(5_000_000):07d}"
-            fields = [cui1, f"A{i:08d}", "SCUI", "RO", cui2, f"A{i + 7:08d}", "SCUI", rela, f"R{i:09d}", "",
-                      sab, sab, str(i % 5), "Y", "N", "256"]  # fmt: skip
+            fields = [
+                cui1,
+                f"A{i:08d}",
+                "SCUI",
+                "RO",
+                cui2,
+                f"A{i + 7:08d}",
+                "SCUI",
+                rela,
+                f"R{i:09d}",
+                "",
+                sab,
+                sab,
+                str(i % 5),
+                "Y",
+                "N",
+                "256",
+            ]
             handle.write("|".join(fields) + "|\n")
     return kept
 
@@ -55,9 +71,26 @@ def write_mrconso(path: Path, lines: int, wanted_every: int = 10) -> tuple[set[s
             if (i // 8) % wanted_every == 0:
                 cuis.add(cui)
                 auis.add(aui)
-            fields = [cui, "ENG" if i % 3 else "FRE", "P" if i % 8 == 0 else "S", "L0000001", "PF", "S0000001", "Y", aui, "",
-                      str(10_000 + i), "", "SNOMEDCT_US", "PT", str(10_000 + i), f"made-up name number {i} of a concept",
-                      "0", "N", "256"]  # fmt: skip
+            fields = [
+                cui,
+                "ENG" if i % 3 else "FRE",
+                "P" if i % 8 == 0 else "S",
+                "L0000001",
+                "PF",
+                "S0000001",
+                "Y",
+                aui,
+                "",
+                str(10_000 + i),
+                "",
+                "SNOMEDCT_US",
+                "PT",
+                str(10_000 + i),
+                f"made-up name number {i} of a concept",
+                "0",
+                "N",
+                "256",
+            ]
             handle.write("|".join(fields) + "|\n")
     return cuis, auis
 
@@ -93,7 +126,9 @@ def main() -> None:
         kept = write_mrrel(mrrel, args.lines, settings.relations, args.kept_every)
         cuis, auis = write_mrconso(mrconso, args.mrconso_lines)
         rel_mb, conso_mb = os.path.getsize(mrrel) / 1e6, os.path.getsize(mrconso) / 1e6
-        print(f"MRREL.RRF: {args.lines:,} lines, {rel_mb:,.0f} MB ({rel_mb * 1e6 / args.lines:.0f} bytes a line), {kept:,} kept rows")
+        print(
+            f"MRREL.RRF: {args.lines:,} lines, {rel_mb:,.0f} MB ({rel_mb * 1e6 / args.lines:.0f} bytes a line), {kept:,} kept rows"
+        )
         before = peak_mb()
         start = time.perf_counter()
         scan = medlama.read_mrrel(str(mrrel), settings, progress=False)

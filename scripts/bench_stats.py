@@ -48,18 +48,24 @@ def main() -> None:
     estimators = MedLAMATask.estimators({"k": [1, 10]})
     a, b = made_up_run(args.queries, 0.25, seed=1), made_up_run(args.queries, 0.27, seed=2)
     seconds, found = best_of(args.repeats, lambda: intervals(a, estimators, resamples=args.resamples))
-    print(f"intervals of {len(estimators)} metrics, {args.queries:,} queries x {args.resamples:,} resamples: "
-          f"{seconds:.2f} s ({args.resamples / seconds:,.0f} resamples/s; bound 2 s)")  # fmt: skip
+    print(
+        f"intervals of {len(estimators)} metrics, {args.queries:,} queries x {args.resamples:,} resamples: "
+        f"{seconds:.2f} s ({args.resamples / seconds:,.0f} resamples/s; bound 2 s)"
+    )
     p = estimate(a, estimators["acc@10"])
     normal = 2 * 1.96 * math.sqrt(p * (1 - p) / args.queries)
     width = found["acc@10"]["high"] - found["acc@10"]["low"]
-    print(f"  acc@10 {100 * p:.2f}: interval width {100 * width:.2f} pt, normal approximation {100 * normal:.2f} pt "
-          f"(ratio {width / normal:.2f})")  # fmt: skip
+    print(
+        f"  acc@10 {100 * p:.2f}: interval width {100 * width:.2f} pt, normal approximation {100 * normal:.2f} pt "
+        f"(ratio {width / normal:.2f})"
+    )
     seconds, compared = best_of(args.repeats, lambda: paired(a, b, estimators, resamples=args.resamples))
     print(f"paired comparison (bootstrap + permutation), same sizes: {seconds:.2f} s")
     diff = compared["acc@10"]
-    print(f"  acc@10 difference {100 * diff['difference']:+.2f} pt [{100 * diff['low']:+.2f}, {100 * diff['high']:+.2f}], "
-          f"p = {diff['p_value']:.3f}")  # fmt: skip
+    print(
+        f"  acc@10 difference {100 * diff['difference']:+.2f} pt [{100 * diff['low']:+.2f}, {100 * diff['high']:+.2f}], "
+        f"p = {diff['p_value']:.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,26 @@ def write_mrconso(path: Path, lines: int, wanted_every: int = 1000) -> set[str]:
             if i % wanted_every == 0:
                 wanted.add(cui)
             lat = "ENG" if i % 3 else "FRE"
-            fields = [cui, lat, "S", "L0000001", "VO", "S0000001", "N", f"A{i:08d}", "", str(10_000 + i), "", "SNOMEDCT_US", "SY",
-                      str(10_000 + i), f"made-up name number {i} of a concept", "0", "N", "256"]  # fmt: skip
+            fields = [
+                cui,
+                lat,
+                "S",
+                "L0000001",
+                "VO",
+                "S0000001",
+                "N",
+                f"A{i:08d}",
+                "",
+                str(10_000 + i),
+                "",
+                "SNOMEDCT_US",
+                "SY",
+                str(10_000 + i),
+                f"made-up name number {i} of a concept",
+                "0",
+                "N",
+                "256",
+            ]
             handle.write("|".join(fields) + "|\n")
     return wanted
 
@@ -60,7 +78,9 @@ def main() -> None:
         naive = time.perf_counter() - start
     kept = sum(map(len, names.values()))
     assert kept == naive_kept, (kept, naive_kept)
-    print(f"synthetic MRCONSO.RRF: {args.lines:,} lines, {megabytes:,.0f} MB, {len(cuis):,} wanted CUIs, {kept:,} English names kept")
+    print(
+        f"synthetic MRCONSO.RRF: {args.lines:,} lines, {megabytes:,.0f} MB, {len(cuis):,} wanted CUIs, {kept:,} English names kept"
+    )
     print(f"read_mrconso: {ours:.1f} s = {megabytes / ours:,.0f} MB/s, {args.lines / ours / 1e6:.2f} M lines/s")
     print(f"naive (decode and split every line): {naive:.1f} s = {megabytes / naive:,.0f} MB/s; ratio {naive / ours:.1f}x")
     print(f"a 2,000 MB MRCONSO.RRF would take about {2000 / (megabytes / ours):.0f} s")

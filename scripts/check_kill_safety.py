@@ -69,9 +69,14 @@ def run(repo: Path, args: list[str]) -> float:
 def interrupted_run(repo: Path, args: list[str], out: Path, signum: int, after: float) -> dict:
     argv, env = command(repo, args)
     process = subprocess.Popen(
-        argv, env=env, cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        argv,
+        env=env,
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # SIGINT as from a terminal's Ctrl-C
-    )  # fmt: skip
+    )
     earlier = set(beside(out))  # what killed runs before this one left
     time.sleep(after)
     finished = process.poll() is not None
@@ -86,7 +91,9 @@ def check(label: str, repo: Path, args: list[str], good_args: list[str], out: Pa
     seconds = run(repo, good_args)
     before = snapshot(out)
     print(f"\n{label}: good build {seconds:.1f} s, {len(before)} paths in {out}")
-    print(f"{'signal':8} {'t (s)':>6} {'exit':>5} {'done?':>6} {'staging':>8} {'OUT identical':>14}  left beside OUT / last stderr line")
+    print(
+        f"{'signal':8} {'t (s)':>6} {'exit':>5} {'done?':>6} {'staging':>8} {'OUT identical':>14}  left beside OUT / last stderr line"
+    )
     all_identical = True
     for signum in SIGNALS:
         for after in times:
@@ -98,8 +105,10 @@ def check(label: str, repo: Path, args: list[str], good_args: list[str], out: Pa
                 f"{str(result['staging']):>8} {str(identical):>14}  {', '.join(beside(out)) or '-'} / {result['last'][:80]!r}"
             )
     run(repo, good_args)
-    print(f"after one more complete build: left beside OUT: {', '.join(beside(out)) or 'nothing'}; "
-          f"OUT identical to the good build: {snapshot(out) == before}")  # fmt: skip
+    print(
+        f"after one more complete build: left beside OUT: {', '.join(beside(out)) or 'nothing'}; "
+        f"OUT identical to the good build: {snapshot(out) == before}"
+    )
     return all_identical
 
 
@@ -154,9 +163,13 @@ def main() -> int:
         print(f"{args.data_dir} is absent: MedLAMA skipped")
     out = work / "mst" / "OUT"
     ok &= check(
-        "mst reseed (--set seed=7 over seed 42)", args.repo,
-        ["mst", "--out", str(out), "--set", "seed=7", *MST_SIZES], ["mst", "--out", str(out), *MST_SIZES], out, args.times,
-    )  # fmt: skip
+        "mst reseed (--set seed=7 over seed 42)",
+        args.repo,
+        ["mst", "--out", str(out), "--set", "seed=7", *MST_SIZES],
+        ["mst", "--out", str(out), *MST_SIZES],
+        out,
+        args.times,
+    )
     print("\nevery interrupted build left OUT byte-identical" if ok else "\nSOME INTERRUPTED BUILD CHANGED OUT")
     return 0 if ok else 1
 

@@ -16,6 +16,9 @@ def built_medlama(dataset: str | None = None, env: dict[str, str] | None = None)
     if dataset:
         return dataset
     if not BUILT.exists():
-        subprocess.run([sys.executable, "-m", "medprobe.cli", "build", "medlama", "--data-dir", str(RELEASE), "--out", str(BUILT)],
-                       check=True, env=env)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "medprobe.cli", "build", "medlama", "--data-dir", str(RELEASE), "--out", str(BUILT)],
+            check=True,
+            env=env,
+        )
     return str(BUILT)

@@ -35,7 +35,9 @@ def _embedding_cache_per_test(embedding_cache_base, monkeypatch, request) -> Non
     """Every test gets its own on-disk embedding cache (created only if used), never the user's HF
     cache: a probe loaded from files caches its embeddings there (medprobe.contrastive.embedding_cache),
     and subprocesses inherit the variable."""
-    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(embedding_cache_base / sha1(request.node.nodeid.encode()).hexdigest()[:16]))
+    monkeypatch.setenv(
+        "MEDPROBE_EMBEDDING_CACHE", str(embedding_cache_base / sha1(request.node.nodeid.encode()).hexdigest()[:16])
+    )
     monkeypatch.delenv("MEDPROBE_EMBEDDING_CACHE_MAX_GB", raising=False)
 
 

@@ -17,9 +17,16 @@ CALLS: list = []  # the requests run, in this process
 
 def fake_record(request: medprobe.run.RunRequest) -> RunRecord:
     value = round(0.25 + (request.seed or 0) / 1000, 4)
-    return RunRecord(benchmark=request.task, dataset=request.dataset, config=request.config, split=request.split,
-                     prober=request.prober, model=request.model, seed=request.seed,
-                     metrics={task_entry(request.task).headline: value})  # fmt: skip
+    return RunRecord(
+        benchmark=request.task,
+        dataset=request.dataset,
+        config=request.config,
+        split=request.split,
+        prober=request.prober,
+        model=request.model,
+        seed=request.seed,
+        metrics={task_entry(request.task).headline: value},
+    )
 
 
 def fake_run(request: medprobe.run.RunRequest, print_fn=print) -> RunRecord:

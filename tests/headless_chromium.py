@@ -25,9 +25,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-extensions", "--remote-debugging-pipe",
-)  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--remote-debugging-pipe",
+)
 
 
 def chromium_binary() -> str | None:
@@ -92,7 +100,9 @@ def error_lines(events: list[dict]) -> list[str]:
     for event in events:
         method, params = event["method"], event.get("params", {})
         if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            errors.append("console.error: " + " ".join(str(arg.get("value", arg.get("description", ""))) for arg in params.get("args", [])))
+            errors.append(
+                "console.error: " + " ".join(str(arg.get("value", arg.get("description", ""))) for arg in params.get("args", []))
+            )
         elif method == "Runtime.exceptionThrown":
             details = params.get("exceptionDetails", {})
             errors.append("exception: " + details.get("exception", {}).get("description", details.get("text", "")))
@@ -123,8 +133,13 @@ def render(path: Path, timeout: float = 60.0) -> Rendered:
         # the pipe ends must be fds 3 and 4 in the browser: a shell places them, then becomes chromium
         shell = f'exec 3<&{to_browser_read} 4>&{from_browser_write} {to_browser_read}<&- {from_browser_write}>&-; exec "$@"'
         command = ["bash", "-c", shell, "chromium", binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"]
-        process = subprocess.Popen(command, pass_fds=(to_browser_read, from_browser_write), start_new_session=True,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            pass_fds=(to_browser_read, from_browser_write),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_browser_read)
         os.close(from_browser_write)
         tools = DevTools(to_browser, from_browser, time.monotonic() + timeout)
@@ -135,10 +150,13 @@ def render(path: Path, timeout: float = 60.0) -> Rendered:
                 tools.send(f"{domain}.enable", session=session)
             tools.send("Page.navigate", {"url": path.resolve().as_uri()}, session=session)
             tools.wait_for("Page.loadEventFired")
-            found = tools.send("Runtime.evaluate", {"expression": "document.documentElement.outerHTML", "returnByValue": True},
-                               session=session)  # fmt: skip
+            found = tools.send(
+                "Runtime.evaluate", {"expression": "document.documentElement.outerHTML", "returnByValue": True}, session=session
+            )
             dom = found["result"]["value"]
-            requests = [event["params"]["request"]["url"] for event in tools.events if event["method"] == "Network.requestWillBeSent"]
+            requests = [
+                event["params"]["request"]["url"] for event in tools.events if event["method"] == "Network.requestWillBeSent"
+            ]
             return Rendered(dom, error_lines(tools.events), requests)
         finally:
             close(process, tools)

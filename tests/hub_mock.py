@@ -134,9 +134,7 @@ class FakeHub:
             return httpx2.Response(self.fail_commits_with, json={"error": "You don't have the rights to write here"})
         lines = [json.loads(line) for line in request.content.decode().splitlines() if line]
         header = next(line["value"] for line in lines if line["key"] == "header")
-        files = {
-            line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"
-        }
+        files = {line["value"]["path"]: base64.b64decode(line["value"]["content"]) for line in lines if line["key"] == "file"}
         deleted = [line["value"]["path"] for line in lines if line["key"] == "deletedFile"]
         if any(line["key"] not in ("header", "file", "deletedFile") for line in lines):
             return httpx2.Response(400, json={"error": "fake hub: only inline file additions and file deletions are supported"})

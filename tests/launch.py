@@ -28,24 +28,51 @@ def launch_command(target: list[str], nproc: int = 2, launcher: str = "torchrun"
     if launcher == "torchrun":
         return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc), *target]
     if launcher == "accelerate":
-        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(nproc),
-                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-                "--main_process_port", str(free_port()), *target]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(nproc),
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            "--main_process_port",
+            str(free_port()),
+            *target,
+        ]
     raise ValueError(f"unknown launcher {launcher!r}")
 
 
-def launch_cli(args: list[str], cwd: Path, nproc: int = 2, launcher: str = "torchrun", timeout: int = 600,
-               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+def launch_cli(
+    args: list[str], cwd: Path, nproc: int = 2, launcher: str = "torchrun", timeout: int = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run `python -m medprobe.cli ARGS` under the launcher (see `launch`)."""
     return launch(["-m", "medprobe.cli", *args], cwd, nproc, launcher, timeout, env)
 
 
-def launch(target: list[str], cwd: Path, nproc: int = 2, launcher: str = "torchrun", timeout: int = 600,
-           env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # fmt: skip
+def launch(
+    target: list[str],
+    cwd: Path,
+    nproc: int = 2,
+    launcher: str = "torchrun",
+    timeout: int = 600,
+    env: dict[str, str] | None = None,
+) -> subprocess.CompletedProcess:
     """Run `target` under the launcher; fails the test with both processes' output when it exits non-zero."""
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-                   "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", **(env or {})}  # fmt: skip
-    result = subprocess.run(launch_command(target, nproc, launcher), cwd=cwd, env=environment, capture_output=True,
-                            text=True, timeout=timeout)  # fmt: skip
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        **(env or {}),
+    }
+    result = subprocess.run(
+        launch_command(target, nproc, launcher), cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, f"launch failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
     return result

@@ -58,8 +58,11 @@ class Concept:
         return (self.snomed_pt or self.preferred).lower()
 
     def names(self, sources: set[str] | None) -> set[str]:
-        by_source = {"SNOMEDCT_US": [self.snomed_synonym, self.obsolete_pt] + ([self.snomed_pt] if self.snomed_pt else []),
-                     "ICD10": [self.icd10], "MSH": [self.preferred]}  # fmt: skip
+        by_source = {
+            "SNOMEDCT_US": [self.snomed_synonym, self.obsolete_pt] + ([self.snomed_pt] if self.snomed_pt else []),
+            "ICD10": [self.icd10],
+            "MSH": [self.preferred],
+        }
         return {n for sab, found in by_source.items() if sources is None or sab in sources for n in found}
 
 

@@ -14,9 +14,18 @@ from pathlib import Path
 from medprobe.resources import load_builder_module
 
 COLUMNS = [
-    "head_cui", "head_name", "rel", "tail_cuis_list", "tail_names_list", "tail_names",
-    "tail_cuis", "tail_cuis_len", "tail_names_len", "avg_match", "avg_rouge_l",
-]  # fmt: skip
+    "head_cui",
+    "head_name",
+    "rel",
+    "tail_cuis_list",
+    "tail_names_list",
+    "tail_names",
+    "tail_cuis",
+    "tail_cuis_len",
+    "tail_names_len",
+    "avg_match",
+    "avg_rouge_l",
+]
 
 # (head_cui, head_name, [(tail_cui, tail_name), ...] with repeats as in the release lists, hard?)
 ROWS = [

@@ -56,15 +56,27 @@ def write_run(
     metrics = {name: estimate(outcomes, estimator) for name, estimator in estimators.items()}
     text = outcomes_jsonl(outcomes)
     record = RunRecord(
-        benchmark=task_entry(task).benchmark, dataset="made-up", config=config, split=split, prober=prober, model=model,
-        seed=None, settings=settings, metrics=metrics, task=task,
+        benchmark=task_entry(task).benchmark,
+        dataset="made-up",
+        config=config,
+        split=split,
+        prober=prober,
+        model=model,
+        seed=None,
+        settings=settings,
+        metrics=metrics,
+        task=task,
         intervals=intervals(outcomes, estimators, resamples=50),
         outcomes=outcomes_entry(text, path, outcomes, cls.outcome_unit, {}),
         data_fingerprint={"sha256": fingerprint},
-        subset={"subset": bool(subset_options), "options": subset_options or {}, "items": len(outcomes),
-                "item_ids_sha256": items_digest(outcomes.ids)},
+        subset={
+            "subset": bool(subset_options),
+            "options": subset_options or {},
+            "items": len(outcomes),
+            "item_ids_sha256": items_digest(outcomes.ids),
+        },
         command=f"medprobe probe --prober {prober} --task {task} --model {model} --out {path}",
-    )  # fmt: skip
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     record.save(path)
     outcomes_path(path).write_text(text, encoding="utf-8")
@@ -84,8 +96,16 @@ def write_mst_run(path: Path, seeds: int, accuracy: float, rng_seed: int) -> Pat
     labels = rng.integers(0, 2, len(ids))
     right = rng.random((len(ids), seeds)) < accuracy
     predictions = np.where(right, labels[:, None], 1 - labels[:, None])
-    return write_run(path, ids, groups, {"label": labels, "prediction": predictions, "choices": [2] * len(ids)},
-                     task="mst", config=None, prober="mlm-head", settings={"seeds": list(range(seeds)), "train_split": "train"})  # fmt: skip
+    return write_run(
+        path,
+        ids,
+        groups,
+        {"label": labels, "prediction": predictions, "choices": [2] * len(ids)},
+        task="mst",
+        config=None,
+        prober="mlm-head",
+        settings={"seeds": list(range(seeds)), "train_split": "train"},
+    )
 
 
 def write_profile(folder: Path, runs: dict[str, dict], recorded_root: Path | None = None) -> Path:
@@ -100,7 +120,16 @@ def write_profile(folder: Path, runs: dict[str, dict], recorded_root: Path | Non
             spec["writer"](path)
             record = json.loads(path.read_text())
         results = (recorded_root or folder) / "runs" / f"{label}.json"
-        entries.append({"label": label, "benchmark": spec["benchmark"], "config": spec["config"], "prober": spec["prober"],
-                        "floor_of": spec.get("floor_of"), "results": str(results), "record": record})  # fmt: skip
+        entries.append(
+            {
+                "label": label,
+                "benchmark": spec["benchmark"],
+                "config": spec["config"],
+                "prober": spec["prober"],
+                "floor_of": spec.get("floor_of"),
+                "results": str(results),
+                "record": record,
+            }
+        )
     (folder / "profile.json").write_text(json.dumps({"model": "made-up", "runs": entries, "headline": []}), encoding="utf-8")
     return folder

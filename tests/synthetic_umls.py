@@ -25,10 +25,37 @@ VERSION = "2031AB"  # made up: no real release has this name
 SHORT_RELATION = "occurs_after"  # only three heads
 HOME_SAB = {relation: ("SNOMEDCT_US", "NCI", "MED-RT")[i % 3] for i, relation in enumerate(RELATIONS)}
 WORDS = (
-    "arvel", "bostrin", "calmex", "dervan", "elsor", "fintal", "gorvex", "hestan", "ilmor", "jandor",
-    "kelvin", "lumtar", "morvane", "nestor", "orlinex", "pardin", "quelso", "rostan", "selmar", "tavrin",
-    "ulmex", "vardos", "welmin", "xantor", "yelvin", "zorbax", "amtel", "brevon", "cystrel", "doltan",
-)  # fmt: skip
+    "arvel",
+    "bostrin",
+    "calmex",
+    "dervan",
+    "elsor",
+    "fintal",
+    "gorvex",
+    "hestan",
+    "ilmor",
+    "jandor",
+    "kelvin",
+    "lumtar",
+    "morvane",
+    "nestor",
+    "orlinex",
+    "pardin",
+    "quelso",
+    "rostan",
+    "selmar",
+    "tavrin",
+    "ulmex",
+    "vardos",
+    "welmin",
+    "xantor",
+    "yelvin",
+    "zorbax",
+    "amtel",
+    "brevon",
+    "cystrel",
+    "doltan",
+)
 
 
 @dataclass
@@ -59,7 +86,9 @@ class Truth:
     mrrel_lines: int
 
 
-def _mrconso_line(cui: str, lat: str, ts: str, stt: str, ispref: str, aui: str, sab: str, tty: str, name: str, suppress: str) -> str:
+def _mrconso_line(
+    cui: str, lat: str, ts: str, stt: str, ispref: str, aui: str, sab: str, tty: str, name: str, suppress: str
+) -> str:
     fields = [cui, lat, ts, "L0000001", stt, "S0000001", ispref, aui, "", "", "", sab, tty, "0", name, "0", suppress, ""]
     return "|".join(fields) + "|\n"
 
@@ -126,7 +155,9 @@ def _concepts(rng: random.Random, count: int) -> tuple[dict[str, Concept], list[
     # one Spanish atom that a row names: the concept's preferred name must be used instead
     spanish = concepts["C9000001"]
     spanish.atoms["SPANISH"] = (new_aui(), "nombre español")
-    lines.append(_mrconso_line(spanish.cui, "SPA", "P", "PF", "Y", spanish.atoms["SPANISH"][0], "SNOMEDCT_ES", "PT", "nombre español", "N"))
+    lines.append(
+        _mrconso_line(spanish.cui, "SPA", "P", "PF", "Y", spanish.atoms["SPANISH"][0], "SNOMEDCT_ES", "PT", "nombre español", "N")
+    )
     return concepts, lines
 
 
@@ -194,8 +225,17 @@ def write_meta(root: Path, *, seed: int = 0, concepts_count: int = 320, release_
     noise = []
     for _ in range(200):  # other relations, and the inverse direction, which must be ignored
         a, b = concepts[rng.choice(named)], concepts[rng.choice(named)]
-        noise.append((a.cui, a.atoms["NCI"][0], rng.choice(("isa", "inverse_isa", "has_associated_morphology")), b.cui,
-                      b.atoms["NCI"][0], "NCI", "N"))  # fmt: skip
+        noise.append(
+            (
+                a.cui,
+                a.atoms["NCI"][0],
+                rng.choice(("isa", "inverse_isa", "has_associated_morphology")),
+                b.cui,
+                b.atoms["NCI"][0],
+                "NCI",
+                "N",
+            )
+        )
     ordered = rows + [(fields, None) for fields in noise]
     rng.shuffle(ordered)
     meta = root / "META"

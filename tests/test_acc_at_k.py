@@ -99,12 +99,17 @@ def test_values_in_unit_interval_and_non_decreasing_in_k(acc_at_k, data, cutoffs
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 5), st.integers(1, 6), st.data())
 def test_macro_equals_micro_when_groups_have_equal_size(acc_at_k, n_groups, size, data):
-    rows = data.draw(st.lists(st.tuples(st.lists(names, max_size=4), st.lists(names, min_size=1, max_size=2)), min_size=n_groups * size, max_size=n_groups * size))  # noqa: E501
+    rows = data.draw(
+        st.lists(
+            st.tuples(st.lists(names, max_size=4), st.lists(names, min_size=1, max_size=2)),
+            min_size=n_groups * size,
+            max_size=n_groups * size,
+        )
+    )  # noqa: E501
     groups = [f"g{i // size}" for i in range(n_groups * size)]
     result = acc_at_k.compute(predictions=[p for p, _ in rows], references=[r for _, r in rows], groups=groups, k=[1, 3])
     for c in (1, 3):
         assert result[f"macro_acc@{c}"] == pytest.approx(result[f"acc@{c}"])
-
 
 
 @settings(max_examples=60, deadline=None)

@@ -170,7 +170,9 @@ def signal_and_wait(process: subprocess.Popen, signum: int) -> tuple[int, str]:
 def test_ctrl_c_and_sigterm_leave_out_byte_identical_and_nothing_beside_it(good, release, signum, step):
     """Measured before: a build stopped by SIGTERM exited 130, the code of SIGINT."""
     before = snapshot(good)
-    process = start_paused_build(step, ["medlama", *ANY_COUNT_CLI, "--data-dir", str(changed_release(release)), "--out", str(good)])
+    process = start_paused_build(
+        step, ["medlama", *ANY_COUNT_CLI, "--data-dir", str(changed_release(release)), "--out", str(good)]
+    )
     assert any(name.startswith(".OUT.medprobe-tmp-") for name in leftovers(good)), "the build was staging"
     code, err = signal_and_wait(process, signum)
     expected = (130, "interrupted") if signum == signal.SIGINT else (143, "terminated")
@@ -182,7 +184,9 @@ def test_ctrl_c_and_sigterm_leave_out_byte_identical_and_nothing_beside_it(good,
 @pytest.mark.parametrize("step", ["write_config", "check_staged_build"])
 def test_sigkill_leaves_out_byte_identical_and_the_next_build_removes_the_leftover(good, release, step):
     before = snapshot(good)
-    process = start_paused_build(step, ["medlama", *ANY_COUNT_CLI, "--data-dir", str(changed_release(release)), "--out", str(good)])
+    process = start_paused_build(
+        step, ["medlama", *ANY_COUNT_CLI, "--data-dir", str(changed_release(release)), "--out", str(good)]
+    )
     signal_and_wait(process, signal.SIGKILL)
     assert snapshot(good) == before
     (stage,) = [name for name in leftovers(good) if ".medprobe-tmp-" in name]
@@ -398,11 +402,18 @@ def test_the_card_records_parameters_source_rows_and_file_hashes(tmp_path, relea
     on_disk = {path: digest for path, digest in snapshot(out).items() if path.startswith("sorting/") and digest != "folder"}
     assert sorting["files"] == on_disk and len(on_disk) == 3
     # each file is named by its content: a rebuild with other rows is a new path, so no cache serves the old rows
-    assert set(on_disk) == {f"sorting/{split}-00000-of-00001-{on_disk[str(data_file(out, 'sorting', split).relative_to(out))][:16]}.parquet"
-                            for split in ("train", "validation", "test")}  # fmt: skip
-    paths = [{"split": split, "path": str(data_file(out, "sorting", split).relative_to(out))} for split in ("train", "validation", "test")]
+    assert set(on_disk) == {
+        f"sorting/{split}-00000-of-00001-{on_disk[str(data_file(out, 'sorting', split).relative_to(out))][:16]}.parquet"
+        for split in ("train", "validation", "test")
+    }
+    paths = [
+        {"split": split, "path": str(data_file(out, "sorting", split).relative_to(out))}
+        for split in ("train", "validation", "test")
+    ]
     assert [c["data_files"] for c in card_yaml(out)["configs"]] == [paths]  # exact paths: a pattern is not in datasets' cache key
-    medlama = card_yaml(build("medlama", tmp_path / "m", data_dir=str(release), configs=["full"], params=ANY_COUNT).out)["medprobe_build"]
+    medlama = card_yaml(build("medlama", tmp_path / "m", data_dir=str(release), configs=["full"], params=ANY_COUNT).out)[
+        "medprobe_build"
+    ]
     assert medlama["configs"]["full"]["source"] == "data_dir" and str(release) not in str(medlama)
 
 

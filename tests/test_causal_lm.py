@@ -164,9 +164,14 @@ def test_prefix_tree_scores_equal_one_forward_per_candidate(
     monkeypatch.setattr(tree_scoring, "HEAD_LOGITS", 5 * len(tokenizer))
     model = make_model(tokenizer, seed=3)
     probe = CausalLMProbe(
-        model, tokenizer, length_normalization=normalization, score_suffix=suffix, literal_template=True,
-        batch_size=batch_size, progress=False,
-    )  # fmt: skip
+        model,
+        tokenizer,
+        length_normalization=normalization,
+        score_suffix=suffix,
+        literal_template=True,
+        batch_size=batch_size,
+        progress=False,
+    )
     probe.row_length = row_length
     lists = [names_with_shared_prefixes(seed, count) for seed, count in [(0, 30), (1, 3), (2, 17)]]
     scores = probe.score_candidates(TREE_QUERIES, lists)
@@ -248,9 +253,20 @@ def test_smollm2_prefix_tree_scores_equal_one_forward_per_candidate_and_the_plai
         "Sepsis occurs after [Y] , not before .",
     ]
     names = [
-        "chronic heart failure", "chronic kidney disease", "chronic pain", "carcinoma of the lung", "carcinoma of the breast",
-        "carcinoma", "fever", "heart failure", "T-cell", "T-cell lymphoma", "B-cell", "epithelial cell", "zxqv",
-    ]  # fmt: skip
+        "chronic heart failure",
+        "chronic kidney disease",
+        "chronic pain",
+        "carcinoma of the lung",
+        "carcinoma of the breast",
+        "carcinoma",
+        "fever",
+        "heart failure",
+        "T-cell",
+        "T-cell lymphoma",
+        "B-cell",
+        "epithelial cell",
+        "zxqv",
+    ]
     tokenizer, model = smollm2.tokenizer, smollm2.model
     expected = {"mean": [], "none": []}  # one full forward pass per candidate
     for query in queries:

@@ -79,13 +79,31 @@ def test_a_probe_stopped_while_writing_its_results_exits_130_or_143_and_leaves_n
     """Measured before: SIGTERM left `.out-tmp-PID.json` beside --out for good (probe did not handle SIGTERM)."""
     out = tmp_path / "results"
     out.mkdir()
-    args = ["probe", "--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", str(save_tiny_bert(tmp_path / "tiny")),
-            "--device", "cpu", "--no-cache", "--out", str(out / "out.json"), "--predictions", str(out / "out.jsonl")]  # fmt: skip
+    args = [
+        "probe",
+        "--prober",
+        "contrastive",
+        "--dataset",
+        str(synthetic_medlama_hub),
+        "--model",
+        str(save_tiny_bert(tmp_path / "tiny")),
+        "--device",
+        "cpu",
+        "--no-cache",
+        "--out",
+        str(out / "out.json"),
+        "--predictions",
+        str(out / "out.jsonl"),
+    ]
     # paused before the first rename: every file (results, per-item outcomes, predictions) is written under its
     # temporary name beside its target
     process = start_paused("replace:out.jsonl", args)
     pid = process.pid
-    assert sorted(path.name for path in out.iterdir()) == [f".out-tmp-{pid}.json", f".out-tmp-{pid}.jsonl", f".out.outcomes-tmp-{pid}.jsonl"]
+    assert sorted(path.name for path in out.iterdir()) == [
+        f".out-tmp-{pid}.json",
+        f".out-tmp-{pid}.jsonl",
+        f".out.outcomes-tmp-{pid}.jsonl",
+    ]
     returned, err = signal_and_wait(process, signum)
     assert (returned, err.splitlines()[-1]) == (code, line) and "Traceback" not in err
     assert list(out.iterdir()) == []

@@ -49,8 +49,10 @@ def test_two_minilm_runs_of_the_same_data_print_the_difference_with_its_interval
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     diff = found["differences"]["acc@10"]
     assert math.isclose(diff["difference"], difference) and diff["low"] <= difference <= diff["high"]
-    row = (f"| layers3.json - all.json | medlama/hard | acc@10 | {a.subset['items']} | {100 * a.metrics['acc@10']:.2f} "
-           f"[{100 * a.intervals['acc@10']['low']:.2f}, {100 * a.intervals['acc@10']['high']:.2f}] | {100 * b.metrics['acc@10']:.2f} ")  # fmt: skip
+    row = (
+        f"| layers3.json - all.json | medlama/hard | acc@10 | {a.subset['items']} | {100 * a.metrics['acc@10']:.2f} "
+        f"[{100 * a.intervals['acc@10']['low']:.2f}, {100 * a.intervals['acc@10']['high']:.2f}] | {100 * b.metrics['acc@10']:.2f} "
+    )
     assert row in printed
     assert f"| {100 * difference:+.2f} | [{100 * diff['low']:+.2f}, {100 * diff['high']:+.2f}] |" in printed
     assert "What differs: layers None in all.json, 3 in layers3.json" in printed
@@ -107,10 +109,18 @@ def test_different_fingerprints_configs_and_subsets_exit_2_naming_what_differs(t
     assert "pass --intersect" in error
     full = write_medlama_run(tmp_path / "full.json", 0.5, seed=2, fingerprint="1a2b" + "0" * 60, config="full")
     assert "a.json fingerprint 1a2b0000… (hard), full.json 1a2b0000… (full)" in refused(capsys, a, full)
-    subset = write_medlama_run(tmp_path / "sub.json", 0.5, seed=2, queries_per_relation=5, fingerprint="1a2b" + "0" * 60,
-                               subset_options={"per_relation": 5})  # fmt: skip
+    subset = write_medlama_run(
+        tmp_path / "sub.json",
+        0.5,
+        seed=2,
+        queries_per_relation=5,
+        fingerprint="1a2b" + "0" * 60,
+        subset_options={"per_relation": 5},
+    )
     error = refused(capsys, a, subset)
-    assert "the runs probed different items: a.json 60 queries (ids" in error and "sub.json 15 queries (per_relation 5, ids" in error
+    assert (
+        "the runs probed different items: a.json 60 queries (ids" in error and "sub.json 15 queries (per_relation 5, ids" in error
+    )
 
 
 def test_different_tasks_splits_and_meaning_settings_are_refused_even_with_intersect(tmp_path, capsys):
@@ -119,7 +129,9 @@ def test_different_tasks_splits_and_meaning_settings_are_refused_even_with_inter
     assert "the runs ran different tasks: a.json medlama, mst.json mst" in refused(capsys, a, mst, "--intersect")
     validation = write_medlama_run(tmp_path / "v.json", 0.5, seed=1, split="validation")
     assert "different splits: a.json test, v.json validation" in refused(capsys, a, validation, "--intersect")
-    relation = write_medlama_run(tmp_path / "rel.json", 0.5, seed=1, settings={**json.loads(a.read_text())["settings"], "candidates": "relation"})
+    relation = write_medlama_run(
+        tmp_path / "rel.json", 0.5, seed=1, settings={**json.loads(a.read_text())["settings"], "candidates": "relation"}
+    )
     error = refused(capsys, a, relation, "--intersect")
     assert "settings that change what the medlama metrics mean (candidates 'set' in a.json, 'relation' in rel.json)" in error
 
@@ -166,7 +178,10 @@ def test_intersect_pairs_the_common_items_and_says_how_many(tmp_path, capsys):
     printed = capsys.readouterr().out
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     assert found["items"] == {"compared": len(keep), "full.json": 60, "hard.json": len(keep)} and found["intersected"]
-    assert f"--intersect: {len(keep)} common queries ({len(keep)} of full.json's 60, {len(keep)} of hard.json's {len(keep)})" in printed
+    assert (
+        f"--intersect: {len(keep)} common queries ({len(keep)} of full.json's 60, {len(keep)} of hard.json's {len(keep)})"
+        in printed
+    )
     assert "the runs probed different data; items are paired by id" in printed
     estimators = load(task_entry("medlama").target).estimators(load_record(full).settings)
     run = read_outcomes(load_record(hard), hard)
@@ -182,8 +197,10 @@ def test_mst_runs_with_one_seed_and_three_pair_but_three_and_two_do_not(tmp_path
     two = write_mst_run(tmp_path / "two.json", seeds=2, accuracy=0.8, rng_seed=2)
     assert main(["compare", str(one), str(three), "--out", str(tmp_path / "cmp")]) == 0
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
-    assert math.isclose(found["differences"]["accuracy"]["difference"],
-                        load_record(three).metrics["accuracy"] - load_record(one).metrics["accuracy"])  # fmt: skip
+    assert math.isclose(
+        found["differences"]["accuracy"]["difference"],
+        load_record(three).metrics["accuracy"] - load_record(one).metrics["accuracy"],
+    )
     assert [row["group"] for row in found["groups"]] == ["comparison", "sorting"]
     assert "three.json has 3 values per item in 'prediction' (e.g. seeds), two.json 2" in refused(capsys, three, two)
 
@@ -193,9 +210,17 @@ def test_a_group_without_a_value_gets_no_p_value_and_stays_out_of_holm(tmp_path)
     ids = [f"t{i}" for i in range(12)]
     groups = ["r1"] * 8 + ["r2"] * 4
     steps = [1.0] * 8 + [0.0] * 4
-    columns = lambda understand: {"understand": understand, "confuse": [s - u for s, u in zip(steps, understand)],  # noqa: E731
-                                  "misunderstand": [0.0] * 12, "steps": steps, "rank_without_context": [1.0] * 12,
-                                  "rank_with_context": [2.0] * 12}  # fmt: skip
+
+    def columns(understand):
+        return {
+            "understand": understand,
+            "confuse": [s - u for s, u in zip(steps, understand)],
+            "misunderstand": [0.0] * 12,
+            "steps": steps,
+            "rank_without_context": [1.0] * 12,
+            "rank_with_context": [2.0] * 12,
+        }
+
     options = {"task": "context_variance", "config": "real-target", "settings": {"k": [1], "per_relation": None}}
     a = write_run(tmp_path / "a.json", ids, groups, columns([1.0] * 4 + [0.0] * 8), **options)
     b = write_run(tmp_path / "b.json", ids, groups, columns([0.0] * 12), **options)
@@ -210,18 +235,40 @@ def test_a_group_without_a_value_gets_no_p_value_and_stays_out_of_holm(tmp_path)
 
 def profile_runs(hit_share: float, seed: int, only: str | None = None, failed: bool = False) -> dict:
     runs = {
-        "medlama-full-contrastive": {"benchmark": "medlama", "config": "full", "prober": "contrastive",
-                                     "writer": lambda p: write_medlama_run(p, hit_share, seed, config="full", fingerprint="f" * 64)},
-        "medlama-hard-contrastive": {"benchmark": "medlama", "config": "hard", "prober": "contrastive",
-                                     "writer": lambda p: write_medlama_run(p, hit_share, seed + 1), "failed": failed},
-        "mst-mlm-head": {"benchmark": "mst", "config": None, "prober": "mlm-head",
-                         "writer": lambda p: write_mst_run(p, 1, hit_share, seed)},
-        "mst-mlm-head-scratch": {"benchmark": "mst", "config": None, "prober": "mlm-head", "floor_of": "mst-mlm-head",
-                                 "writer": lambda p: write_mst_run(p, 1, 0.5, seed)},
-    }  # fmt: skip
+        "medlama-full-contrastive": {
+            "benchmark": "medlama",
+            "config": "full",
+            "prober": "contrastive",
+            "writer": lambda p: write_medlama_run(p, hit_share, seed, config="full", fingerprint="f" * 64),
+        },
+        "medlama-hard-contrastive": {
+            "benchmark": "medlama",
+            "config": "hard",
+            "prober": "contrastive",
+            "writer": lambda p: write_medlama_run(p, hit_share, seed + 1),
+            "failed": failed,
+        },
+        "mst-mlm-head": {
+            "benchmark": "mst",
+            "config": None,
+            "prober": "mlm-head",
+            "writer": lambda p: write_mst_run(p, 1, hit_share, seed),
+        },
+        "mst-mlm-head-scratch": {
+            "benchmark": "mst",
+            "config": None,
+            "prober": "mlm-head",
+            "floor_of": "mst-mlm-head",
+            "writer": lambda p: write_mst_run(p, 1, 0.5, seed),
+        },
+    }
     if only:
-        runs[only] = {"benchmark": "medlama", "config": "hard", "prober": "mask-average",
-                      "writer": lambda p: write_medlama_run(p, hit_share, seed, prober="mask-average")}  # fmt: skip
+        runs[only] = {
+            "benchmark": "medlama",
+            "config": "hard",
+            "prober": "mask-average",
+            "writer": lambda p: write_medlama_run(p, hit_share, seed, prober="mask-average"),
+        }
     return runs
 
 
@@ -255,7 +302,9 @@ def test_a_moved_profile_finds_its_runs_in_its_own_folder(tmp_path, capsys):
     # a results JSON in runs/ that is not the one the profile recorded is refused
     write_medlama_run(moved / "runs" / "mst-mlm-head.json", 0.9, seed=99)
     assert "is not the run" in refused(capsys, first, moved)
-    assert "compare runs with runs, or profiles with profiles" in refused(capsys, first, moved / "runs" / "medlama-full-contrastive.json")
+    assert "compare runs with runs, or profiles with profiles" in refused(
+        capsys, first, moved / "runs" / "medlama-full-contrastive.json"
+    )
 
 
 def test_profiles_with_a_mismatched_row_exit_2_naming_the_row(tmp_path, capsys):
@@ -282,7 +331,9 @@ def test_outputs_are_written_all_or_nothing(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(medprobe.compare_report, "draw_forest", failing)
     with pytest.raises(RuntimeError, match="the plot failed"):
-        main(["compare", str(a), str(b), "--out", str(out), "--plot", str(tmp_path / "f.png"), "--html", str(tmp_path / "r.html")])
+        main(
+            ["compare", str(a), str(b), "--out", str(out), "--plot", str(tmp_path / "f.png"), "--html", str(tmp_path / "r.html")]
+        )
     assert sorted(p.name for p in out.iterdir()) == ["compare.json"] and (out / "compare.json").read_text() == "before\n"
     assert not (tmp_path / "f.png").exists() and not (tmp_path / "r.html").exists()
     monkeypatch.undo()
@@ -310,8 +361,12 @@ def test_the_readme_compare_commands_parse():
     from medprobe.cli import build_parser
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    commands = [line.split(" #", 1)[0].split() for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
-                for line in block.splitlines() if line.startswith("medprobe compare ")]  # fmt: skip
+    commands = [
+        line.split(" #", 1)[0].split()
+        for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+        for line in block.splitlines()
+        if line.startswith("medprobe compare ")
+    ]
     assert len(commands) >= 2
     for command in commands:
         args = build_parser().parse_args(command[1:])
@@ -329,8 +384,10 @@ def test_compare_help_imports_no_numpy():
     import subprocess
     import sys
 
-    script = ("import sys\nfrom medprobe.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass\n"
-              "print(sorted(m for m in ('numpy', 'medprobe.compare', 'medprobe.stats') if m in sys.modules))")  # fmt: skip
+    script = (
+        "import sys\nfrom medprobe.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('numpy', 'medprobe.compare', 'medprobe.stats') if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "RUN_OR_PROFILE" in done.stdout, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"

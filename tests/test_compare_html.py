@@ -33,18 +33,20 @@ def test_the_html_report_shows_its_tables_and_logs_no_error(tmp_path):
     assert all(url == report.as_uri() or url.startswith("data:") for url in page.requests), page.requests
     found = json.loads((tmp_path / "cmp" / "compare.json").read_text())["comparisons"][0]
     headline = found["differences"]["acc@10"]
-    assert "<td>b.json - a.json</td><td>medlama/hard</td><td>acc@10</td><td class=\"num\">60</td>" in page.dom
-    assert f"<td class=\"num\">{100 * headline['difference']:+.2f}</td>" in page.dom
+    assert '<td>b.json - a.json</td><td>medlama/hard</td><td>acc@10</td><td class="num">60</td>' in page.dom
+    assert f'<td class="num">{100 * headline["difference"]:+.2f}</td>' in page.dom
     for row in found["groups"]:  # every relation's row is in the rendered table
-        assert f"<tr><td>{html.escape(row['group'])}</td><td class=\"num\">{row['n']}</td>" in page.dom
+        assert f'<tr><td>{html.escape(row["group"])}</td><td class="num">{row["n"]}</td>' in page.dom
     assert page.dom.count("<table>") == 4 and '<img alt="forest plot' in page.dom
 
 
 @needs_chromium
 def test_the_check_fails_on_a_console_error_and_on_a_missing_file(tmp_path):
     control = tmp_path / "control.html"
-    control.write_text('<!DOCTYPE html><html><body><table><tr><td>row</td></tr></table>'
-                       '<script>console.log("fine"); console.error("deliberate failure")</script></body></html>')  # fmt: skip
+    control.write_text(
+        "<!DOCTYPE html><html><body><table><tr><td>row</td></tr></table>"
+        '<script>console.log("fine"); console.error("deliberate failure")</script></body></html>'
+    )
     page = render(control)
     assert "<td>row</td>" in page.dom
     assert page.errors == ["console.error: deliberate failure"]

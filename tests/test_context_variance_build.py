@@ -27,7 +27,11 @@ def sample():
 
 
 def rows_for(sample, context_kind="real", target_kind="target", **kwargs):
-    return list(cv.generate_rows(sample["triples"], sample["prompts"], sample["pools"], sample["documents"], context_kind, target_kind, **kwargs))
+    return list(
+        cv.generate_rows(
+            sample["triples"], sample["prompts"], sample["pools"], sample["documents"], context_kind, target_kind, **kwargs
+        )
+    )
 
 
 def figure1_rows(sample, context_kind="real"):
@@ -47,11 +51,18 @@ def test_figure1_segments_come_out_in_the_papers_order_and_content(sample):
         "postnasal drip",  # S3 right
         "heartburn",  # S4 left
         "nasal stuffiness",  # S5 right, to the end of the note: the right side is exhausted
-        "hemoptysis", "chest tightness", "chest pain", "wheeze", "shortness of breath",  # S6..S10 all left
-    ]  # fmt: skip
+        "hemoptysis",
+        "chest tightness",
+        "chest pain",
+        "wheeze",
+        "shortness of breath",  # S6..S10 all left
+    ]
     segments = {f"S{r['step']}": r["segment"] for r in rows[1:]}
     # S1: left edge just after "sick feeling", right edge just before "postnasal drip"
-    assert segments["S1"] == "since the weekend and now notices discolored nasal discharge, mostly in the mornings. She also describes"
+    assert (
+        segments["S1"]
+        == "since the weekend and now notices discolored nasal discharge, mostly in the mornings. She also describes"
+    )
     assert segments["S2"] == "after late meals. She has had a general sick feeling"
     assert segments["S3"] == "postnasal drip that keeps her clearing her throat, and persistent"
     assert segments["S4"] == ". Occasional heartburn"
@@ -88,8 +99,14 @@ def test_figure1_objects_in_context_are_split_into_correct_and_incorrect(sample)
 def test_knowledge_contexts_keep_only_the_entities(sample):
     by_kind = {kind: figure1_rows(sample, kind)[5]["text"] for kind in cv.CONTEXT_KINDS}
     prompt = " nasal polyp has symptoms such as [MASK] ."
-    assert by_kind["knowledge_only"] == "heartburn, sick feeling, discolored nasal discharge, postnasal drip, nasal stuffiness." + prompt
-    assert by_kind["knowledge_sorted"] == "discolored nasal discharge, sick feeling, postnasal drip, heartburn, nasal stuffiness." + prompt
+    assert (
+        by_kind["knowledge_only"]
+        == "heartburn, sick feeling, discolored nasal discharge, postnasal drip, nasal stuffiness." + prompt
+    )
+    assert (
+        by_kind["knowledge_sorted"]
+        == "discolored nasal discharge, sick feeling, postnasal drip, heartburn, nasal stuffiness." + prompt
+    )
     random_entities = by_kind["knowledge_random"].removesuffix(prompt).rstrip(".").split(", ")
     assert random_entities[0] == "discolored nasal discharge"  # S1 first
     assert sorted(random_entities[1:]) == ["heartburn", "nasal stuffiness", "postnasal drip", "sick feeling"]
@@ -148,7 +165,9 @@ def test_matching_is_case_insensitive_whole_word_longest_first_with_aliases():
 
 
 def test_longest_match_wins_over_an_earlier_shorter_overlap():
-    matcher = cv.EntityMatcher({"sick": ["sick"], "sick feeling": ["sick feeling"], "feeling unwell today": ["feeling unwell today"]})
+    matcher = cv.EntityMatcher(
+        {"sick": ["sick"], "sick feeling": ["sick feeling"], "feeling unwell today": ["feeling unwell today"]}
+    )
     assert [m.entity for m in matcher.find("a sick feeling unwell today")] == ["sick", "feeling unwell today"]
 
 
@@ -193,7 +212,9 @@ def write_inputs(root: Path, triples=None, prompts=None, entities=None, document
 
 def test_prompt_without_answer_slot_is_an_error(tmp_path):
     root = write_inputs(tmp_path, prompts=[{"relation": "has_symptom", "template": "[X] has symptoms such as fever ."}])
-    with pytest.raises(ValueError, match=r"prompts.jsonl, line 1: the template of 'has_symptom' must contain \[X\] and exactly one \[Y\]"):
+    with pytest.raises(
+        ValueError, match=r"prompts.jsonl, line 1: the template of 'has_symptom' must contain \[X\] and exactly one \[Y\]"
+    ):
         build("context_variance", tmp_path / "out", data_dir=str(root), configs=["real-target"])
 
 
@@ -210,14 +231,18 @@ def test_empty_entity_file_is_an_error(tmp_path):
 
 
 def test_triple_without_objects_is_an_error_naming_file_and_line(tmp_path):
-    root = write_inputs(tmp_path, triples=[{"uuid": "t1", "predicate_id": "has_symptom", "sub_label": "asthma", "obj_labels": []}])
+    root = write_inputs(
+        tmp_path, triples=[{"uuid": "t1", "predicate_id": "has_symptom", "sub_label": "asthma", "obj_labels": []}]
+    )
     with pytest.raises(ValueError, match=r"triples.jsonl, line 1: missing or empty 'obj_labels'"):
         build("context_variance", tmp_path / "out", data_dir=str(root), configs=["real-target"])
 
 
 def test_nothing_to_build_is_an_error_with_the_counts(tmp_path):
     root = write_inputs(tmp_path, documents={"a.txt": "Fever and cough only."})
-    with pytest.raises(ValueError, match=r"nothing to build: .*1 triple\(s\) skipped because no object occurs in the corpus \(t1\)"):
+    with pytest.raises(
+        ValueError, match=r"nothing to build: .*1 triple\(s\) skipped because no object occurs in the corpus \(t1\)"
+    ):
         build("context_variance", tmp_path / "out", data_dir=str(root), configs=["real-target"])
 
 

@@ -97,9 +97,15 @@ def test_info_nce_matches_its_definition():
 def rewire_tiny(tmp_path, steps=40, seed=33):
     probe = ContrastiveProbe(tiny_bert(dropout=0.0), tiny_tokenizer(), device="cpu", show_progress=False)
     args = rewiring_arguments(
-        str(tmp_path), max_steps=steps, per_device_train_batch_size=8, learning_rate=1e-3, logging_steps=1,
-        use_cpu=True, disable_tqdm=True, seed=seed,
-    )  # fmt: skip
+        str(tmp_path),
+        max_steps=steps,
+        per_device_train_batch_size=8,
+        learning_rate=1e-3,
+        logging_steps=1,
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=seed,
+    )
     return probe, probe.rewire(toy_corpus(48), args)
 
 
@@ -165,8 +171,15 @@ def test_equal_scores_go_to_the_earlier_candidate_whatever_the_chunking():
 def test_a_candidate_equal_to_the_query_is_ranked_first_plumbing_tiny_random_bert():
     probe = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False, batch_size=2)
     queries = ["aspirin might treat [Y] .", "the gene alpha may cause [Y] .", "insulin may prevent [Y] ."]
-    names = ["lung", "heart", "insulin may prevent [MASK] .", "aspirin might treat [MASK] .", "gout",
-             "the gene alpha may cause [MASK] .", "acute chronic fever"]  # fmt: skip
+    names = [
+        "lung",
+        "heart",
+        "insulin may prevent [MASK] .",
+        "aspirin might treat [MASK] .",
+        "gout",
+        "the gene alpha may cause [MASK] .",
+        "acute chronic fever",
+    ]
     for similarity in ("cos", "l2"):
         probe.similarity = similarity
         ranked = probe.rank(queries, names, 4)

@@ -35,11 +35,14 @@ def corpus(tmp_path_factory):
 
 
 def probe(hub, model, out, *extra):
-    return main(["probe", "--dataset", str(hub), "--prober", "contrastive", "--model", str(model),
-                 "--out", str(out), *map(str, extra)])  # fmt: skip
+    return main(
+        ["probe", "--dataset", str(hub), "--prober", "contrastive", "--model", str(model), "--out", str(out), *map(str, extra)]
+    )
 
 
-def test_untuned_probe_writes_results_and_identical_predictions_twice_plumbing_tiny_random_bert(hub, tiny_model, tmp_path, capsys):
+def test_untuned_probe_writes_results_and_identical_predictions_twice_plumbing_tiny_random_bert(
+    hub, tiny_model, tmp_path, capsys
+):
     for run in ("a", "b"):
         assert probe(hub, tiny_model, tmp_path / f"{run}.json", "--predictions", tmp_path / f"{run}.jsonl", "--layers", 2) == 0
     assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
@@ -53,9 +56,30 @@ def test_untuned_probe_writes_results_and_identical_predictions_twice_plumbing_t
 
 def test_rewired_checkpoints_and_saved_model_can_be_probed_plumbing_tiny_random_bert(hub, tiny_model, corpus, tmp_path, capsys):
     saved = tmp_path / "rewired"
-    assert probe(hub, tiny_model, tmp_path / "rewired.json", "--predictions", tmp_path / "rewired.jsonl",
-                 "--rewire-corpus", corpus, "--rewire-steps", 4, "--rewire-batch-size", 8, "--rewire-learning-rate", 1e-3,
-                 "--checkpoint-every", 2, "--save-rewired", saved, "--similarity", "l2") == 0  # fmt: skip
+    assert (
+        probe(
+            hub,
+            tiny_model,
+            tmp_path / "rewired.json",
+            "--predictions",
+            tmp_path / "rewired.jsonl",
+            "--rewire-corpus",
+            corpus,
+            "--rewire-steps",
+            4,
+            "--rewire-batch-size",
+            8,
+            "--rewire-learning-rate",
+            1e-3,
+            "--checkpoint-every",
+            2,
+            "--save-rewired",
+            saved,
+            "--similarity",
+            "l2",
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "42 lines -> 40 pairs (skipped 1 blank; 1 with fewer than 2 words (e.g. line 41))" in out
     record = json.loads((tmp_path / "rewired.json").read_text())
@@ -73,7 +97,10 @@ def test_contrastive_reranks_its_own_shortlist_unchanged_plumbing_tiny_random_be
     """--rerank with contrastive scores each shortlist by score_candidates: its own top 3, re-scored, keep their order."""
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     assert probe(hub, tiny_model, tmp_path / "a.json", "--k", "1,3", "--predictions", first) == 0
-    assert probe(hub, tiny_model, tmp_path / "b.json", "--k", "1,3", "--predictions", second, "--rerank", first, "--rerank-top", 3) == 0
+    assert (
+        probe(hub, tiny_model, tmp_path / "b.json", "--k", "1,3", "--predictions", second, "--rerank", first, "--rerank-top", 3)
+        == 0
+    )
     assert second.read_bytes() == first.read_bytes()
     record = json.loads((tmp_path / "b.json").read_text())
     assert record["settings"]["shortlist_size"] == 3 and "score_candidates" in record["timings"]
@@ -248,8 +275,20 @@ def test_demo_on_a_release_folder_rewires_on_its_pubmed_corpus_and_says_so(tmp_p
     real_build = hub_build.build
     # the synthetic release has 3 rows per relation; the demo builds with the release's defaults otherwise
     monkeypatch.setattr(hub_build, "build", lambda *a, **kw: real_build(*a, **kw, params=BUILD_PARAMS))
-    args = ["demo", "--data-dir", str(release), "--out", str(tmp_path / "demo"), "--model", str(tiny_model),
-            "--rewire-steps", "1", "--rewire-batch-size", "4", "--skip-mst"]  # fmt: skip
+    args = [
+        "demo",
+        "--data-dir",
+        str(release),
+        "--out",
+        str(tmp_path / "demo"),
+        "--model",
+        str(tiny_model),
+        "--rewire-steps",
+        "1",
+        "--rewire-batch-size",
+        "4",
+        "--skip-mst",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "rewiring on the release's pubmed_sents_no_punkt_10k_0 (PubMed sentences, as in the paper): 1 steps" in out

@@ -164,7 +164,9 @@ def test_annotation_files_are_downloaded_at_the_pinned_commit_when_absent(tmp_pa
     root = tmp_path / "data"
     annotation = write_annotation(tmp_path / "elsewhere" / ANNOTATION)
     write_data_dir(root, [annotation], link_annotations=False)
-    with pytest.raises(ConnectionError, match=r"raw.githubusercontent.com/israa-alghanmi/DisKnE/11bbdb97b0c4.*put it in the data_dir"):
+    with pytest.raises(
+        ConnectionError, match=r"raw.githubusercontent.com/israa-alghanmi/DisKnE/11bbdb97b0c4.*put it in the data_dir"
+    ):
         build_medical_similar(tmp_path, root)
     code = main(["umls-names", str(root / "META" / "MRCONSO.RRF"), "--out", str(tmp_path / "names.tsv")])
     assert code == 2 and "--cuis-from" in capsys.readouterr().err

@@ -47,7 +47,16 @@ def one_and_two_processes(tmp_path, capsys, argv: list[str], launcher: str = "to
     for name in ("one", "two"):
         folder = tmp_path / name
         folder.mkdir()
-        args = ["probe", *argv, "--device", "cpu", "--out", str(folder / "results.json"), "--predictions", str(folder / "p.jsonl")]
+        args = [
+            "probe",
+            *argv,
+            "--device",
+            "cpu",
+            "--out",
+            str(folder / "results.json"),
+            "--predictions",
+            str(folder / "p.jsonl"),
+        ]
         if name == "one":
             capsys.readouterr()
             assert main(args) == 0
@@ -86,11 +95,21 @@ def test_contrastive_probe_spreads_its_encoding_over_two_processes_with_the_same
     synthetic_medlama_hub, tiny_encoder, tmp_path, capsys
 ):
     one, two = one_and_two_processes(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         # --no-cache: the 1-process run would fill the embedding cache and the 2-process run read it all,
         # encoding nothing (tests/test_embedding_cache.py checks the cache under a launch)
-        ["--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", tiny_encoder, "--candidates", "relation",
-         "--no-cache"],
+        [
+            "--prober",
+            "contrastive",
+            "--dataset",
+            str(synthetic_medlama_hub),
+            "--model",
+            tiny_encoder,
+            "--candidates",
+            "relation",
+            "--no-cache",
+        ],
         launcher="accelerate",
     )
     assert_same_scores(one, two)
@@ -100,10 +119,23 @@ def test_candidate_scorer_on_context_variance_splits_the_pairs_over_two_processe
     context_variance_hub, tiny_mlm, tmp_path, capsys
 ):
     one, two = one_and_two_processes(
-        tmp_path, capsys,
-        ["--prober", "mask-average", "--task", "context_variance", "--dataset", context_variance_hub, "--config", "real-target",
-         "--model", tiny_mlm, "--per-relation", "1"],
-    )  # fmt: skip
+        tmp_path,
+        capsys,
+        [
+            "--prober",
+            "mask-average",
+            "--task",
+            "context_variance",
+            "--dataset",
+            context_variance_hub,
+            "--config",
+            "real-target",
+            "--model",
+            tiny_mlm,
+            "--per-relation",
+            "1",
+        ],
+    )
     assert_same_scores(one, two)
     assert one["counts"]["instances"] >= 2
 
@@ -144,9 +176,7 @@ def test_rank_in_shards_gives_each_process_its_share_and_everyone_the_whole_list
     assert [share["main"] for share in shares] == [True, False]
 
 
-def test_medprobe_profile_runs_unchanged_under_a_two_process_launch_plumbing_tiny_bert(
-    tiny_encoder, tmp_path
-):
+def test_medprobe_profile_runs_unchanged_under_a_two_process_launch_plumbing_tiny_bert(tiny_encoder, tmp_path):
     # context_variance is built into DIR/datasets by the main process, then probed by Contrastive-Probe
     argv = ["profile", "--model", tiny_encoder, "--quick", "--device", "cpu", "--benchmarks", "context_variance"]
     assert main([*argv, "--out", str(tmp_path / "one")]) == 0
@@ -157,4 +187,6 @@ def test_medprobe_profile_runs_unchanged_under_a_two_process_launch_plumbing_tin
     for run_one, run_two in zip(one["runs"], two["runs"]):
         assert Path(run_one["predictions"]).read_bytes() == Path(run_two["predictions"]).read_bytes()
     assert result.stdout.count("building context_variance") == 1  # printed (and built) by the main process only
-    assert sorted(path.name for path in (tmp_path / "two").iterdir()) == sorted(path.name for path in (tmp_path / "one").iterdir())
+    assert sorted(path.name for path in (tmp_path / "two").iterdir()) == sorted(
+        path.name for path in (tmp_path / "one").iterdir()
+    )

@@ -25,14 +25,20 @@ WORDS = ["patient", "was", "admitted", "for", "evaluation", "history", "of", "no
 
 def environment() -> dict[str, str]:
     """What launch_cli gives each launched process, for the plain 1-process run."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
-            "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
 
 
 def run_cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
     """`medprobe ARGS` as one plain process (no launch variables)."""
     env = {name: value for name, value in environment().items() if name not in ("WORLD_SIZE", "RANK", "LOCAL_RANK")}
-    result = subprocess.run([sys.executable, "-m", "medprobe.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "medprobe.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
     assert result.returncode == 0, f"medprobe failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}"
     return result
 
@@ -54,8 +60,14 @@ def tiny_pair_bert(tmp_path_factory) -> str:
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *letters, *(f"##{c}" for c in letters), *".,;:()-"]
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=256)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=256,
+    )
     BertModel(config).save_pretrained(folder)
     return str(folder)
 
@@ -93,9 +105,26 @@ def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_ta
     built_disknE, tiny_pair_bert, tmp_path
 ):
     # 2 diseases x 1 seed: process 0 trains the first disease, process 1 the second
-    args = ["probe", "--dataset", str(built_disknE), "--config", "terminological_similar", "--prober", "pair-classifier",
-            "--model", tiny_pair_bert, "--diseases", "2", "--epochs", "1", "--seed", "11", "--device", "cpu",
-            *FAST_PAIR_TRAINING]  # fmt: skip
+    args = [
+        "probe",
+        "--dataset",
+        str(built_disknE),
+        "--config",
+        "terminological_similar",
+        "--prober",
+        "pair-classifier",
+        "--model",
+        tiny_pair_bert,
+        "--diseases",
+        "2",
+        "--epochs",
+        "1",
+        "--seed",
+        "11",
+        "--device",
+        "cpu",
+        *FAST_PAIR_TRAINING,
+    ]
     one, two, launched = one_and_two_processes(args, tmp_path)
     assert len(one["per_group"]) == 2 and one["counts"]["trainings"] == 2
     assert without_seconds(two["per_group"]) == without_seconds(one["per_group"])
@@ -132,8 +161,14 @@ def test_disknE_runs_gathered_from_two_processes_equal_the_one_process_runs_on_e
     script.write_text(DISKNE_RUNS_SCRIPT)
     for folder in ("one", "two"):
         (tmp_path / folder).mkdir()
-    single = subprocess.run([sys.executable, str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "one")], cwd=tmp_path,
-                            env=environment(), capture_output=True, text=True, timeout=600)  # fmt: skip
+    single = subprocess.run(
+        [sys.executable, str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "one")],
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert single.returncode == 0, single.stderr[-5000:]
     launch([str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "two")], tmp_path)
     expected = json.loads((tmp_path / "one" / "runs_0.json").read_text())
@@ -144,8 +179,23 @@ def test_disknE_runs_gathered_from_two_processes_equal_the_one_process_runs_on_e
 
 
 def test_mst_heads_on_two_processes_give_the_one_process_accuracies_plumbing_tiny_random_bert(small_mst, tiny_mlm_bert, tmp_path):
-    args = ["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", tiny_mlm_bert, "--seeds", "2",
-            "--seed", "4", "--epochs", "2", "--device", "cpu"]  # fmt: skip
+    args = [
+        "probe",
+        "--dataset",
+        str(small_mst),
+        "--prober",
+        "mlm-head",
+        "--model",
+        tiny_mlm_bert,
+        "--seeds",
+        "2",
+        "--seed",
+        "4",
+        "--epochs",
+        "2",
+        "--device",
+        "cpu",
+    ]
     one, two, _ = one_and_two_processes(args, tmp_path)
     assert [len(group["accuracy_per_seed"]) for group in one["per_group"].values()] == [2, 2]
     assert two["per_group"] == one["per_group"] and two["metrics"] == one["metrics"] and settings(two) == settings(one)
@@ -156,8 +206,24 @@ def test_scratch_mst_heads_split_mid_seed_give_the_one_process_accuracies_plumbi
 ):
     # 3 seeds x 2 tasks = 6 fits split 3 / 3: process 1 starts with seed 5's second task, so a fit
     # must not depend on what ran before it (the scratch encoder of a seed is drawn from the seed alone)
-    args = ["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", tiny_mlm_bert, "--scratch",
-            "--seeds", "3", "--seed", "4", "--epochs", "1", "--device", "cpu"]  # fmt: skip
+    args = [
+        "probe",
+        "--dataset",
+        str(small_mst),
+        "--prober",
+        "mlm-head",
+        "--model",
+        tiny_mlm_bert,
+        "--scratch",
+        "--seeds",
+        "3",
+        "--seed",
+        "4",
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+    ]
     one, two, _ = one_and_two_processes(args, tmp_path)
     assert [len(group["accuracy_per_seed"]) for group in one["per_group"].values()] == [3, 3]
     assert two["per_group"] == one["per_group"] and two["metrics"] == one["metrics"]
@@ -217,20 +283,70 @@ def test_rewiring_on_two_processes_saves_once_the_model_every_process_probed_wit
 ):
     # one DistributedDataParallel training: --rewire-batch-size 8 is the batch of a step, 4 pairs per process
     saved = tmp_path / "rewired"
-    args = ["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(tiny_encoder),
-            "--rewire-corpus", str(rewiring_corpus), "--rewire-steps", "3", "--rewire-batch-size", "8",
-            "--rewire-learning-rate", "1e-2", "--save-rewired", str(saved), "--device", "cpu"]  # fmt: skip
+    args = [
+        "probe",
+        "--dataset",
+        str(synthetic_medlama_hub),
+        "--prober",
+        "contrastive",
+        "--model",
+        str(tiny_encoder),
+        "--rewire-corpus",
+        str(rewiring_corpus),
+        "--rewire-steps",
+        "3",
+        "--rewire-batch-size",
+        "8",
+        "--rewire-learning-rate",
+        "1e-2",
+        "--save-rewired",
+        str(saved),
+        "--device",
+        "cpu",
+    ]
     launch_cli([*args, "--out", str(tmp_path / "two.json"), "--predictions", str(tmp_path / "two.jsonl")], tmp_path)
     record = json.loads((tmp_path / "two.json").read_text())
     assert record["settings"]["rewiring"]["steps_done"] == 3 and record["settings"]["processes"] == 2
     assert record["settings"]["rewiring"]["batch_size"] == 8  # recorded as asked: the batch of a step, not per process
     # the saved model is the one the processes rewired and probed with: probing it gives the same predictions
-    run_cli(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(saved),
-             "--device", "cpu", "--out", str(tmp_path / "saved.json"), "--predictions", str(tmp_path / "saved.jsonl")], tmp_path)  # fmt: skip
+    run_cli(
+        [
+            "probe",
+            "--dataset",
+            str(synthetic_medlama_hub),
+            "--prober",
+            "contrastive",
+            "--model",
+            str(saved),
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "saved.json"),
+            "--predictions",
+            str(tmp_path / "saved.jsonl"),
+        ],
+        tmp_path,
+    )
     assert (tmp_path / "saved.jsonl").read_bytes() == (tmp_path / "two.jsonl").read_bytes()
     untuned = tmp_path / "untuned.jsonl"
-    run_cli(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(tiny_encoder),
-             "--device", "cpu", "--out", str(tmp_path / "untuned.json"), "--predictions", str(untuned)], tmp_path)  # fmt: skip
+    run_cli(
+        [
+            "probe",
+            "--dataset",
+            str(synthetic_medlama_hub),
+            "--prober",
+            "contrastive",
+            "--model",
+            str(tiny_encoder),
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "untuned.json"),
+            "--predictions",
+            str(untuned),
+        ],
+        tmp_path,
+    )
     assert untuned.read_bytes() != (tmp_path / "two.jsonl").read_bytes()  # the rewiring changed the encoder
 
 
@@ -257,7 +373,9 @@ def test_training_arguments_pinned_to_one_gpu_train_there_alone(monkeypatch, tmp
     monkeypatch.setattr(torch.cuda, "set_device", current.append)
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
     assert pin_training_device(args, torch.device("cpu")).device == torch.device("cpu") and not current
-    assert pin_training_device(args, torch.device("cuda")).device == torch.device("cpu") and not current  # one process: its own choice
+    assert (
+        pin_training_device(args, torch.device("cuda")).device == torch.device("cpu") and not current
+    )  # one process: its own choice
     pinned = pin_training_device(args, torch.device("cuda", 3))
     assert pinned.device == torch.device("cuda", 3) and pinned.n_gpu == 1 and current == [torch.device("cuda", 3)]
     assert pinned.parallel_mode == ParallelMode.NOT_PARALLEL and pinned.train_batch_size == pinned.per_device_train_batch_size

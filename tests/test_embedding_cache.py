@@ -235,8 +235,22 @@ def test_weight_digests_are_remembered_per_file(cache_dir, model_dir, monkeypatc
 
 def test_no_cache_on_the_command_line_plumbing_tiny_random_bert(synthetic_medlama_hub, model_dir, cache_dir, tmp_path, capsys):
     def probe(out, *extra):
-        return main(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "contrastive", "--model", str(model_dir),
-                     "--out", str(out), "--predictions", str(out.with_suffix(".jsonl")), *extra])  # fmt: skip
+        return main(
+            [
+                "probe",
+                "--dataset",
+                str(synthetic_medlama_hub),
+                "--prober",
+                "contrastive",
+                "--model",
+                str(model_dir),
+                "--out",
+                str(out),
+                "--predictions",
+                str(out.with_suffix(".jsonl")),
+                *extra,
+            ]
+        )
 
     assert probe(tmp_path / "off.json", "--no-cache") == 0 and not cache_dir.exists()
     assert probe(tmp_path / "cold.json") == 0 and probe(tmp_path / "warm.json") == 0
@@ -271,9 +285,24 @@ def test_a_two_process_launch_writes_the_cache_once_and_reads_it_plumbing_tiny_r
     from launch import launch_cli
 
     def run(name: str, *extra: str) -> dict:
-        args = ["probe", "--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", str(model_dir),
-                "--candidates", "relation", "--device", "cpu", "--out", str(tmp_path / f"{name}.json"),
-                "--predictions", str(tmp_path / f"{name}.jsonl"), *extra]  # fmt: skip
+        args = [
+            "probe",
+            "--prober",
+            "contrastive",
+            "--dataset",
+            str(synthetic_medlama_hub),
+            "--model",
+            str(model_dir),
+            "--candidates",
+            "relation",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / f"{name}.json"),
+            "--predictions",
+            str(tmp_path / f"{name}.jsonl"),
+            *extra,
+        ]
         if name == "alone":
             assert main(args) == 0
         else:

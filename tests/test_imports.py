@@ -155,6 +155,9 @@ def test_the_old_package_name_is_an_alias_with_a_deprecation_warning():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert "warned: the package `probers` is now `medprobe`" in done.stdout, done.stderr
-    script = "import warnings\nwarnings.simplefilter('ignore')\nimport probers.run, medprobe.run\nprint(probers.run is medprobe.run, probers is medprobe)"
+    script = (
+        "import warnings\nwarnings.simplefilter('ignore')\nimport probers.run, medprobe.run\n"
+        "print(probers.run is medprobe.run, probers is medprobe)"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "True"], done.stderr

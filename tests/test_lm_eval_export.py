@@ -190,9 +190,15 @@ def test_simple_evaluate_on_a_tiny_gpt2_matches_causal_lm_probe(mst_folder, tmp_
     export_lm_eval("mst", str(mst_folder), out)
     limit = 4
     results = lm_eval.simple_evaluate(
-        model="hf", model_args={"pretrained": str(model_dir)}, tasks=["medprobe_mst"], device="cpu", batch_size=4,
-        limit=limit, log_samples=True, task_manager=TaskManager(include_path=str(out), include_defaults=False),
-    )  # fmt: skip
+        model="hf",
+        model_args={"pretrained": str(model_dir)},
+        tasks=["medprobe_mst"],
+        device="cpu",
+        batch_size=4,
+        limit=limit,
+        log_samples=True,
+        task_manager=TaskManager(include_path=str(out), include_defaults=False),
+    )
     probe = CausalLMProbe(model, tokenizer, length_normalization="none", progress=False)
     accuracies = []
     for config in MST_CONFIGS:
@@ -224,9 +230,13 @@ def test_medlama_acc_at_k_through_lm_eval_equals_medprobes_task(tmp_path, tiny_g
     out = tmp_path / "tasks"
     export_lm_eval("medlama", str(MEDLAMA_SAMPLE), out)
     results = lm_eval.simple_evaluate(
-        model="hf", model_args={"pretrained": str(model_dir)}, tasks=["medprobe_medlama_hard"], device="cpu", batch_size=16,
+        model="hf",
+        model_args={"pretrained": str(model_dir)},
+        tasks=["medprobe_medlama_hard"],
+        device="cpu",
+        batch_size=16,
         task_manager=TaskManager(include_path=str(out), include_defaults=False),
-    )["results"]  # fmt: skip
+    )["results"]
     task = MedLAMATask(candidates="relation")
     data = task.load(str(MEDLAMA_SAMPLE), "hard", "test")
     probe = CausalLMProbe(model, tokenizer, length_normalization="none", progress=False)

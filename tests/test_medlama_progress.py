@@ -13,8 +13,13 @@ from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
 ROWS = {
     "relation": ["may_treat", "may_treat", "has_site", "may_treat", "has_site"],
     "head_name": ["aspirin", "ibuprofen", "gout", "heparin", "asthma"],
-    "query": ["aspirin may treat [Y] .", "ibuprofen may treat [Y] .", "gout is found in [Y] .",
-              "heparin may treat [Y] .", "asthma is found in [Y] ."],  # fmt: skip
+    "query": [
+        "aspirin may treat [Y] .",
+        "ibuprofen may treat [Y] .",
+        "gout is found in [Y] .",
+        "heparin may treat [Y] .",
+        "asthma is found in [Y] .",
+    ],
     "answers": [["fever"], ["pain", "fever"], ["joint"], ["thrombosis"], ["lung", "airway"]],
 }
 

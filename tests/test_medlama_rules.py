@@ -27,7 +27,9 @@ def test_avg_rouge_l_uses_lowercased_distinct_words():
     value = medlama.avg_rouge_l("Malignant Neoplasm of the Lower Third of the Esophagus", "Malignant Cell || Neoplastic Cell")
     assert value == pytest.approx(1 / 9, abs=1e-7)
     # exactly 0.1 in exact arithmetic falls just below it, as in the release, and is hard
-    value = medlama.avg_rouge_l("Lymphoid neoplasm", "Other malignant neoplasm of lymphoid and histiocytic tissue || Lymphoreticular tumor")
+    value = medlama.avg_rouge_l(
+        "Lymphoid neoplasm", "Other malignant neoplasm of lymphoid and histiocytic tissue || Lymphoreticular tumor"
+    )
     assert value < 0.1 and value == pytest.approx(0.1, abs=1e-7)
 
 
@@ -285,7 +287,7 @@ def test_cli_prints_each_release_error_as_one_line(release, tmp_path, capsys, br
     code = main(["build", "medlama", "--data-dir", str(release), "--out", str(tmp_path / "hub"), "--config", "hard", *CLI_PARAMS])
     err = capsys.readouterr().err  # progress bars of datasets come first
     assert code == 2 and "medprobe: error: " in err and "Traceback" not in err
-    message = err[err.index("medprobe: error: "):]
+    message = err[err.index("medprobe: error: ") :]
     assert words in message and message.count("\n") == 1 and message.endswith("\n")
 
 

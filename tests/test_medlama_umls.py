@@ -59,8 +59,14 @@ def expected_rows(
                     answers.append(name)
                 last_cui[name] = cui
             if len(answers) <= 10:
-                frame.append({"head_cui": head_cui, "head_name": head_name, "answers": answers,
-                              "answer_cuis": [last_cui[a] for a in answers]})  # fmt: skip
+                frame.append(
+                    {
+                        "head_cui": head_cui,
+                        "head_name": head_name,
+                        "answers": answers,
+                        "answer_cuis": [last_cui[a] for a in answers],
+                    }
+                )
         # pandas' sample(n, random_state=seed): the head of a RandomState(seed) permutation
         drawn = np.random.RandomState(seed).permutation(len(frame))[:per_relation]
         result[relation] = [frame[i] for i in drawn]
@@ -157,7 +163,11 @@ def test_head_is_cui2_and_answer_cui1_of_the_mrrel_row(hub, release):
 def test_no_french_spanish_suppressed_or_lower_ranked_name_is_used(hub):
     full = load_dataset(str(hub), split="test")
     names = set(full["head_name"]) | {a for answers in full["answers"] for a in answers}
-    bad = [n for n in names if n.startswith(("nom français", "nombre español", "Obsolete name")) or n.endswith((", variant", ", not ISPREF"))]
+    bad = [
+        n
+        for n in names
+        if n.startswith(("nom français", "nombre español", "Obsolete name")) or n.endswith((", variant", ", not ISPREF"))
+    ]
     assert bad == []
 
 
@@ -173,8 +183,14 @@ def test_a_concept_two_sources_name_differently_gives_two_queries(release):
 
 def test_a_name_two_answer_concepts_share_is_one_answer_with_the_last_cui(release, prompts_dir, tmp_path):
     full = build_umls(release[0], prompts_dir, tmp_path, per_relation=100)
-    row = next(r for r in full if r["head_cui"] == "C9000004" and r["relation"] == RELATIONS[0] and "Shared twin name" in r["answers"])
-    twin_rows = [e for e in release[1].edges if (e.relation, e.head_name, e.tail_name) == (RELATIONS[0], row["head_name"], "Shared twin name")]
+    row = next(
+        r for r in full if r["head_cui"] == "C9000004" and r["relation"] == RELATIONS[0] and "Shared twin name" in r["answers"]
+    )
+    twin_rows = [
+        e
+        for e in release[1].edges
+        if (e.relation, e.head_name, e.tail_name) == (RELATIONS[0], row["head_name"], "Shared twin name")
+    ]
     assert {e.tail_cui for e in twin_rows} == {"C9000002", "C9000003"}  # two concepts, one name
     assert row["answers"].count("Shared twin name") == 1
     assert row["answer_cuis"][row["answers"].index("Shared twin name")] == twin_rows[-1].tail_cui  # the last in MRREL
@@ -200,7 +216,9 @@ def test_drop_suppressed_leaves_the_suppressed_mrrel_rows_out(release, prompts_d
 
 def test_same_seed_and_meta_give_byte_identical_parquet(hub, release, prompts_dir, tmp_path):
     again = tmp_path / "again"
-    build("medlama", again, data_dir=str(prompts_dir), params={"umls_dir": str(release[0] / "META"), "per_relation": PER_RELATION})
+    build(
+        "medlama", again, data_dir=str(prompts_dir), params={"umls_dir": str(release[0] / "META"), "per_relation": PER_RELATION}
+    )
     for config in ("full", "hard"):
         assert parquet_digest(hub, config) == parquet_digest(again, config)
 
@@ -239,7 +257,9 @@ def test_the_short_relation_warning_names_relation_and_counts(release, prompts_d
     build_umls(release[0], prompts_dir, tmp_path)
     available = len(expected_rows(release[1], per_relation=10_000)[SHORT_RELATION])
     assert any(
-        SHORT_RELATION in r.getMessage() and f"{available} queries" in r.getMessage() and f"per_relation={PER_RELATION}" in r.getMessage()
+        SHORT_RELATION in r.getMessage()
+        and f"{available} queries" in r.getMessage()
+        and f"per_relation={PER_RELATION}" in r.getMessage()
         for r in caplog.records
     )
 
@@ -300,10 +320,14 @@ def test_a_relation_absent_from_the_release_stops_naming_it(release, prompts_dir
             continue
         kept.append(line)
     path.write_text("".join(kept), encoding="utf-8")
-    with pytest.raises(UserError, match=rf"absent from this release.*{absent} \(no row at all\); {msh_only} \(3 rows with SAB MSH\)") as err:
+    with pytest.raises(
+        UserError, match=rf"absent from this release.*{absent} \(no row at all\); {msh_only} \(3 rows with SAB MSH\)"
+    ) as err:
         build_umls(copy, prompts_dir, tmp_path / "out")
     assert "--set relations=" in str(err.value)
-    full = build_umls(copy, prompts_dir, tmp_path / "out", relations=",".join(r for r in RELATIONS if r not in (absent, msh_only)))
+    full = build_umls(
+        copy, prompts_dir, tmp_path / "out", relations=",".join(r for r in RELATIONS if r not in (absent, msh_only))
+    )
     assert sorted(set(full["relation"])) == sorted(r for r in RELATIONS if r not in (absent, msh_only))
 
 
@@ -364,7 +388,9 @@ def test_unknown_version_asks_for_the_parameter_and_takes_it(prompts_dir, tmp_pa
 
 
 def test_the_release_folder_above_meta_is_accepted(release, prompts_dir, tmp_path):
-    build("medlama", tmp_path, data_dir=str(prompts_dir), configs=["full"], params={"umls_dir": str(release[0]), "per_relation": 3})
+    build(
+        "medlama", tmp_path, data_dir=str(prompts_dir), configs=["full"], params={"umls_dir": str(release[0]), "per_relation": 3}
+    )
     assert load_dataset(str(tmp_path), split="test").num_rows == 3 * len(RELATIONS)
 
 
@@ -376,10 +402,26 @@ def test_prompts_are_downloaded_when_no_data_dir_and_offline_says_what_to_do(rel
 # --- the command line and the card ------------------------------------------------------------------------
 
 
-def test_cli_builds_a_gated_loadable_folder_whose_card_names_version_parameters_and_counts(release, prompts_dir, tmp_path, capsys):
+def test_cli_builds_a_gated_loadable_folder_whose_card_names_version_parameters_and_counts(
+    release, prompts_dir, tmp_path, capsys
+):
     out = tmp_path / "hub"
-    code = main(["build", "medlama", "--umls-dir", str(release[0] / "META"), "--data-dir", str(prompts_dir),
-                 "--out", str(out), "--set", "per_relation=5", "--set", "seed=11"])  # fmt: skip
+    code = main(
+        [
+            "build",
+            "medlama",
+            "--umls-dir",
+            str(release[0] / "META"),
+            "--data-dir",
+            str(prompts_dir),
+            "--out",
+            str(out),
+            "--set",
+            "per_relation=5",
+            "--set",
+            "seed=11",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     hard = load_dataset(str(out), "hard", split="test")
     assert 0 < hard.num_rows <= 5 * len(RELATIONS)
@@ -410,14 +452,26 @@ def test_a_release_build_after_a_umls_build_gets_the_release_card(hub, tmp_path)
 
 # Queries per relation before sampling, as the notebook printed them for UMLS 2021AA.
 NOTEBOOK_FRAME_SIZES = {
-    "associated_morphology_of": 1943, "disease_has_abnormal_cell": 11942, "disease_has_associated_anatomic_site": 14322,
-    "disease_has_normal_cell_origin": 10199, "disease_has_normal_tissue_origin": 10916, "disease_mapped_to_gene": 2856,
-    "disease_may_have_associated_disease": 1309, "disease_may_have_finding": 5138,
-    "disease_may_have_molecular_abnormality": 3096, "gene_associated_with_disease": 1360,
-    "gene_encodes_gene_product": 5367, "gene_product_encoded_by_gene": 6187, "gene_product_has_associated_anatomy": 3695,
-    "gene_product_has_biochemical_function": 3402, "gene_product_plays_role_in_biological_process": 5913,
-    "has_physiologic_effect": 4819, "may_prevent": 1747, "may_treat": 3864, "occurs_after": 5831,
-}  # fmt: skip
+    "associated_morphology_of": 1943,
+    "disease_has_abnormal_cell": 11942,
+    "disease_has_associated_anatomic_site": 14322,
+    "disease_has_normal_cell_origin": 10199,
+    "disease_has_normal_tissue_origin": 10916,
+    "disease_mapped_to_gene": 2856,
+    "disease_may_have_associated_disease": 1309,
+    "disease_may_have_finding": 5138,
+    "disease_may_have_molecular_abnormality": 3096,
+    "gene_associated_with_disease": 1360,
+    "gene_encodes_gene_product": 5367,
+    "gene_product_encoded_by_gene": 6187,
+    "gene_product_has_associated_anatomy": 3695,
+    "gene_product_has_biochemical_function": 3402,
+    "gene_product_plays_role_in_biological_process": 5913,
+    "has_physiologic_effect": 4819,
+    "may_prevent": 1747,
+    "may_treat": 3864,
+    "occurs_after": 5831,
+}
 
 
 def release_rows(folder: Path, relation: str) -> list[dict[str, str]]:

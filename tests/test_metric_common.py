@@ -178,7 +178,9 @@ def _shard(rows, process_id, num_process):
 def _compute_in_process(job):
     """One process of a distributed evaluation: its own shard, the shared experiment id."""
     metric_class, num_process, process_id, rows, options, experiment_id, cache_dir, add_in_batches = job
-    metric = metric_class(num_process=num_process, process_id=process_id, experiment_id=experiment_id, cache_dir=cache_dir, timeout=60)
+    metric = metric_class(
+        num_process=num_process, process_id=process_id, experiment_id=experiment_id, cache_dir=cache_dir, timeout=60
+    )
     shard = _shard(rows, process_id, num_process)
     if not add_in_batches:
         return metric.compute(**shard, **options)
@@ -189,7 +191,9 @@ def _compute_in_process(job):
 
 def _distributed(metric, rows, options, cache_dir, add_in_batches=False, num_process=2):
     experiment_id = f"test-{uuid.uuid4().hex}"  # shared by the processes of this evaluation only
-    jobs = [(type(metric), num_process, p, rows, options, experiment_id, str(cache_dir), add_in_batches) for p in range(num_process)]
+    jobs = [
+        (type(metric), num_process, p, rows, options, experiment_id, str(cache_dir), add_in_batches) for p in range(num_process)
+    ]
     # fork: the children share the loaded metric class, as evaluate's own distributed tests do
     with multiprocessing.get_context("fork").Pool(num_process) as pool:
         return pool.map_async(_compute_in_process, jobs).get(timeout=120)
@@ -252,7 +256,9 @@ def test_numpy_integer_cutoffs_are_accepted_like_ints(metrics):
     acc_at_k, ucm = metrics["acc_at_k"], metrics["ucm"]
     assert acc_at_k.compute(predictions=[["a"]], references=[["a"]], k=np.int64(1)) == {"acc@1": 1.0}
     assert acc_at_k.compute(predictions=[["b", "a"]], references=[["a"]], k=[np.int32(1), 2]) == {"acc@1": 0.0, "acc@2": 1.0}
-    result = ucm.compute(target_rank_before=[2], target_rank_after=[1], added_is_correct=[True], ranks_with_context=[1], k=np.int64(1))
+    result = ucm.compute(
+        target_rank_before=[2], target_rank_after=[1], added_is_correct=[True], ranks_with_context=[1], k=np.int64(1)
+    )
     assert result["acc@1_with_context"] == 1.0
 
 

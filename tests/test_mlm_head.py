@@ -17,16 +17,55 @@ from medprobe.cli import main
 from medprobe.lm.mlm_head import MLMHeadProbe
 from medprobe.tasks.mst import MSTTask, run_mst_demo
 
-WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "alpha", "beta", "gamma", "is", "the", "colour", "of", ".",
-         "red", "blue", "green", "dark", "##er", "larger", "smaller", "largest", "smallest", "middle", "increasing",
-         "decreasing", "random", "equal", "different", "normal", "abnormal", "g", "mg", "than"]  # fmt: skip
+WORDS = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "alpha",
+    "beta",
+    "gamma",
+    "is",
+    "the",
+    "colour",
+    "of",
+    ".",
+    "red",
+    "blue",
+    "green",
+    "dark",
+    "##er",
+    "larger",
+    "smaller",
+    "largest",
+    "smallest",
+    "middle",
+    "increasing",
+    "decreasing",
+    "random",
+    "equal",
+    "different",
+    "normal",
+    "abnormal",
+    "g",
+    "mg",
+    "than",
+]
 COLOURS = ["red", "blue", "green"]
 
 
 def save_tiny_bert(folder, with_head: bool) -> str:
     torch.manual_seed(1234)  # not a seed the tests probe with: "pretrained" must differ from scratch
-    config = BertConfig(vocab_size=len(WORDS), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64, initializer_range=0.5)  # fmt: skip
+    config = BertConfig(
+        vocab_size=len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        initializer_range=0.5,
+    )
     model = BertForMaskedLM(config) if with_head else BertModel(config, add_pooling_layer=False)
     model.save_pretrained(folder)
     BertTokenizer(vocab={w: i for i, w in enumerate(WORDS)}).save_pretrained(folder)
@@ -50,8 +89,17 @@ def colour_task(rows: int = 30):
 
 
 def fast_args(tmp_path, **overrides) -> TrainingArguments:
-    values = dict(output_dir=str(tmp_path / "trainer"), learning_rate=5e-2, num_train_epochs=30, per_device_train_batch_size=8,
-                  save_strategy="no", logging_strategy="no", report_to="none", use_cpu=True, disable_tqdm=True)  # fmt: skip
+    values = dict(
+        output_dir=str(tmp_path / "trainer"),
+        learning_rate=5e-2,
+        num_train_epochs=30,
+        per_device_train_batch_size=8,
+        save_strategy="no",
+        logging_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     values.update(overrides)
     return TrainingArguments(**values)
 
@@ -80,7 +128,10 @@ def test_fit_trains_only_the_head_and_learns_a_learnable_task_plumbing_tiny_rand
     probe = MLMHeadProbe(without_head, vocabulary=vocabulary, training_args=fast_args(tmp_path), progress=False, device="cpu")
     before = encoder_state(probe)
     decoder = probe.head.get_submodule(probe._decoder_name)
-    decoder_before, transform_before = decoder.weight.clone(), probe.head.get_submodule("0.predictions.transform.dense").weight.clone()
+    decoder_before, transform_before = (
+        decoder.weight.clone(),
+        probe.head.get_submodule("0.predictions.transform.dense").weight.clone(),
+    )
     texts, choices, labels = colour_task()
     probe.fit(texts, choices, labels)
     assert all(torch.equal(before[k], v) for k, v in probe.encoder.state_dict().items())
@@ -149,8 +200,13 @@ def test_multi_piece_choice_is_the_mean_log_prob_at_as_many_masks_plumbing_tiny_
 
 
 def test_training_arguments_pass_through_plumbing_tiny_random_bert(without_head, tmp_path):
-    probe = MLMHeadProbe(without_head, training_args=fast_args(tmp_path, learning_rate=0.0, num_train_epochs=1), seed=5,
-                         progress=False, device="cpu")  # fmt: skip
+    probe = MLMHeadProbe(
+        without_head,
+        training_args=fast_args(tmp_path, learning_rate=0.0, num_train_epochs=1),
+        seed=5,
+        progress=False,
+        device="cpu",
+    )
     before = {k: v.clone() for k, v in probe.head.state_dict().items()}
     metrics = probe.fit(*colour_task(6))
     assert all(torch.equal(before[k], v) for k, v in probe.head.state_dict().items())  # lr 0: nothing moves
@@ -198,8 +254,27 @@ def small_mst(tmp_path_factory):
 
 def test_cli_probes_every_task_with_seeds_and_writes_the_record_plumbing_tiny_random_bert(small_mst, with_head, tmp_path, capsys):
     out = tmp_path / "results.json"
-    code = main(["probe", "--dataset", str(small_mst), "--prober", "mlm-head", "--model", with_head, "--seeds", "2",
-                 "--seed", "4", "--epochs", "2", "--out", str(out), "--device", "cpu"])  # fmt: skip
+    code = main(
+        [
+            "probe",
+            "--dataset",
+            str(small_mst),
+            "--prober",
+            "mlm-head",
+            "--model",
+            with_head,
+            "--seeds",
+            "2",
+            "--seed",
+            "4",
+            "--epochs",
+            "2",
+            "--out",
+            str(out),
+            "--device",
+            "cpu",
+        ]
+    )
     assert code == 0
     record = json.loads(out.read_text())
     assert record["benchmark"] == "mst" and record["prober"] == "mlm-head" and record["settings"]["seeds"] == [4, 5]
@@ -211,14 +286,41 @@ def test_cli_probes_every_task_with_seeds_and_writes_the_record_plumbing_tiny_ra
     assert 0 <= record["metrics"]["accuracy"] <= 1 and "accuracy_std" in record["metrics"]
     assert record["settings"]["epochs"] == 2 and record["timings"]["encode"] > 0 and record["seed"] == 4
     assert record["settings"]["train_split"] == "train" and record["settings"]["batch_size"] == 64
-    assert record["counts"] == {"tasks": 2, "comparison_rows": {"train": 30, "test": 20}, "sorting_rows": {"train": 30, "test": 20}}
+    assert record["counts"] == {
+        "tasks": 2,
+        "comparison_rows": {"train": 30, "test": 20},
+        "sorting_rows": {"train": 30, "test": 20},
+    }
     assert {"load_dataset", "load_model", "probe", "score", "train", "score_choices"} <= set(record["timings"])
     table = capsys.readouterr().out
     assert "mlm-head probe, 2 seed(s), accuracy in % (mean ± std over seeds):" in table
     assert "comparison" in table and "mean over tasks" in table and " ± " in table and "probed in " in table
 
-    assert main(["probe", "--dataset", str(small_mst), "--config", "sorting", "--prober", "mlm-head", "--model", with_head,
-                 "--scratch", "--seeds", "1", "--epochs", "1", "--out", str(out), "--device", "cpu"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "probe",
+                "--dataset",
+                str(small_mst),
+                "--config",
+                "sorting",
+                "--prober",
+                "mlm-head",
+                "--model",
+                with_head,
+                "--scratch",
+                "--seeds",
+                "1",
+                "--epochs",
+                "1",
+                "--out",
+                str(out),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     record = json.loads(out.read_text())
     assert list(record["per_group"]) == ["sorting"] and record["settings"]["scratch"] is True
 
@@ -240,7 +342,9 @@ def test_cli_errors_are_one_line(small_mst, tmp_path, capsys):
         MSTTask(seeds=0)
 
 
-def test_task_probes_every_config_in_mst_order_with_seeds_from_the_given_one_plumbing_tiny_random_bert(small_mst, with_head, tmp_path):
+def test_task_probes_every_config_in_mst_order_with_seeds_from_the_given_one_plumbing_tiny_random_bert(
+    small_mst, with_head, tmp_path
+):
     task = MSTTask(seeds=2)
     data = task.load(str(small_mst), None, "validation")
     assert list(data) == ["comparison", "sorting"] and data["sorting"][1].num_rows == 3

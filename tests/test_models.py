@@ -60,8 +60,17 @@ def test_cli_model_folder_without_a_model_is_one_line(synthetic_medlama_hub, tmp
 
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "README.md").write_text("# nothing here\n")
-    argv = ["probe", "--dataset", str(synthetic_medlama_hub), "--prober", prober, "--model", str(tmp_path / "model"),
-            "--out", str(tmp_path / "r.json")]  # fmt: skip
+    argv = [
+        "probe",
+        "--dataset",
+        str(synthetic_medlama_hub),
+        "--prober",
+        prober,
+        "--model",
+        str(tmp_path / "model"),
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
     assert main(argv) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1].split("\r")[-1]
     assert last.startswith(f"medprobe: error: --model {tmp_path / 'model'} holds no model (found README.md)")
@@ -128,7 +137,9 @@ def test_a_name_that_cannot_be_a_hub_id_is_a_user_error():
 
 
 @pytest.mark.parametrize("prober", ["contrastive", "mask-average", "causal-lm"])
-def test_cli_fails_on_an_unreachable_model_before_transformers_tries(no_hub, synthetic_medlama_hub, tmp_path, capsys, monkeypatch, prober):
+def test_cli_fails_on_an_unreachable_model_before_transformers_tries(
+    no_hub, synthetic_medlama_hub, tmp_path, capsys, monkeypatch, prober
+):
     """One line, at once: transformers (whose retries take ~52 s without a network) is never asked."""
     import transformers
 
@@ -136,8 +147,17 @@ def test_cli_fails_on_an_unreachable_model_before_transformers_tries(no_hub, syn
 
     for auto in ("AutoTokenizer", "AutoConfig"):
         monkeypatch.setattr(getattr(transformers, auto), "from_pretrained", lambda *a, **k: pytest.fail("transformers was asked"))
-    argv = ["probe", "--prober", prober, "--dataset", str(synthetic_medlama_hub), "--model", "no-such-model",
-            "--out", str(tmp_path / "r.json")]  # fmt: skip
+    argv = [
+        "probe",
+        "--prober",
+        prober,
+        "--dataset",
+        str(synthetic_medlama_hub),
+        "--model",
+        "no-such-model",
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
     assert main(argv) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("medprobe: error: --model 'no-such-model' is not a model folder") and "minilm" in last

@@ -61,8 +61,14 @@ def parse(measurement: str) -> dict:
     prefix, unit = split_unit(unit_text)
     assert PLAIN_NUMBER.match(number), f"not plain decimal notation: {number!r}"
     shown = Fraction(number)
-    return {"text": measurement, "number": number, "prefix": prefix, "unit": unit,
-            "shown": shown, "magnitude": shown * Fraction(10) ** EXPONENT[prefix]}  # fmt: skip
+    return {
+        "text": measurement,
+        "number": number,
+        "prefix": prefix,
+        "unit": unit,
+        "shown": shown,
+        "magnitude": shown * Fraction(10) ** EXPONENT[prefix],
+    }
 
 
 def items(text: str) -> list[dict]:
@@ -189,7 +195,11 @@ def test_every_prefix_unit_and_analyte_is_drawn(loaded):
     assert set(reference["entity"]) == {a.name for a in mst.REFERENCE_RANGES}
     conventional = sum(r["prefixes"][0] + r["units"][0] == r["reference_unit"] for r in reference)
     assert 0.4 < conventional / reference.num_rows < 0.6  # half in the conventional unit
-    below = sum(Fraction(r["values"][0]) < Fraction(r["reference_low"]) for r in reference if r["prefixes"][0] + r["units"][0] == r["reference_unit"])
+    below = sum(
+        Fraction(r["values"][0]) < Fraction(r["reference_low"])
+        for r in reference
+        if r["prefixes"][0] + r["units"][0] == r["reference_unit"]
+    )
     assert below > 0  # abnormal values on both sides (above is checked by the label share)
 
 
@@ -214,7 +224,12 @@ def test_same_seed_gives_byte_identical_parquet_and_another_seed_differs(hub, tm
 
 @pytest.mark.parametrize("length", [2, 5])
 def test_other_list_lengths_pass_the_checker(tmp_path, length):
-    build("mst", tmp_path, configs=["argminmax", "sorting"], params={"list_length": length, "train_size": 300, "validation_size": 30, "test_size": 90})  # noqa: E501
+    build(
+        "mst",
+        tmp_path,
+        configs=["argminmax", "sorting"],
+        params={"list_length": length, "train_size": 300, "validation_size": 30, "test_size": 90},
+    )  # noqa: E501
     for task in ("argminmax", "sorting"):
         ds = load_dataset(str(tmp_path), task, split="train")
         expected = CHOICES[task][:2] if length == 2 else CHOICES[task]
@@ -242,7 +257,14 @@ def test_reference_table_has_20_plus_analytes_with_room_on_both_sides():
     assert len(mst.REFERENCE_RANGES) >= 20
     for analyte in mst.REFERENCE_RANGES:
         regions = mst.sampling_regions(analyte)
-        assert regions["below"].high < analyte.low < regions["normal"].low < regions["normal"].high < analyte.high < regions["above"].low
+        assert (
+            regions["below"].high
+            < analyte.low
+            < regions["normal"].low
+            < regions["normal"].high
+            < analyte.high
+            < regions["above"].low
+        )
 
 
 def test_card_documents_templates_units_ranges_and_determinism(hub):
@@ -252,7 +274,14 @@ def test_card_documents_templates_units_ranges_and_determinism(hub):
         assert task.template in card and " / ".join(task.choices) in card
     for analyte in mst.REFERENCE_RANGES:
         assert f"| {analyte.name} |" in card
-    for needle in ("vary by laboratory", "| `µ` | micro | 10^-6 |", "| `mol` | mole |", "SHA-256", "byte-identical", "`medprobe build mst`"):
+    for needle in (
+        "vary by laboratory",
+        "| `µ` | micro | 10^-6 |",
+        "| `mol` | mole |",
+        "SHA-256",
+        "byte-identical",
+        "`medprobe build mst`",
+    ):
         assert needle in card
     assert load_dataset(str(hub), split="test").num_rows == 1000  # the default config loads bare
 

@@ -84,10 +84,29 @@ def test_run_disease_is_seeded_plumbing_tiny_random_bert(tiny_random_bert, termi
 
 def test_probe_command_reports_per_disease_f1_plumbing_tiny_random_bert(tiny_random_bert, built_disknE, tmp_path, capsys):
     out = tmp_path / "results.json"
-    code = main([
-        "probe", "--dataset", str(built_disknE), "--config", "terminological_similar", "--prober", "pair-classifier",
-        "--model", tiny_random_bert, "--diseases", "2", "--epochs", "1", "--seeds", "2", "--seed", "11", "--out", str(out),
-    ])  # fmt: skip
+    code = main(
+        [
+            "probe",
+            "--dataset",
+            str(built_disknE),
+            "--config",
+            "terminological_similar",
+            "--prober",
+            "pair-classifier",
+            "--model",
+            tiny_random_bert,
+            "--diseases",
+            "2",
+            "--epochs",
+            "1",
+            "--seeds",
+            "2",
+            "--seed",
+            "11",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     record = json.loads(out.read_text())
     assert record["prober"] == "pair-classifier" and record["settings"]["seeds"] == [11, 12]
@@ -105,17 +124,25 @@ def test_probe_command_reports_per_disease_f1_plumbing_tiny_random_bert(tiny_ran
     weights = [v["test_positives"] for v in per_group]
     weighted = sum(v["f1"] * w for v, w in zip(per_group, weights)) / sum(weights)
     assert record["metrics"]["weighted_f1"] == pytest.approx(weighted)
-    assert record["timings"]["per_disease_mean"] > 0 and {"load_dataset", "load_model", "probe", "encode"} <= set(record["timings"])
+    assert record["timings"]["per_disease_mean"] > 0 and {"load_dataset", "load_model", "probe", "encode"} <= set(
+        record["timings"]
+    )
     table = capsys.readouterr().out
     assert "macro F1" in table and "weighted F1 (by positive test rows)" in table and "±" in table
 
 
 def test_hypothesis_only_in_one_category_through_run_plumbing_tiny_random_bert(tiny_random_bert, built_disknE, tmp_path):
     request = RunRequest(
-        task="disknE", prober="pair-classifier", dataset=str(built_disknE), config="medical_similar", model=tiny_random_bert,
-        device="cpu", prober_options={"epochs": 1, "hypothesis_only": True}, task_options={"category": "tests_diseases", "diseases": 1},
+        task="disknE",
+        prober="pair-classifier",
+        dataset=str(built_disknE),
+        config="medical_similar",
+        model=tiny_random_bert,
+        device="cpu",
+        prober_options={"epochs": 1, "hypothesis_only": True},
+        task_options={"category": "tests_diseases", "diseases": 1},
         out=str(tmp_path / "results.json"),
-    )  # fmt: skip
+    )
     record = run(request, print_fn=lambda _: None)
     assert record.seed == 42 and record.settings["category"] == "tests_diseases" and record.settings["hypothesis_only"] is True
     (values,) = record.per_group.values()

@@ -86,8 +86,24 @@ def test_cli_prints_the_stale_card_as_one_line_before_any_model_loads(folder, ca
 
     monkeypatch.setattr(models, "resolve_model", lambda *a: pytest.fail("the model was loaded"))
     set_card_rows(folder, "hard", 1)
-    assert main(["probe", "--dataset", str(folder), "--config", "hard", "--prober", "contrastive", "--model", "minilm",
-                 "--out", str(folder.parent / "r.json")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "probe",
+                "--dataset",
+                str(folder),
+                "--config",
+                "hard",
+                "--prober",
+                "contrastive",
+                "--model",
+                "minilm",
+                "--out",
+                str(folder.parent / "r.json"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err  # datasets' progress bars come first
     assert "Traceback" not in err and err.endswith("\n") and err.count("medprobe: error:") == 1
     last = err.strip().splitlines()[-1].split("\r")[-1]

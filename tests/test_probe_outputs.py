@@ -152,7 +152,9 @@ def test_atomic_output_replaces_the_target_only_when_the_writer_finishes(tmp_pat
     assert target.read_text() == "new" and os.listdir(tmp_path) == ["results.json"]
 
 
-@pytest.mark.parametrize("interruption", [KeyboardInterrupt(), OSError(28, "No space left on device")], ids=["ctrl_c", "disk_full"])
+@pytest.mark.parametrize(
+    "interruption", [KeyboardInterrupt(), OSError(28, "No space left on device")], ids=["ctrl_c", "disk_full"]
+)
 def test_interrupted_writer_leaves_the_old_file_and_no_temporary(tmp_path, interruption):
     target = tmp_path / "results.json"
     target.write_bytes(b'{"old": true}\n')
@@ -223,9 +225,15 @@ def run_lookup(monkeypatch, hub, out_dir, plot=None, **task_options):
     monkeypatch.setattr(medprobe.run, "make_prober", lambda *args, **kwargs: LookupProber())
     task_options.setdefault("predictions", str(out_dir / "predictions.jsonl"))
     request = RunRequest(
-        task="medlama", prober="contrastive", dataset=str(hub), config="full", model="none",
-        task_options=task_options, out=str(out_dir / "results.json"), plot=plot,
-    )  # fmt: skip
+        task="medlama",
+        prober="contrastive",
+        dataset=str(hub),
+        config="full",
+        model="none",
+        task_options=task_options,
+        out=str(out_dir / "results.json"),
+        plot=plot,
+    )
     return run(request)
 
 

@@ -43,9 +43,15 @@ def run_with(monkeypatch, prober, hub, tmp_path, dataset=None, plot=None, **task
     """`run` of the medlama task with `prober` standing in for the registered contrastive prober."""
     monkeypatch.setattr(medprobe.run, "make_prober", lambda *args, **kwargs: prober)
     request = RunRequest(
-        task="medlama", prober="contrastive", dataset=str(dataset or hub), config="full", model="none",
-        task_options=task_options, out=str(tmp_path / "results.json"), plot=plot,
-    )  # fmt: skip
+        task="medlama",
+        prober="contrastive",
+        dataset=str(dataset or hub),
+        config="full",
+        model="none",
+        task_options=task_options,
+        out=str(tmp_path / "results.json"),
+        plot=plot,
+    )
     return run(request)
 
 
@@ -56,12 +62,31 @@ def test_perfect_prober_scores_one_and_the_results_file_has_the_contract(hub, tm
     prober = LookupProber(dict(zip(ds["query"], ds["answers"])))
     run_with(monkeypatch, prober, hub, tmp_path, plot=str(tmp_path / "bars.png"))
     record = json.loads((tmp_path / "results.json").read_text())
-    for key in ("benchmark", "dataset", "config", "split", "prober", "model", "seed", "settings", "metrics", "per_group", "timings", "versions"):
+    for key in (
+        "benchmark",
+        "dataset",
+        "config",
+        "split",
+        "prober",
+        "model",
+        "seed",
+        "settings",
+        "metrics",
+        "per_group",
+        "timings",
+        "versions",
+    ):
         assert key in record
     assert record["metrics"]["acc@1"] == 1.0 and record["metrics"]["macro_acc@10"] == 1.0
     assert len(record["per_group"]) == 19
     assert record["counts"] == {"queries": 57, "candidates": len(answer_space(ds)), "queries_without_predictions": 0}
-    assert record["settings"] == {"k": [1, 10], "candidates": "set", "exclude_head": False, "per_relation": None, "kind": "lookup"}
+    assert record["settings"] == {
+        "k": [1, 10],
+        "candidates": "set",
+        "exclude_head": False,
+        "per_relation": None,
+        "kind": "lookup",
+    }
     assert "torch" in record["versions"]
     assert {"load_dataset", "load_model", "probe", "score"} <= set(record["timings"])
     assert (tmp_path / "bars.png").stat().st_size > 1000
@@ -124,9 +149,13 @@ def test_mask_slot_and_missing_config_errors(hub, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [({"k": []}, "--k needs positive integers"), ({"candidates": "all"}, "--candidates must be one of set, relation"),
-     ({"per_relation": 0}, "--per-relation must be a positive integer"), ({"rerank_top": 0}, "--rerank-top must be")],
-)  # fmt: skip
+    [
+        ({"k": []}, "--k needs positive integers"),
+        ({"candidates": "all"}, "--candidates must be one of set, relation"),
+        ({"per_relation": 0}, "--per-relation must be a positive integer"),
+        ({"rerank_top": 0}, "--rerank-top must be"),
+    ],
+)
 def test_bad_task_options_are_user_errors(options, message):
     with pytest.raises(ValueError, match=message):
         MedLAMATask(**options)

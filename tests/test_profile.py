@@ -58,9 +58,7 @@ def labels(kind: str, data=frozenset()) -> tuple[list[str], dict[str, str]]:
 
 
 def test_the_kind_is_read_from_the_model_config(model_folders):
-    assert {kind: load_model_kind(folder)[0] for kind, folder in model_folders.items()} == {
-        kind: kind for kind in model_folders
-    }
+    assert {kind: load_model_kind(folder)[0] for kind, folder in model_folders.items()} == {kind: kind for kind in model_folders}
     # no saved class names: a bidirectional model type is taken as an encoder (it needs no head)
     assert model_kind(BertConfig(**SMALL))[0] == "encoder"
     with pytest.raises(UserError, match="cannot tell what kind"):
@@ -70,9 +68,12 @@ def test_the_kind_is_read_from_the_model_config(model_folders):
 def test_plan_for_an_encoder_skips_disknE_without_data():
     runs, skipped = labels("encoder")
     assert runs == [
-        "medlama-full-contrastive", "medlama-hard-contrastive", "mst-mlm-head", "mst-mlm-head-scratch",
+        "medlama-full-contrastive",
+        "medlama-hard-contrastive",
+        "mst-mlm-head",
+        "mst-mlm-head-scratch",
         "context_variance-real-target-contrastive",
-    ]  # fmt: skip
+    ]
     assert list(skipped) == ["disknE"] and skipped["disknE"].startswith("no data")
     planned, _ = plan_runs("encoder")
     floor = next(run for run in planned if run.floor_of)
@@ -84,9 +85,14 @@ def test_plan_for_an_encoder_skips_disknE_without_data():
 def test_plan_for_a_masked_lm_adds_mask_average():
     runs, skipped = labels("masked-lm")
     assert runs == [
-        "medlama-full-contrastive", "medlama-full-mask-average", "medlama-hard-contrastive", "medlama-hard-mask-average",
-        "mst-mlm-head", "mst-mlm-head-scratch", "context_variance-real-target-mask-average",
-    ]  # fmt: skip
+        "medlama-full-contrastive",
+        "medlama-full-mask-average",
+        "medlama-hard-contrastive",
+        "medlama-hard-mask-average",
+        "mst-mlm-head",
+        "mst-mlm-head-scratch",
+        "context_variance-real-target-mask-average",
+    ]
     assert list(skipped) == ["disknE"]
 
 
@@ -113,14 +119,32 @@ def test_each_run_is_a_probe_command_that_parses_to_the_same_request():
     from medprobe.cli.probe import parse_probe_arguments
 
     request = medprobe.run.RunRequest(
-        task="mst", prober="mlm-head", dataset="d/mst", model="minilm", seed=3,
-        prober_options={"scratch": True}, task_options={"seeds": 1}, out="runs/x.json",
-    )  # fmt: skip
+        task="mst",
+        prober="mlm-head",
+        dataset="d/mst",
+        model="minilm",
+        seed=3,
+        prober_options={"scratch": True},
+        task_options={"seeds": 1},
+        out="runs/x.json",
+    )
     args = vars(parse_probe_arguments(probe_argv(request)[1:]))
-    assert (args["prober"], args["task"], args["dataset"], args["seed"], args["out"]) == ("mlm-head", "mst", "d/mst", 3, "runs/x.json")
+    assert (args["prober"], args["task"], args["dataset"], args["seed"], args["out"]) == (
+        "mlm-head",
+        "mst",
+        "d/mst",
+        3,
+        "runs/x.json",
+    )
     assert args["scratch"] is True and args["seeds"] == 1
-    request = medprobe.run.RunRequest(task="medlama", prober="contrastive", dataset="d", config="hard", model="m",
-                                     task_options={"k": [1, 10], "per_relation": 10, "predictions": "p.jsonl"})  # fmt: skip
+    request = medprobe.run.RunRequest(
+        task="medlama",
+        prober="contrastive",
+        dataset="d",
+        config="hard",
+        model="m",
+        task_options={"k": [1, 10], "per_relation": 10, "predictions": "p.jsonl"},
+    )
     args = vars(parse_probe_arguments(probe_argv(request)[1:]))
     assert (args["config"], args["k"], args["per_relation"], args["predictions"]) == ("hard", [1, 10], 10, "p.jsonl")
 
@@ -138,12 +162,24 @@ def fake_record(request) -> RunRecord:
     else:
         metrics, per_group, counts = {"understand": 0.4, "confuse": 0.2}, {}, {}
     chance = {"acc@10": 0.05, "accuracy": 0.375, "understand": 0.375}
-    return RunRecord(benchmark=request.task, dataset=request.dataset, config=request.config, split=request.split,
-                     prober=request.prober, model=request.model, seed=request.seed, metrics=metrics, per_group=per_group,
-                     counts=counts, task=request.task,
-                     intervals={name: {"low": value - 0.1, "high": value + 0.1, "level": 0.95, "n": 40, "method": "made up"}
-                                for name, value in metrics.items()},
-                     chance={name: {"value": chance[name], "method": "made-up chance"} for name in metrics if name in chance})  # fmt: skip
+    return RunRecord(
+        benchmark=request.task,
+        dataset=request.dataset,
+        config=request.config,
+        split=request.split,
+        prober=request.prober,
+        model=request.model,
+        seed=request.seed,
+        metrics=metrics,
+        per_group=per_group,
+        counts=counts,
+        task=request.task,
+        intervals={
+            name: {"low": value - 0.1, "high": value + 0.1, "level": 0.95, "n": 40, "method": "made up"}
+            for name, value in metrics.items()
+        },
+        chance={name: {"value": chance[name], "method": "made-up chance"} for name in metrics if name in chance},
+    )
 
 
 FAILING: set[str] = set()  # tasks whose stand-in run fails
@@ -174,7 +210,9 @@ def generated_data(monkeypatch):
     from medprobe import profile
 
     def build_into(options, name, data_dir, print_fn):
-        return profile.DataSource(name, f"{options.out}/datasets/{name}", "generated (stand-in)", sample=name == "context_variance")
+        return profile.DataSource(
+            name, f"{options.out}/datasets/{name}", "generated (stand-in)", sample=name == "context_variance"
+        )
 
     monkeypatch.setattr(profile, "build_into", build_into)
 
@@ -188,8 +226,11 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     profile = json.loads((out / "profile.json").read_text())
     assert profile["kind"] == "encoder" and profile["settings"]["quick"] is True
     assert [row["run"] for row in profile["headline"]] == [
-        "medlama-full-contrastive", "medlama-hard-contrastive", "mst-mlm-head", "context_variance-real-target-contrastive",
-    ]  # fmt: skip
+        "medlama-full-contrastive",
+        "medlama-hard-contrastive",
+        "mst-mlm-head",
+        "context_variance-real-target-contrastive",
+    ]
     medlama, mst, context = profile["headline"][0], profile["headline"][2], profile["headline"][3]
     assert (medlama["metric"], medlama["value"], medlama["chance"]) == ("acc@10", 0.25, 0.05)
     assert medlama["chance_source"] == "made-up chance" and medlama["floor"] is None
@@ -219,7 +260,9 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     assert (out / "profile.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_without_matplotlib_the_figure_is_left_out_and_said(tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys):
+def test_without_matplotlib_the_figure_is_left_out_and_said(
+    tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys
+):
     from medprobe import profile
 
     monkeypatch.setattr(profile, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
@@ -250,7 +293,22 @@ def test_bad_data_dirs_stop_before_anything_runs(tmp_path, model_folders, fake_r
     assert "no such folder" in capsys.readouterr().err
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"mst={tmp_path}"]) == 2
     assert "MST is generated" in capsys.readouterr().err
-    assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--benchmarks", "mst", "--data-dir", f"medlama={tmp_path}"]) == 2
+    assert (
+        main(
+            [
+                "profile",
+                "--model",
+                model,
+                "--out",
+                str(tmp_path / "p"),
+                "--benchmarks",
+                "mst",
+                "--data-dir",
+                f"medlama={tmp_path}",
+            ]
+        )
+        == 2
+    )
     assert "not among --benchmarks" in capsys.readouterr().err
     (tmp_path / "file").write_text("")
     assert main(["profile", "--model", model, "--out", str(tmp_path / "file")]) == 2
@@ -274,12 +332,17 @@ def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monk
 
     real_build = medprobe.building.build.build
     # the synthetic release holds 3 rows per relation: its build needs the row-count parameter
-    monkeypatch.setattr(medprobe.building.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
+    monkeypatch.setattr(
+        medprobe.building.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw)
+    )
     release = write_release(tmp_path / "release")
     out = tmp_path / "profile"
-    profile = run_profile(ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",),
-                                         data_dirs={"medlama": str(release)}))  # fmt: skip
-    assert {r.dataset for r in fake_run} == {str(tmp_path / f".profile.medprobe-tmp-{os.getpid()}" / "out" / "datasets" / "medlama")}
+    profile = run_profile(
+        ProfileOptions(model=model_folders["encoder"], out=str(out), benchmarks=("medlama",), data_dirs={"medlama": str(release)})
+    )
+    assert {r.dataset for r in fake_run} == {
+        str(tmp_path / f".profile.medprobe-tmp-{os.getpid()}" / "out" / "datasets" / "medlama")
+    }
     assert {run["request"]["dataset"] for run in profile.runs} == {str(out / "datasets" / "medlama")}  # built there, swapped in
     assert [(r.config, r.task) for r in fake_run] == [("full", "medlama"), ("hard", "medlama")]
     data = json.loads((out / "profile.json").read_text())["data"]["medlama"]
@@ -287,22 +350,40 @@ def test_a_release_folder_is_built_first(tmp_path, model_folders, fake_run, monk
     assert data["dataset"] == str(out / "datasets" / "medlama") and load_dataset(data["dataset"], "hard", split="test").num_rows
 
 
-def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(tmp_path, model_folders, fake_run, capsys, monkeypatch):
+def test_a_folder_in_the_way_that_is_not_a_medprobe_build_is_refused_and_kept(
+    tmp_path, model_folders, fake_run, capsys, monkeypatch
+):
     import medprobe.building.build
     from synthetic_medlama import BUILD_PARAMS, write_release
 
     real_build = medprobe.building.build.build  # the synthetic release holds 3 rows per relation
-    monkeypatch.setattr(medprobe.building.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw))
+    monkeypatch.setattr(
+        medprobe.building.build, "build", lambda *a, params, **kw: real_build(*a, params={**params, **BUILD_PARAMS}, **kw)
+    )
     release = write_release(tmp_path / "release")
     out = tmp_path / "profile"
     foreign = out / "datasets" / "medlama"
     foreign.mkdir(parents=True)
     (foreign / "notes.txt").write_text("mine")
-    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--benchmarks", "medlama", "--data-dir", f"medlama={release}"]
+    argv = [
+        "profile",
+        "--model",
+        model_folders["encoder"],
+        "--out",
+        str(out),
+        "--benchmarks",
+        "medlama",
+        "--data-dir",
+        f"medlama={release}",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert f"{out} already holds 1 file(s): datasets/medlama/notes.txt, and no profile.json; a profile would replace it: pass " \
-           "--overwrite, or choose another --out" in err and len(err.splitlines()) == 1  # fmt: skip
+    assert (
+        f"{out} already holds 1 file(s): datasets/medlama/notes.txt, and no profile.json; a profile would replace it: pass "
+        "--overwrite, or choose another --out"
+        in err
+        and len(err.splitlines()) == 1
+    )
     assert [p.name for p in foreign.iterdir()] == ["notes.txt"] and (foreign / "notes.txt").read_text() == "mine"
     assert fake_run == [] and sorted(p.name for p in tmp_path.iterdir()) == ["profile", "release"]
     assert main([*argv, "--overwrite"]) == 0  # the --overwrite the message names is an option of profile
@@ -327,40 +408,75 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
     """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run;
     `quick`: a --quick profile (MedLAMA probed with --per-relation 10, MST generated small); `weights_hash=False`: runs
     that recorded no weights hash of their model."""
+
     def run(label, benchmark, config, prober, record, floor_of=None):
-        return {"label": label, "benchmark": benchmark, "config": config, "prober": prober, "floor_of": floor_of,
-                "record": record and {**vars(record)}}  # fmt: skip
+        return {
+            "label": label,
+            "benchmark": benchmark,
+            "config": config,
+            "prober": prober,
+            "floor_of": floor_of,
+            "record": record and {**vars(record)},
+        }
 
     request = medprobe.run.RunRequest
-    medlama = fake_record(request(task="medlama", prober="contrastive", dataset=str(folder / "datasets/medlama"), config="full", model="m"))
+    medlama = fake_record(
+        request(task="medlama", prober="contrastive", dataset=str(folder / "datasets/medlama"), config="full", model="m")
+    )
     mst = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m"))
-    scratch = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True}))
+    scratch = fake_record(
+        request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True})
+    )
     for record in (medlama, mst, scratch):
         record.model_identity, record.subset = probed_identity(), {"subset": False, "options": {}, "items": 40}
         if not weights_hash:
             record.model_identity = {"name": "m"}
         record.source = {"version": "0.2.0", "commit": "b" * 40, "dirty": False}
         record.data_fingerprint = {"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}}
-        record.command = f"medprobe probe --prober {record.prober} --task {record.task} --dataset {record.dataset} --model /home/someone/m"
+        record.command = (
+            f"medprobe probe --prober {record.prober} --task {record.task} --dataset {record.dataset} --model /home/someone/m"
+        )
     if quick:
-        medlama.subset = {"subset": True, "options": {"per_relation": 10}, "of": {"probed": 190, "total": 19000, "unit": "queries"}}
+        medlama.subset = {
+            "subset": True,
+            "options": {"per_relation": 10},
+            "of": {"probed": 190, "total": 19000, "unit": "queries"},
+        }
     settings = {"quick": quick, "quick_settings": QUICK if quick else None}
-    profile = Profile(model="m", kind="encoder", kind_reason="architectures BertModel", settings=settings, figure_note="no figure")
+    profile = Profile(
+        model="m", kind="encoder", kind_reason="architectures BertModel", settings=settings, figure_note="no figure"
+    )
     profile.data = {
-        "medlama": {"benchmark": "medlama", "dataset": medlama.dataset, "source": "sample" if sample_medlama else "built",
-                    "note": "", "sample": sample_medlama},
+        "medlama": {
+            "benchmark": "medlama",
+            "dataset": medlama.dataset,
+            "source": "sample" if sample_medlama else "built",
+            "note": "",
+            "sample": sample_medlama,
+        },
         "mst": {"benchmark": "mst", "dataset": mst.dataset, "source": "generated", "note": "", "sample": False},
         "context_variance": {"benchmark": "context_variance", "dataset": "x", "source": "built", "note": "", "sample": False},
-    }  # fmt: skip
+    }
     profile.runs = [
         run("medlama-full-contrastive", "medlama", "full", "contrastive", medlama),
         run("mst-mlm-head", "mst", None, "mlm-head", mst),
         run("mst-mlm-head-scratch", "mst", None, "mlm-head", scratch, floor_of="mst-mlm-head"),
         run("context_variance-real-target-contrastive", "context_variance", "real-target", "contrastive", None),
     ]
-    profile.headline = [{"benchmark": "medlama", "config": "full", "prober": "contrastive", "run": "medlama-full-contrastive",
-                         "metric": "acc@10", "value": 0.25, "chance": 0.05, "chance_source": "k/N", "floor": None,
-                         "floor_source": "none"}]  # fmt: skip
+    profile.headline = [
+        {
+            "benchmark": "medlama",
+            "config": "full",
+            "prober": "contrastive",
+            "run": "medlama-full-contrastive",
+            "metric": "acc@10",
+            "value": 0.25,
+            "chance": 0.05,
+            "chance_source": "k/N",
+            "floor": None,
+            "floor_source": "none",
+        }
+    ]
     for entry in profile.runs:  # the run files, with their sha256 in profile.json as `medprobe profile` records them
         if entry["record"]:
             path = RunRecord(**entry["record"]).save(folder / "runs" / f"{entry['label']}.json")
@@ -393,13 +509,18 @@ def test_publish_a_profile_folder(tmp_path, hub, capsys):
     ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
     out = capsys.readouterr().out
-    assert "mst-mlm-head-scratch: left out, a floor" in out and "context_variance-real-target-contrastive: left out, the run failed" in out
+    assert (
+        "mst-mlm-head-scratch: left out, a floor" in out
+        and "context_variance-real-target-contrastive: left out, the run failed" in out
+    )
     card = ModelCard(repo.files["README.md"].decode())
     results = card.data.eval_results
     assert {(r.dataset_type, r.metric_type, r.metric_value) for r in results} == {
-        ("my-lab/medlama", "acc@1", 0.01), ("my-lab/medlama", "acc@10", 0.25),
-        ("my-lab/mst", "accuracy", 0.6), ("my-lab/mst", "accuracy_std", 0.0),
-    }  # fmt: skip
+        ("my-lab/medlama", "acc@1", 0.01),
+        ("my-lab/medlama", "acc@10", 0.25),
+        ("my-lab/mst", "accuracy", 0.6),
+        ("my-lab/mst", "accuracy_std", 0.0),
+    }
     assert card.data.datasets == ["my-lab/medlama", "my-lab/mst"] and card.data.license == "apache-2.0"
     assert "Text the owner wrote." in card.text and "## Knowledge profile: m" in card.text
     assert "| medlama | full | contrastive | acc@10 | 25.00 | — | — | 5.00 | — |" in card.text
@@ -421,9 +542,14 @@ def test_publish_a_profile_needs_a_hub_id_per_local_benchmark(tmp_path, hub, cap
 def test_publish_a_profile_leaves_out_runs_on_the_shipped_sample(tmp_path, hub, capsys):
     folder = written_profile(tmp_path / "profile", sample_medlama=True)
     hub.add_repo("model", "my-lab/bert")
-    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "mst=my-lab/mst", "--dry-run"]) == 0
+    assert (
+        main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", "--dataset-id", "mst=my-lab/mst", "--dry-run"])
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "medlama-full-contrastive: left out, its data is a shipped sample" in out and "type: my-lab/mst" in out and hub.log == []
+    assert (
+        "medlama-full-contrastive: left out, its data is a shipped sample" in out and "type: my-lab/mst" in out and hub.log == []
+    )
 
 
 def test_publish_a_quick_profile_is_refused_unless_allowed_and_then_labelled_a_subset(tmp_path, hub, capsys):
@@ -468,7 +594,9 @@ def test_a_published_profile_card_gives_each_run_n_interval_fingerprint_version_
     text = ModelCard(repo.files["README.md"].decode()).text
     section = text[text.index("<!-- medprobe knowledge profile: start") : text.index("<!-- medprobe knowledge profile: end")]
     assert "### Published runs" in section and section.count("<!-- medprobe run: ") == 2  # medlama and mst, not the floor
-    assert "#### MedLAMA (full) · split test · prober contrastive" in section and "| acc@10 | 25.00 | 15.00–35.00 | 40 |" in section
+    assert (
+        "#### MedLAMA (full) · split test · prober contrastive" in section and "| acc@10 | 25.00 | 15.00–35.00 | 40 |" in section
+    )
     assert "- data: my-lab/mst, sha256 `cccccccccccc` over 1 data file(s)" in section
     assert "measured with medprobe 0.2.0 (commit `bbbbbbbbbbbb`)" in section
     assert "- repeat: `medprobe probe --prober mlm-head --task mst --dataset my-lab/mst --model my-lab/bert`" in section
@@ -532,13 +660,29 @@ def test_probe_argv_is_recorded_as_a_shell_command(tmp_path, model_folders, fake
 def test_a_profile_on_tiny_data_matches_medprobe_probe_byte_for_byte(tmp_path, synthetic_medlama_hub):
     model = str(save_tiny_bert(tmp_path / "tiny-encoder"))
     out = tmp_path / "profile"
-    argv = ["profile", "--model", model, "--out", str(out), "--quick", "--device", "cpu",
-            "--benchmarks", "medlama", "context_variance", "disknE", "--data-dir", f"medlama={synthetic_medlama_hub}"]  # fmt: skip
+    argv = [
+        "profile",
+        "--model",
+        model,
+        "--out",
+        str(out),
+        "--quick",
+        "--device",
+        "cpu",
+        "--benchmarks",
+        "medlama",
+        "context_variance",
+        "disknE",
+        "--data-dir",
+        f"medlama={synthetic_medlama_hub}",
+    ]
     assert main(argv) == 0
     profile = json.loads((out / "profile.json").read_text())
     assert [(row["benchmark"], row["config"], row["metric"]) for row in profile["headline"]] == [
-        ("medlama", "full", "acc@10"), ("medlama", "hard", "acc@10"), ("context_variance", "real-target", "understand"),
-    ]  # fmt: skip
+        ("medlama", "full", "acc@10"),
+        ("medlama", "hard", "acc@10"),
+        ("context_variance", "real-target", "understand"),
+    ]
     assert all(isinstance(row["value"], float) for row in profile["headline"])
     assert [(item["benchmark"], item["reason"][:7]) for item in profile["skipped"]] == [("disknE", "no data")]
     assert "| disknE |" in (out / "profile.md").read_text()
@@ -564,14 +708,28 @@ def save_tiny_gpt2(folder: Path) -> str:
 def test_a_causal_lm_profile_runs_causal_lm_and_skips_mst(tmp_path, synthetic_medlama_hub):
     # (context variance with causal-lm is the same run loop; tests/test_rank_change.py covers its scoring)
     out = tmp_path / "profile"
-    argv = ["profile", "--model", save_tiny_gpt2(tmp_path / "gpt2"), "--out", str(out), "--quick", "--device", "cpu",
-            "--benchmarks", "medlama", "mst", "--data-dir", f"medlama={synthetic_medlama_hub}"]  # fmt: skip
+    argv = [
+        "profile",
+        "--model",
+        save_tiny_gpt2(tmp_path / "gpt2"),
+        "--out",
+        str(out),
+        "--quick",
+        "--device",
+        "cpu",
+        "--benchmarks",
+        "medlama",
+        "mst",
+        "--data-dir",
+        f"medlama={synthetic_medlama_hub}",
+    ]
     assert main(argv) == 0
     profile = json.loads((out / "profile.json").read_text())
     assert profile["kind"] == "causal-lm"
     assert [(run["label"], run["record"]["prober"]) for run in profile["runs"]] == [
-        ("medlama-full-causal-lm", "causal-lm"), ("medlama-hard-causal-lm", "causal-lm"),
-    ]  # fmt: skip
+        ("medlama-full-causal-lm", "causal-lm"),
+        ("medlama-hard-causal-lm", "causal-lm"),
+    ]
     assert {item["benchmark"]: item["reason"] for item in profile["skipped"]}["mst"] == MST_CAUSAL_REASON
 
 
@@ -579,11 +737,24 @@ def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, mo
     from medprobe.profile import QUICK
 
     # smaller than --quick, for a fast test: 40 train / 20 test rows per task, 2 epochs
-    monkeypatch.setitem(QUICK, "mst", {"task": {"seeds": 1}, "prober": {"epochs": 2},
-                                       "build": {"train_size": 40, "validation_size": 2, "test_size": 20}})  # fmt: skip
+    monkeypatch.setitem(
+        QUICK,
+        "mst",
+        {"task": {"seeds": 1}, "prober": {"epochs": 2}, "build": {"train_size": 40, "validation_size": 2, "test_size": 20}},
+    )
     out = tmp_path / "profile"
-    argv = ["profile", "--model", str(save_tiny_bert(tmp_path / "tiny-encoder")), "--out", str(out), "--quick",
-            "--device", "cpu", "--benchmarks", "mst"]  # fmt: skip
+    argv = [
+        "profile",
+        "--model",
+        str(save_tiny_bert(tmp_path / "tiny-encoder")),
+        "--out",
+        str(out),
+        "--quick",
+        "--device",
+        "cpu",
+        "--benchmarks",
+        "mst",
+    ]
     assert main(argv) == 0
     [row] = json.loads((out / "profile.json").read_text())["headline"]
     assert row["metric"] == "accuracy" and 0 <= row["value"] <= 1
@@ -594,8 +765,18 @@ def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, mo
 def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, fake_run, synthetic_disknE):
     # the run itself is stood in for: fine-tuning per disease takes minutes (tests/test_pair_classifier.py runs it)
     out = tmp_path / "profile"
-    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--quick", "--benchmarks", "disknE",
-            "--data-dir", f"disknE={synthetic_disknE.data_dir}"]  # fmt: skip
+    argv = [
+        "profile",
+        "--model",
+        model_folders["encoder"],
+        "--out",
+        str(out),
+        "--quick",
+        "--benchmarks",
+        "disknE",
+        "--data-dir",
+        f"disknE={synthetic_disknE.data_dir}",
+    ]
     assert main(argv) == 0
     [request] = fake_run
     assert (request.task, request.prober, request.config) == ("disknE", "pair-classifier", "medical_similar")
@@ -614,11 +795,24 @@ def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_pat
     folder = tmp_path / "medlama-full-only"
     build("medlama", folder, data_dir=str(write_release(tmp_path / "release")), configs=["full"], params=BUILD_PARAMS)
     out = tmp_path / "profile"
-    argv = ["profile", "--model", model_folders["encoder"], "--out", str(out), "--benchmarks", "medlama", "--data-dir", f"medlama={folder}"]
+    argv = [
+        "profile",
+        "--model",
+        model_folders["encoder"],
+        "--out",
+        str(out),
+        "--benchmarks",
+        "medlama",
+        "--data-dir",
+        f"medlama={folder}",
+    ]
     assert main(argv) == 0
     assert [(r.config, r.prober) for r in fake_run] == [("full", "contrastive")]
     [skipped] = json.loads((out / "profile.json").read_text())["skipped"]
-    assert (skipped["config"], skipped["reason"]) == ("hard", "no data: the folder built by `medprobe build` has no hard config (it has full)")
+    assert (skipped["config"], skipped["reason"]) == (
+        "hard",
+        "no data: the folder built by `medprobe build` has no hard config (it has full)",
+    )
 
 
 def test_the_medlama_sample_is_the_demo_s():

@@ -52,7 +52,10 @@ def profile_args(encoder: str, out: Path, *extra: str) -> list[str]:
 
 
 def values(out: Path) -> dict[str, float]:
-    return {run["label"]: next(iter(run["record"]["metrics"].values())) for run in json.loads((out / "profile.json").read_text())["runs"]}
+    return {
+        run["label"]: next(iter(run["record"]["metrics"].values()))
+        for run in json.loads((out / "profile.json").read_text())["runs"]
+    }
 
 
 def start_paused_profile(step: str, args: list[str]) -> subprocess.Popen:
@@ -72,11 +75,15 @@ def test_a_folder_with_files_medprobe_did_not_write_is_refused_unless_overwrite(
     before = snapshot(out)
     assert main(profile_args(encoder, out)) == 2
     err = capsys.readouterr().err
-    assert err == (f"medprobe: error: {out} already holds 2 file(s): profile.md, runs/medlama-full-contrastive.json, and no "
-                   "profile.json; a profile would replace it: pass --overwrite, or choose another --out\n")  # fmt: skip
+    assert err == (
+        f"medprobe: error: {out} already holds 2 file(s): profile.md, runs/medlama-full-contrastive.json, and no "
+        "profile.json; a profile would replace it: pass --overwrite, or choose another --out\n"
+    )
     assert snapshot(out) == before and fake_run == [] and leftovers(out) == []
     assert main([*profile_args(encoder, out), "--overwrite"]) == 0
-    assert (out / "profile.md").read_text() != "my table\n" and disagreement(out, json.loads((out / "profile.json").read_text())) is None
+    assert (out / "profile.md").read_text() != "my table\n" and disagreement(
+        out, json.loads((out / "profile.json").read_text())
+    ) is None
 
 
 def test_a_profile_replaces_its_own_profile_but_not_files_added_or_changed_since(tmp_path, encoder, fake_run, capsys):
@@ -133,14 +140,21 @@ def test_a_second_profile_into_the_same_folder_stops_at_once_naming_the_first(pr
     try:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), os.environ.get("PYTHONPATH", "")])}
         start = time.perf_counter()
-        second = subprocess.run([sys.executable, "-m", "medprobe.cli", *profile_args(encoder, previous, "--seed", "3")],
-                                capture_output=True, text=True, env=env, timeout=60)  # fmt: skip
+        second = subprocess.run(
+            [sys.executable, "-m", "medprobe.cli", *profile_args(encoder, previous, "--seed", "3")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
         seconds = time.perf_counter() - start
     finally:
         signal_and_wait(first, signal.SIGTERM)
     assert second.returncode == 2 and second.stdout == "" and seconds < 15  # (the interpreter's start included)
-    assert second.stderr == (f"medprobe: error: {previous.absolute()}: another `medprobe profile` (pid {first.pid}) is writing "
-                             "this folder (lock .P.medprobe-lock beside it); wait for it to finish, or choose another --out\n")  # fmt: skip
+    assert second.stderr == (
+        f"medprobe: error: {previous.absolute()}: another `medprobe profile` (pid {first.pid}) is writing "
+        "this folder (lock .P.medprobe-lock beside it); wait for it to finish, or choose another --out\n"
+    )
     assert set(values(previous).values()) == {0.251} and leftovers(previous) == []
 
 
@@ -160,8 +174,11 @@ def test_a_profile_resumes_a_killed_one_reusing_only_runs_of_the_same_request(tm
     profile = json.loads((out / "profile.json").read_text())
     assert disagreement(out, profile) is None and leftovers(out) == []
     assert [run["label"] for run in profile["runs"]] == [
-        "medlama-full-contrastive", "medlama-hard-contrastive", "mst-mlm-head", "mst-mlm-head-scratch",
-    ]  # fmt: skip
+        "medlama-full-contrastive",
+        "medlama-hard-contrastive",
+        "mst-mlm-head",
+        "mst-mlm-head-scratch",
+    ]
     assert ".medprobe-tmp-" not in (out / "profile.json").read_text() + (out / "runs" / "mst-mlm-head.json").read_text()
 
 

@@ -136,7 +136,10 @@ def test_existing_public_repo_is_gated_before_the_upload(hub, token, folder):
 
 def test_republishing_a_dataset_replaces_its_data_files(hub, token, folder, capsys):
     """Data files are named by their content: a rebuild's files sit beside the old ones unless the upload deletes them."""
-    old = {"full/test-00000-of-00001-0123456789abcdef.parquet": b"old full", "hard/test-00000-of-00001-0123456789abcdef.parquet": b"old hard"}
+    old = {
+        "full/test-00000-of-00001-0123456789abcdef.parquet": b"old full",
+        "hard/test-00000-of-00001-0123456789abcdef.parquet": b"old hard",
+    }
     repo = hub.add_repo("dataset", "my-lab/medlama", files={**old, "README.md": b"old card", "notes/keep.txt": b"not data"})
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -421,7 +424,9 @@ def weights_identity(**files: bytes) -> dict:
     """model_identity's weights entries for weight files of these names and bytes (as medprobe.provenance records them)."""
     from medprobe.contrastive.embedding_cache import combined_digest
 
-    weights = {name.replace("_", "."): {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()}
+    weights = {
+        name.replace("_", "."): {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()
+    }
     return {"weights_sha256": combined_digest(weights), "weights": weights}
 
 
@@ -438,18 +443,29 @@ def run_record(**changes) -> RunRecord:
         metrics={"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18},
         per_group={"may_treat": {"acc@1": 0.1}},
         intervals={
-            name: {"low": value - 0.01, "high": value + 0.01, "level": 0.95, "n": 15329, "unit": "query", "resamples": 1000,
-                   "method": "percentile bootstrap over queries"}
+            name: {
+                "low": value - 0.01,
+                "high": value + 0.01,
+                "level": 0.95,
+                "n": 15329,
+                "unit": "query",
+                "resamples": 1000,
+                "method": "percentile bootstrap over queries",
+            }
             for name, value in {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18}.items()
         },
         data_fingerprint={"sha256": "d" * 64, "files": {"hard/test/test-00000-of-00001-abc.parquet": "e" * 64}},
         subset={"subset": False, "options": {}, "items": 15329, "item_ids_sha256": "f" * 64},
-        model_identity={"name": "/home/someone/models/bert", "path": "/home/someone/models/bert", **weights_identity(model_safetensors=WEIGHTS)},
+        model_identity={
+            "name": "/home/someone/models/bert",
+            "path": "/home/someone/models/bert",
+            **weights_identity(model_safetensors=WEIGHTS),
+        },
         source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
         command="medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
         "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device auto",
         task="medlama",
-    )  # fmt: skip
+    )
     return RunRecord(**{**fields, **changes})
 
 
@@ -554,13 +570,22 @@ def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, cap
 # --- results: what is published is what was measured (issue 21 §5) ----------------------------------------
 
 SUBSETS = {  # task, subset as the run records it, the words in the model card
-    "medlama": ("medlama", {"options": {"per_relation": 10}, "of": {"probed": 190, "total": 15329, "unit": "queries"}},
-                "first 10 queries per relation, 190 of 15,329 queries"),
-    "context_variance": ("context_variance", {"options": {"per_relation": 5}, "of": {"probed": 60, "total": 900, "unit": "instances"}},
-                         "first 5 instances per relation, 60 of 900 instances"),
-    "disknE_cuis": ("disknE", {"options": {"diseases": ["C0020538", "C0011849"]}, "of": {"probed": 2, "total": 37, "unit": "eligible diseases"}},
-                    "diseases C0020538,C0011849, 2 of 37 eligible diseases"),
-}  # fmt: skip
+    "medlama": (
+        "medlama",
+        {"options": {"per_relation": 10}, "of": {"probed": 190, "total": 15329, "unit": "queries"}},
+        "first 10 queries per relation, 190 of 15,329 queries",
+    ),
+    "context_variance": (
+        "context_variance",
+        {"options": {"per_relation": 5}, "of": {"probed": 60, "total": 900, "unit": "instances"}},
+        "first 5 instances per relation, 60 of 900 instances",
+    ),
+    "disknE_cuis": (
+        "disknE",
+        {"options": {"diseases": ["C0020538", "C0011849"]}, "of": {"probed": 2, "total": 37, "unit": "eligible diseases"}},
+        "diseases C0020538,C0011849, 2 of 37 eligible diseases",
+    ),
+}
 
 
 def subset_record(task: str, subset: dict, tmp_path: Path) -> Path:
@@ -610,7 +635,12 @@ def test_a_results_file_that_does_not_record_its_subset_is_refused(hub, token, t
 
 
 def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
-    identity = {"name": "other-org/bert", "hub_id": "other-org/bert", "revision": "1" * 40, **weights_identity(model_safetensors=WEIGHTS)}
+    identity = {
+        "name": "other-org/bert",
+        "hub_id": "other-org/bert",
+        "revision": "1" * 40,
+        **weights_identity(model_safetensors=WEIGHTS),
+    }
     path = run_record(model_identity=identity).save(tmp_path / "hub.json")
     assert publish_results(path, "--dry-run") == 2
     err = capsys.readouterr().err
@@ -621,7 +651,12 @@ def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp
 
 
 def test_a_run_of_the_same_hub_model_says_so_in_the_plan(hub, token, tmp_path, capsys):
-    identity = {"name": "My-Lab/bert", "hub_id": "My-Lab/bert", "revision": "1" * 40, **weights_identity(model_safetensors=WEIGHTS)}
+    identity = {
+        "name": "My-Lab/bert",
+        "hub_id": "My-Lab/bert",
+        "revision": "1" * 40,
+        **weights_identity(model_safetensors=WEIGHTS),
+    }
     path = run_record(model_identity=identity).save(tmp_path / "hub.json")
     assert publish_results(path, "--dry-run") == 0
     out = capsys.readouterr().out
@@ -630,7 +665,12 @@ def test_a_run_of_the_same_hub_model_says_so_in_the_plan(hub, token, tmp_path, c
 
 
 def test_a_hub_model_that_changed_since_it_was_probed_is_refused_with_both_revisions(hub, token, tmp_path, capsys):
-    identity = {"name": "my-lab/bert", "hub_id": "my-lab/bert", "revision": "1" * 40, **weights_identity(model_safetensors=WEIGHTS)}
+    identity = {
+        "name": "my-lab/bert",
+        "hub_id": "my-lab/bert",
+        "revision": "1" * 40,
+        **weights_identity(model_safetensors=WEIGHTS),
+    }
     path = run_record(model_identity=identity).save(tmp_path / "hub.json")
     model_repo(hub, weights={"model.safetensors": OTHER_WEIGHTS})
     assert publish_results(path) == 2
@@ -650,7 +690,10 @@ def test_a_run_without_a_weights_hash_is_refused(hub, token, tmp_path, capsys):
     "weights, message",
     [
         ({"model.safetensors": OTHER_WEIGHTS}, "does not hold the weights that were probed (model.safetensors: 26 B, sha256"),
-        ({"pytorch_model.bin": WEIGHTS}, "the run loaded model.safetensors, which the repo does not have (it has pytorch_model.bin)"),
+        (
+            {"pytorch_model.bin": WEIGHTS},
+            "the run loaded model.safetensors, which the repo does not have (it has pytorch_model.bin)",
+        ),
         ({"config.json": b"{}"}, "cannot check that my-lab/bert holds the model probed: the repo has no weight files"),
         ({"sub/model.safetensors": WEIGHTS}, "the repo has no weight files"),  # weights only in a subfolder: not the model
     ],
@@ -684,7 +727,9 @@ def test_the_weights_identity_a_run_records_matches_the_hub_s_file_metadata_of_t
     shards = {"model-00001-of-00002.safetensors": b"first shard", "model-00002-of-00002.safetensors": b"second shard"}
     for name, data in shards.items():
         (folder / name).write_bytes(data)
-    path = run_record(model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}).save(tmp_path / "r.json")
+    path = run_record(model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}).save(
+        tmp_path / "r.json"
+    )
     model_repo(hub, weights=shards)
     assert publish_results(path) == 0
     model_repo(hub, weights={**shards, "model-00002-of-00002.safetensors": b"second shard, retrained"})
@@ -696,11 +741,19 @@ def test_the_card_says_n_interval_fingerprint_version_and_the_command(hub, token
     assert publish_results(results_file, "--metric", "acc@1", "--metric", "macro_acc@10") == 0
     text = published_card(hub).text
     assert "Text the owner wrote." in text and text.count("<!-- medprobe results: start") == 1
-    assert "| acc@1 | 5.00 | 4.00–6.00 | 15,329 queries |" in text and "| macro_acc@10 | 18.00 | 17.00–19.00 | 15,329 queries |" in text
+    assert (
+        "| acc@1 | 5.00 | 4.00–6.00 | 15,329 queries |" in text
+        and "| macro_acc@10 | 18.00 | 17.00–19.00 | 15,329 queries |" in text
+    )
     assert "- data: my-lab/data, sha256 `dddddddddddd` over 1 data file(s)" in text
-    assert "measured with medprobe 0.2.0 (commit `aaaaaaaaaaaa`)" in text and "percentile bootstrap over queries, 1,000 resamples" in text
-    assert ("- repeat: `medprobe probe --prober contrastive --task medlama --dataset my-lab/data --config hard --split test "
-            "--model my-lab/bert --out hard.json --device auto`") in text  # fmt: skip
+    assert (
+        "measured with medprobe 0.2.0 (commit `aaaaaaaaaaaa`)" in text
+        and "percentile bootstrap over queries, 1,000 resamples" in text
+    )
+    assert (
+        "- repeat: `medprobe probe --prober contrastive --task medlama --dataset my-lab/data --config hard --split test "
+        "--model my-lab/bert --out hard.json --device auto`"
+    ) in text
     assert "/home/someone" not in str(published_card(hub))  # no local path in the card
 
 
@@ -727,14 +780,29 @@ def test_results_help_lists_the_overrides(capsys):
 
 
 NETWORK_FAILURES = {
-    "no_route": (httpx2.ConnectError("[Errno 113] No route to host"), "cannot reach https://huggingface.co (ConnectError: [Errno 113] No route to host) — check the network"),  # noqa: E501
-    "dns": (httpx2.ConnectError("[Errno -2] Name or service not known"), "cannot resolve https://huggingface.co ([Errno -2] Name or service not known) — check the network and DNS"),  # noqa: E501
-    "connect_timeout": (httpx2.ConnectTimeout("timed out"), "https://huggingface.co did not answer in time (ConnectTimeout) — check the network"),
+    "no_route": (
+        httpx2.ConnectError("[Errno 113] No route to host"),
+        "cannot reach https://huggingface.co (ConnectError: [Errno 113] No route to host) — check the network",
+    ),  # noqa: E501
+    "dns": (
+        httpx2.ConnectError("[Errno -2] Name or service not known"),
+        "cannot resolve https://huggingface.co ([Errno -2] Name or service not known) — check the network and DNS",
+    ),  # noqa: E501
+    "connect_timeout": (
+        httpx2.ConnectTimeout("timed out"),
+        "https://huggingface.co did not answer in time (ConnectTimeout) — check the network",
+    ),
     "read_timeout": (httpx2.ReadTimeout("timed out"), "https://huggingface.co did not answer in time (ReadTimeout)"),
     "http_401": (401, "HTTP 401 Unauthorized (fake hub: status 401) from POST /api/repos/create — the token was refused"),
     "http_403": (403, "HTTP 403 Forbidden (fake hub: status 403) from POST /api/repos/create — the token may not write there"),
-    "http_404": (404, "HTTP 404 Not Found (fake hub: status 404) from POST /api/repos/create — no such repo, or the token cannot see it"),
-    "http_500": (500, "HTTP 500 Internal Server Error (fake hub: status 500) from POST /api/repos/create — the Hub had a server error: try again later"),  # noqa: E501
+    "http_404": (
+        404,
+        "HTTP 404 Not Found (fake hub: status 404) from POST /api/repos/create — no such repo, or the token cannot see it",
+    ),
+    "http_500": (
+        500,
+        "HTTP 500 Internal Server Error (fake hub: status 500) from POST /api/repos/create — the Hub had a server error: try again later",
+    ),  # noqa: E501
 }
 
 
@@ -755,7 +823,9 @@ def test_network_failure_of_results_publishing_is_one_line(hub, token, results_f
     hub.fail_requests_with, expected = NETWORK_FAILURES[failure]
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"medprobe: error: publish to my-lab/bert failed: {expected.replace('POST /api/repos/create', 'GET /api/models/my-lab/bert')}")  # noqa: E501
+    assert err.startswith(
+        f"medprobe: error: publish to my-lab/bert failed: {expected.replace('POST /api/repos/create', 'GET /api/models/my-lab/bert')}"
+    )  # noqa: E501
     assert err.count("\n") == 1 and TOKEN not in err
 
 

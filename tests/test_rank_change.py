@@ -36,7 +36,9 @@ class MentionCountScorer:
         for query, names in zip(queries, candidates):
             assert query.count("[Y]") == 1 and "[MASK]" not in query
             text = query.casefold()
-            scores.append(np.array([len(re.findall(rf"(?<!\w){re.escape(n.casefold())}(?!\w)", text)) for n in names], dtype=float))
+            scores.append(
+                np.array([len(re.findall(rf"(?<!\w){re.escape(n.casefold())}(?!\w)", text)) for n in names], dtype=float)
+            )
         return scores
 
 
@@ -89,8 +91,20 @@ def test_figure1_rank_changes_through_the_probe(hub):
     input4, input5 = (slot_query(rows[i]["text"], "") for i in (4, 5))
     scorer = ScriptedScorer(
         {
-            input4: {"discolored nasal discharge": 2, "nasal stuffiness": 20, "postnasal drip": 6, "sick feeling": 3, "heartburn": 5},
-            input5: {"discolored nasal discharge": 1, "nasal stuffiness": 2, "postnasal drip": 3, "sick feeling": 10, "heartburn": 6},
+            input4: {
+                "discolored nasal discharge": 2,
+                "nasal stuffiness": 20,
+                "postnasal drip": 6,
+                "sick feeling": 3,
+                "heartburn": 5,
+            },
+            input5: {
+                "discolored nasal discharge": 1,
+                "nasal stuffiness": 2,
+                "postnasal drip": 3,
+                "sick feeling": 10,
+                "heartburn": 6,
+            },
         }
     )
     row_ranks = RankChangeProbe(scorer, progress=False).rank_rows(rows)
@@ -107,10 +121,20 @@ def test_figure1_rank_changes_through_the_probe(hub):
 
     from medprobe.resources import metric_path
 
-    one_step = {key: values[step5 : step5 + 1] for key, values in inputs.items() if key not in ("ranks_without_context", "ranks_with_context")}
+    one_step = {
+        key: values[step5 : step5 + 1]
+        for key, values in inputs.items()
+        if key not in ("ranks_without_context", "ranks_with_context")
+    }
     result = evaluate.load(metric_path("ucm")).compute(**one_step)
     assert result["understand"] == 1.0
-    assert result["rank_change"]["correct_added"] == {"RC-Ot": -1.0, "RC-Oa": -18.0, "RC-Ocor": -3.0, "RC-Oincor": 4.0, "steps": 1}
+    assert result["rank_change"]["correct_added"] == {
+        "RC-Ot": -1.0,
+        "RC-Oa": -18.0,
+        "RC-Ocor": -3.0,
+        "RC-Oincor": 4.0,
+        "steps": 1,
+    }
 
 
 def test_probe_scores_each_distinct_query_once_in_batches(hub):
@@ -153,9 +177,15 @@ def stand_in(monkeypatch):
 
 def request(hub, tmp_path, prober="rank-change", **task_options):
     return RunRequest(
-        task="context_variance", prober=prober, dataset=str(hub), config=task_options.pop("config", "real-target"),
-        model="stand-in", out=str(tmp_path / "results.json"), plot=task_options.pop("plot", None), task_options=task_options,
-    )  # fmt: skip
+        task="context_variance",
+        prober=prober,
+        dataset=str(hub),
+        config=task_options.pop("config", "real-target"),
+        model="stand-in",
+        out=str(tmp_path / "results.json"),
+        plot=task_options.pop("plot", None),
+        task_options=task_options,
+    )
 
 
 def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys, stand_in):
@@ -165,7 +195,11 @@ def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys,
     metrics = record["metrics"]
     steps = ds.num_rows - len(set(ds["instance_id"]))
     correct_steps = sum(c for c, s in zip(ds["added_is_correct"], ds["step"]) if s > 0)
-    assert record["counts"]["steps"] == steps and metrics["steps"] == correct_steps and metrics["excluded_steps"] == steps - correct_steps
+    assert (
+        record["counts"]["steps"] == steps
+        and metrics["steps"] == correct_steps
+        and metrics["excluded_steps"] == steps - correct_steps
+    )
     assert metrics["understand"] + metrics["confuse"] + metrics["misunderstand"] == pytest.approx(1.0)
     assert set(record["per_group"]) == {"has_symptom", "may_treat", "adverse_effect"}
     assert set(metrics["rank_change"]) == {"correct_added", "incorrect_added"}
@@ -184,7 +218,10 @@ def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys,
 
 def test_per_relation_keeps_whole_instances(hub, tmp_path, capsys, stand_in):
     ds = load(hub, "real-negative")
-    first_two = {r: list(dict.fromkeys(i for i, rel in zip(ds["instance_id"], ds["relation"]) if rel == r))[:2] for r in set(ds["relation"])}
+    first_two = {
+        r: list(dict.fromkeys(i for i, rel in zip(ds["instance_id"], ds["relation"]) if rel == r))[:2]
+        for r in set(ds["relation"])
+    }
     kept = sum(i in {x for two in first_two.values() for x in two} for i in ds["instance_id"])
     run(request(hub, tmp_path, config="real-negative", per_relation=2, k=[1, 5]))
     assert f"probing the first 2 instances of each relation: {kept} of {ds.num_rows} rows" in capsys.readouterr().out
@@ -215,9 +252,15 @@ def test_cli_rank_change_errors_are_one_line(hub, tmp_path, capsys):
     assert exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change"]) == 2
     assert "the following arguments are required: --model" in capsys.readouterr().err
     out = str(tmp_path / "r.json")
-    assert exit_code(["probe", "--dataset", str(hub), "--config", "nope", "--prober", "rank-change", "--model", "x", "--out", out]) == 2
+    assert (
+        exit_code(["probe", "--dataset", str(hub), "--config", "nope", "--prober", "rank-change", "--model", "x", "--out", out])
+        == 2
+    )
     assert "does not load (config 'nope', split 'test'): BuilderConfig 'nope' not found" in capsys.readouterr().err
-    assert exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change", "--model", "x", "--scorer", "bm25", "--out", out]) == 2
+    assert (
+        exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change", "--model", "x", "--scorer", "bm25", "--out", out])
+        == 2
+    )
     assert "argument --scorer: invalid choice: 'bm25'" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
 
@@ -238,8 +281,12 @@ def test_auto_scorer_follows_the_model_config(tmp_path):
 
     from medprobe.lm.rank_change import scorer_kind
 
-    BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "bert")
-    LlamaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(tmp_path / "llama")
+    BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(
+        tmp_path / "bert"
+    )
+    LlamaConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(
+        tmp_path / "llama"
+    )
     assert scorer_kind(str(tmp_path / "bert")) == "mask-average"
     assert scorer_kind(str(tmp_path / "llama")) == "causal-lm"
 
@@ -257,10 +304,38 @@ def tiny_mlm(tmp_path_factory):
 
 def test_mask_average_with_task_context_variance_equals_rank_change_plumbing_tiny_random_bert(hub, tiny_mlm, tmp_path, capsys):
     common = ["--dataset", str(hub), "--config", "real-negative", "--model", tiny_mlm, "--device", "cpu", "--per-relation", "1"]
-    assert main(["probe", "--prober", "rank-change", *common, "--out", str(tmp_path / "rc.json"),
-                 "--predictions", str(tmp_path / "rc.jsonl")]) == 0  # fmt: skip
-    assert main(["probe", "--prober", "mask-average", "--task", "context_variance", *common, "--out", str(tmp_path / "ma.json"),
-                 "--predictions", str(tmp_path / "ma.jsonl")]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "probe",
+                "--prober",
+                "rank-change",
+                *common,
+                "--out",
+                str(tmp_path / "rc.json"),
+                "--predictions",
+                str(tmp_path / "rc.jsonl"),
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(
+            [
+                "probe",
+                "--prober",
+                "mask-average",
+                "--task",
+                "context_variance",
+                *common,
+                "--out",
+                str(tmp_path / "ma.json"),
+                "--predictions",
+                str(tmp_path / "ma.jsonl"),
+            ]
+        )
+        == 0
+    )
     rank_change, mask_average = (json.loads((tmp_path / name).read_text()) for name in ("rc.json", "ma.json"))
     assert (rank_change["prober"], mask_average["prober"]) == ("rank-change", "mask-average")
     assert rank_change["settings"]["scorer"] == mask_average["settings"]["scorer"] == "MaskAverageProbe"

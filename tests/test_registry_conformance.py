@@ -82,7 +82,9 @@ def test_prober_option_defaults_are_the_code_defaults(name):
     entry = PROBERS[name]
     for option in entry.options:
         parameters = factory_signature(entry, option.dest).parameters
-        assert option.dest in parameters, f"{option.flag} passes {option.dest}=, which {entry.target} {entry.factory} does not take"
+        assert option.dest in parameters, (
+            f"{option.flag} passes {option.dest}=, which {entry.target} {entry.factory} does not take"
+        )
         code = parameters[option.dest].default
         assert code is not inspect.Parameter.empty, f"{option.flag}: {option.dest} has no default in {entry.target}"
         assert same_value(option.default, code), f"{option.flag}: the registry shows {option.default!r}, the code uses {code!r}"
@@ -196,15 +198,19 @@ def check_disease_classification(prober) -> None:
     from medprobe.tasks.disknE_splits import DiseaseSplits
 
     rows = 8
-    ds = datasets.Dataset.from_dict({
-        "premise": ["the patient has a cough and fever ."] * rows,
-        "hypothesis": ["asthma", "gout"] * (rows // 2),
-        "full_hypothesis": ["the patient has asthma .", "the patient has gout ."] * (rows // 2),
-        "label": [1, 0] * (rows // 2),
-    })  # fmt: skip
+    ds = datasets.Dataset.from_dict(
+        {
+            "premise": ["the patient has a cough and fever ."] * rows,
+            "hypothesis": ["asthma", "gout"] * (rows // 2),
+            "full_hypothesis": ["the patient has asthma .", "the patient has gout ."] * (rows // 2),
+            "label": [1, 0] * (rows // 2),
+        }
+    )
     encoded = prober.encode(ds)
     assert len(encoded) == rows and {"input_ids", "labels"} <= set(encoded.column_names)
-    splits = DiseaseSplits(cui="C0004096", name="asthma", category=None, train=[0, 1, 2, 3], validation=[4, 5], test=[6, 7], test_positives=1)
+    splits = DiseaseSplits(
+        cui="C0004096", name="asthma", category=None, train=[0, 1, 2, 3], validation=[4, 5], test=[6, 7], test_positives=1
+    )
     result = prober.run_disease(encoded, splits, seed=0)
     assert list(result.references) == [1, 0] and len(result.predictions) == 2 and set(result.predictions) <= {0, 1}
 
@@ -373,10 +379,20 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
     dataset = request.getfixturevalue(fixture)
     kind, options = TINY[prober]
     record = run(
-        RunRequest(task=name, prober=prober, dataset=str(dataset), config=config, model=tiny_folders[kind], seed=0,
-                   device="cpu", prober_options=options, task_options=task_options, out=str(tmp_path / "r.json")),
+        RunRequest(
+            task=name,
+            prober=prober,
+            dataset=str(dataset),
+            config=config,
+            model=tiny_folders[kind],
+            seed=0,
+            device="cpu",
+            prober_options=options,
+            task_options=task_options,
+            out=str(tmp_path / "r.json"),
+        ),
         print_fn=lambda text: None,
-    )  # fmt: skip
+    )
     assert entry.headline in record.metrics, f"{name}: headline {entry.headline!r} not in {sorted(record.metrics)}"
     assert record.per_group and record.benchmark == entry.benchmark
     if entry.group_by in entry.fields:  # the groups are values of that field
@@ -453,9 +469,24 @@ def test_a_foreign_option_exits_2_naming_its_owner(name, capsys):
 def test_contrastive_with_num_masks_exits_2_naming_mask_predict_console():
     # as a user runs it: the exit status and stderr of the command, not of a function
     done = subprocess.run(
-        [sys.executable, "-m", "medprobe.cli", "probe", "--prober", "contrastive", "--num-masks", "3", "--dataset", "d", "--model", "m"],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "medprobe.cli",
+            "probe",
+            "--prober",
+            "contrastive",
+            "--num-masks",
+            "3",
+            "--dataset",
+            "d",
+            "--model",
+            "m",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done
     assert "--num-masks" in done.stderr and "--prober mask-predict" in done.stderr and "Traceback" not in done.stderr
 
@@ -483,7 +514,9 @@ class ToyTask:
 
     def score(self, data, outputs: list[str]) -> Scored:
         hits = sum(top == label for top, label in zip(outputs, data["label"]))
-        return Scored(metrics={"hits": hits}, per_group={"all": {"hits": hits, "rows": len(outputs)}}, counts={"rows": len(outputs)})
+        return Scored(
+            metrics={"hits": hits}, per_group={"all": {"hits": hits, "rows": len(outputs)}}, counts={"rows": len(outputs)}
+        )
 
     def table(self, record) -> str:
         return f"toy: {record.metrics['hits']} hits"
@@ -506,13 +539,27 @@ class ToyProber(Prober):
 
 
 TOY_TASK = TaskEntry(
-    "toy", f"{__name__}:ToyTask", "toy", "toy: top-1 equals the label", ("query", "candidates", "label"), "none",
-    ("ranking",), "all", "hits", options=(Option("--limit", "limit", "only the first N rows", type=registry.positive_int),),
-)  # fmt: skip
+    "toy",
+    f"{__name__}:ToyTask",
+    "toy",
+    "toy: top-1 equals the label",
+    ("query", "candidates", "label"),
+    "none",
+    ("ranking",),
+    "all",
+    "hits",
+    options=(Option("--limit", "limit", "only the first N rows", type=registry.positive_int),),
+)
 TOY_PROBER = ProberEntry(
-    "toy-alphabet", f"{__name__}:ToyProber", ("ranking",), "alphabetical order", "any string", "toy",
-    options=(Option("--reverse", "reverse", "reverse alphabetical order", switch=True, default=False),), factory="__init__",
-)  # fmt: skip
+    "toy-alphabet",
+    f"{__name__}:ToyProber",
+    ("ranking",),
+    "alphabetical order",
+    "any string",
+    "toy",
+    options=(Option("--reverse", "reverse", "reverse alphabetical order", switch=True, default=False),),
+    factory="__init__",
+)
 
 
 @pytest.fixture
@@ -538,12 +585,25 @@ def test_a_toy_task_and_prober_run_with_one_registry_entry_each(toy_dataset, tin
         # through the run loop, with the toy prober and with a real one
         record = run(RunRequest(task="toy", prober="toy-alphabet", dataset=toy_dataset, model="-", out=None), print_fn=print)
         assert record.metrics == {"hits": 2} and record.benchmark == "toy" and "toy: 2 hits" in capsys.readouterr().out
-        real = run(RunRequest(task="toy", prober="mask-average", dataset=toy_dataset, model=tiny_folders["masked-lm"],
-                              device="cpu", task_options={"limit": 2}, out=None), print_fn=lambda _: None)  # fmt: skip
+        real = run(
+            RunRequest(
+                task="toy",
+                prober="mask-average",
+                dataset=toy_dataset,
+                model=tiny_folders["masked-lm"],
+                device="cpu",
+                task_options={"limit": 2},
+                out=None,
+            ),
+            print_fn=lambda _: None,
+        )
         assert real.per_group["all"]["rows"] == 2 and real.prober == "mask-average"
         # through the CLI: the options of both are there, and the toy prober's default task is the toy task
         out = tmp_path / "toy.json"
-        assert main(["probe", "--prober", "toy-alphabet", "--dataset", toy_dataset, "--model", "-", "--reverse", "--out", str(out)]) == 0
+        assert (
+            main(["probe", "--prober", "toy-alphabet", "--dataset", toy_dataset, "--model", "-", "--reverse", "--out", str(out)])
+            == 0
+        )
         saved = json.loads(out.read_text())
         assert saved["metrics"] == {"hits": 1} and saved["benchmark"] == "toy" and saved["prober"] == "toy-alphabet"
         text = help_text(["probe", "--prober", "toy-alphabet", "--help"], capsys)

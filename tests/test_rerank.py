@@ -69,13 +69,29 @@ def write_lines(path, lines) -> str:
 
 
 def gold_first(rows) -> list[dict]:
-    return [{"id": i, "predictions": [*answers, head]} for i, answers, head in zip(rows["id"], rows["answers"], rows["head_name"])]
+    return [
+        {"id": i, "predictions": [*answers, head]} for i, answers, head in zip(rows["id"], rows["answers"], rows["head_name"])
+    ]
 
 
 def rerank(hub, tmp_path, shortlist_file, *extra):
     out = tmp_path / "r.json"
-    argv = ["probe", "--dataset", str(hub), "--config", "full", "--prober", "mask-average", "--model", "tiny",
-            "--rerank", shortlist_file, "--out", str(out), *map(str, extra)]  # fmt: skip
+    argv = [
+        "probe",
+        "--dataset",
+        str(hub),
+        "--config",
+        "full",
+        "--prober",
+        "mask-average",
+        "--model",
+        "tiny",
+        "--rerank",
+        shortlist_file,
+        "--out",
+        str(out),
+        *map(str, extra),
+    ]
     return main(argv), out
 
 
@@ -176,10 +192,28 @@ def test_rerank_with_a_prober_that_cannot_use_it_is_an_error(synthetic_medlama_h
 
     monkeypatch.setattr(MaskPredictProbe, "from_pretrained", lambda *args, **kwargs: RankOnlyProber())
     path = write_lines(tmp_path / "p.jsonl", gold_first(rows))
-    assert main(["probe", "--dataset", str(synthetic_medlama_hub), "--prober", "mask-predict", "--model", "tiny",
-                 "--rerank", path, "--out", str(tmp_path / "r.json")]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "probe",
+                "--dataset",
+                str(synthetic_medlama_hub),
+                "--prober",
+                "mask-predict",
+                "--model",
+                "tiny",
+                "--rerank",
+                path,
+                "--out",
+                str(tmp_path / "r.json"),
+            ]
+        )
+        == 2
+    )
     error = last_error(capsys)
-    assert "--rerank works with --prober contrastive, mask-average or causal-lm (they score a shortlist), not mask-predict" in error
+    assert (
+        "--rerank works with --prober contrastive, mask-average or causal-lm (they score a shortlist), not mask-predict" in error
+    )
     assert not (tmp_path / "r.json").exists()
 
 

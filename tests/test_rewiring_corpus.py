@@ -120,9 +120,23 @@ def test_the_contrastive_cli_rewires_on_a_release_corpus_by_name(synthetic_medla
 
     data_dir = fake_release(tmp_path / "clone", "repository")
     model = save_tiny_bert(tmp_path / "tiny_bert")
-    argv = ["probe", "--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", str(model),
-            "--rewire-corpus", f"{data_dir}/{NAME}", "--rewire-steps", "1", "--rewire-batch-size", "2",
-            "--out", str(tmp_path / "r.json")]  # fmt: skip
+    argv = [
+        "probe",
+        "--prober",
+        "contrastive",
+        "--dataset",
+        str(synthetic_medlama_hub),
+        "--model",
+        str(model),
+        "--rewire-corpus",
+        f"{data_dir}/{NAME}",
+        "--rewire-steps",
+        "1",
+        "--rewire-batch-size",
+        "2",
+        "--out",
+        str(tmp_path / "r.json"),
+    ]
     assert main(argv) == 0
     assert "2 lines -> 2 pairs" in capsys.readouterr().out
 
@@ -135,5 +149,7 @@ def test_rewire_in_python_takes_a_release_corpus_by_name_too(tmp_path, monkeypat
     cached.parent.mkdir(parents=True)
     cached.write_text(SENTENCES)
     probe = ContrastiveProbe.from_pretrained(str(save_tiny_bert(tmp_path / "tiny_bert")), device="cpu")
-    report = probe.rewire(NAME, rewiring_arguments(str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, use_cpu=True))
+    report = probe.rewire(
+        NAME, rewiring_arguments(str(tmp_path / "out"), max_steps=1, per_device_train_batch_size=2, use_cpu=True)
+    )
     assert report.corpus.pairs == 2 and f"{cached}: 2 lines -> 2 pairs" in capsys.readouterr().out

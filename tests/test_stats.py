@@ -56,9 +56,7 @@ def test_intervals_are_seeded_and_deterministic():
 
 def test_macro_intervals_resample_within_groups():
     # one group always hits, the other never: within-group resampling cannot move the macro mean
-    outcomes = Outcomes.build(
-        [f"q{i}" for i in range(40)], ["a"] * 10 + ["b"] * 30, {"rank": [1.0] * 10 + [math.nan] * 30}
-    )
+    outcomes = Outcomes.build([f"q{i}" for i in range(40)], ["a"] * 10 + ["b"] * 30, {"rank": [1.0] * 10 + [math.nan] * 30})
     macro = intervals(outcomes, {"macro_acc@1": MEDLAMA["macro_acc@1"]}, resamples=300)["macro_acc@1"]
     assert macro["low"] == macro["high"] == 0.5 and macro["groups"] == 2
     micro = intervals(outcomes, {"acc@1": MEDLAMA["acc@1"]}, resamples=300)["acc@1"]
@@ -89,8 +87,7 @@ def test_disknE_estimators_reproduce_disease_f1_averaged_over_seeds():
     labels[[i for i, d in enumerate(diseases) if d == "C4"]] = 0  # a disease without positives: F1 0
     predictions = rng.integers(0, 2, (120, 3))
     per_seed = [
-        metric.compute(predictions=predictions[:, s].tolist(), references=labels.tolist(), diseases=diseases)
-        for s in range(3)
+        metric.compute(predictions=predictions[:, s].tolist(), references=labels.tolist(), diseases=diseases) for s in range(3)
     ]
     outcomes = Outcomes.build(range(120), diseases, {"label": labels, "prediction": predictions})
     for name, estimator in DisKnETask.estimators({}).items():
@@ -123,9 +120,11 @@ def test_context_variance_estimators_reproduce_ucm_shares():
         instances.append(f"i{instance}")
         relations.append(relation)
     scores = evaluate.load(metric_path("ucm")).compute(
-        target_rank_before=[s[2] for s in steps], target_rank_after=[s[3] for s in steps],
-        added_is_correct=[s[4] for s in steps], groups=[s[1] for s in steps],
-    )  # fmt: skip
+        target_rank_before=[s[2] for s in steps],
+        target_rank_after=[s[3] for s in steps],
+        added_is_correct=[s[4] for s in steps],
+        groups=[s[1] for s in steps],
+    )
     columns = {name: np.zeros(40) for name in ("understand", "confuse", "misunderstand", "steps")}
     for instance, _, before, after, correct in steps:
         if correct:

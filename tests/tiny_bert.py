@@ -30,10 +30,15 @@ def tiny_tokenizer(mask: bool = True) -> BertTokenizer:
 def tiny_bert(layers: int = 3, seed: int = 0, dropout: float = 0.1) -> BertModel:
     torch.manual_seed(seed)
     config = BertConfig(
-        vocab_size=len(SPECIAL) + len(WORDS), hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
-        intermediate_size=64, max_position_embeddings=128, hidden_dropout_prob=dropout,
+        vocab_size=len(SPECIAL) + len(WORDS),
+        hidden_size=32,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
-    )  # fmt: skip
+    )
     return BertModel(config)
 
 

@@ -22,14 +22,43 @@ from transformers import (
 )
 
 WORDS = [
-    "aspirin", "ibuprofen", "may", "might", "treat", "prevent", "fever", "cough", "heart", "failure", "attack",
-    "renal", "pain", "the", "disease", "is", "of", "gene", "has", ".", ",", "alpha", "beta", "##s", "##zine", "##itis",
-]  # fmt: skip
+    "aspirin",
+    "ibuprofen",
+    "may",
+    "might",
+    "treat",
+    "prevent",
+    "fever",
+    "cough",
+    "heart",
+    "failure",
+    "attack",
+    "renal",
+    "pain",
+    "the",
+    "disease",
+    "is",
+    "of",
+    "gene",
+    "has",
+    ".",
+    ",",
+    "alpha",
+    "beta",
+    "##s",
+    "##zine",
+    "##itis",
+]
 SENTENCES = [
-    "aspirin may treat fever .", "ibuprofen might treat pain .", "aspirin may prevent heart attack .",
-    "the disease is heart failure .", "the gene has renal failure .", "alphazine might treat betaitis .",
-    "cough , fever and pain .", "Aspirin might treat chronic heart failure .",
-]  # fmt: skip
+    "aspirin may treat fever .",
+    "ibuprofen might treat pain .",
+    "aspirin may prevent heart attack .",
+    "the disease is heart failure .",
+    "the gene has renal failure .",
+    "alphazine might treat betaitis .",
+    "cough , fever and pain .",
+    "Aspirin might treat chronic heart failure .",
+]
 
 
 def bert_tokenizer(words: list[str] = WORDS) -> BertTokenizer:
@@ -41,9 +70,13 @@ def tiny_random_bert_mlm(seed: int = 0, **config) -> tuple[BertForMaskedLM, Bert
     tokenizer = bert_tokenizer()
     torch.manual_seed(seed)
     settings = dict(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     model = BertForMaskedLM(BertConfig(**{**settings, **config})).eval()
     return model, tokenizer
 
@@ -74,9 +107,16 @@ def tiny_random_gpt2(tokenizer: PreTrainedTokenizerFast, seed: int = 0, n_positi
 def tiny_random_llama(tokenizer: PreTrainedTokenizerFast, seed: int = 0) -> LlamaForCausalLM:
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, bos_token_id=0, eos_token_id=0,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     return LlamaForCausalLM(config).eval()
 
 
@@ -97,9 +137,16 @@ def tiny_random_t5(seed: int = 0) -> tuple[T5ForConditionalGeneration, PreTraine
     )
     torch.manual_seed(seed)
     config = T5Config(
-        vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=2,
-        decoder_start_token_id=0, pad_token_id=0, eos_token_id=1,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=2,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        eos_token_id=1,
+    )
     return T5ForConditionalGeneration(config).eval(), tokenizer
 
 
@@ -110,8 +157,19 @@ def tiny_random_bart(seed: int = 0) -> tuple[BartForConditionalGeneration, PreTr
     )
     torch.manual_seed(seed)
     config = BartConfig(
-        vocab_size=len(tokenizer), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64,
-        bos_token_id=0, pad_token_id=1, eos_token_id=2, decoder_start_token_id=2, forced_eos_token_id=None,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        bos_token_id=0,
+        pad_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        forced_eos_token_id=None,
+    )
     return BartForConditionalGeneration(config).eval(), tokenizer

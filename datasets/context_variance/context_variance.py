@@ -356,7 +356,9 @@ def read_prompts(path: Path) -> dict[str, str]:
     for number, row in _read_jsonl(path):
         relation, template = row.get("relation"), row.get("template")
         if not isinstance(relation, str) or not isinstance(template, str):
-            raise ContextVarianceInputError(f'{path}, line {number}: expected {{"relation": ..., "template": ...}}, got {row!r:.120}')
+            raise ContextVarianceInputError(
+                f'{path}, line {number}: expected {{"relation": ..., "template": ...}}, got {row!r:.120}'
+            )
         if template.count(OBJECT_SLOT) != 1 or SUBJECT_SLOT not in template:
             raise ContextVarianceInputError(
                 f"{path}, line {number}: the template of {relation!r} must contain {SUBJECT_SLOT} and exactly one {OBJECT_SLOT}, got {template!r}"
@@ -370,7 +372,9 @@ def read_entities(path: Path) -> list[Entity]:
     for number, row in _read_jsonl(path):
         where = f"{path}, line {number}"
         if not isinstance(row.get("label"), str) or not row["label"].strip() or not isinstance(row.get("type"), str):
-            raise ContextVarianceInputError(f'{where}: expected {{"label": name, "type": type, "aliases": [...]}}, got {row!r:.120}')
+            raise ContextVarianceInputError(
+                f'{where}: expected {{"label": name, "type": type, "aliases": [...]}}, got {row!r:.120}'
+            )
         entities.append(Entity(row["label"], row["type"], _string_list(row.get("aliases"), where, "aliases")))
     if not entities:
         raise ContextVarianceInputError(f"{path}: the entity file is empty; give one entity per line or leave the file out")
@@ -541,7 +545,9 @@ def generate_rows(
 
     # one pass over the corpus: which subjects and which pool mentions each document holds
     doc_subjects = {doc_id: {m.entity for m in subject_matcher.find(text)} for doc_id, text in documents.items()}
-    doc_mentions = {kind: {doc_id: matcher.find(text) for doc_id, text in documents.items()} for kind, matcher in matchers.items()}
+    doc_mentions = {
+        kind: {doc_id: matcher.find(text) for doc_id, text in documents.items()} for kind, matcher in matchers.items()
+    }
 
     seen: set[str] = set()
     for triple in triples:
@@ -644,7 +650,9 @@ class ContextVariance(datasets.GeneratorBasedBuilder):
         files["prompts"] = resolve_inputs(root, config.prompts, "prompts")[0]
         files["corpus"] = resolve_inputs(root, config.corpus, "corpus")[0]
         entities = config.entities or "entities.jsonl"
-        files["entities"] = resolve_inputs(root, entities, "entities")[0] if config.entities or (root / entities).exists() else None
+        files["entities"] = (
+            resolve_inputs(root, entities, "entities")[0] if config.entities or (root / entities).exists() else None
+        )
         files["source"] = "the sample corpus shipped with medprobe" if not config.data_dir else "a user data folder"
         if config.licence not in LICENCES:
             raise ValueError(f"licence must be one of {', '.join(LICENCES)} (--set licence=...), got {config.licence!r}")
@@ -656,9 +664,16 @@ class ContextVariance(datasets.GeneratorBasedBuilder):
         pools = build_pools(triples, read_entities(files["entities"]) if files["entities"] else [])
         stats = BuildStats(source=files["source"], licence=files["licence"])
         rows = generate_rows(
-            triples, read_prompts(files["prompts"]), pools, read_corpus(files["corpus"]),
-            self.config.context_kind, self.config.target_kind, self.config.seed, self.config.max_steps, stats,
-        )  # fmt: skip
+            triples,
+            read_prompts(files["prompts"]),
+            pools,
+            read_corpus(files["corpus"]),
+            self.config.context_kind,
+            self.config.target_kind,
+            self.config.seed,
+            self.config.max_steps,
+            stats,
+        )
         for row in rows:
             yield row["row_id"], row
         LAST_BUILD_STATS[self.config.name] = stats

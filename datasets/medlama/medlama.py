@@ -71,9 +71,18 @@ HARD_SIZES = {
 RELATIONS = tuple(HARD_SIZES)
 FULL_SIZE = 1000
 RELEASE_COLUMNS = (
-    "head_cui", "head_name", "rel", "tail_cuis_list", "tail_names_list", "tail_names",
-    "tail_cuis", "tail_cuis_len", "tail_names_len", "avg_match", "avg_rouge_l",
-)  # fmt: skip
+    "head_cui",
+    "head_name",
+    "rel",
+    "tail_cuis_list",
+    "tail_names_list",
+    "tail_names",
+    "tail_cuis",
+    "tail_cuis_len",
+    "tail_names_len",
+    "avg_match",
+    "avg_rouge_l",
+)
 PROMPT_COLUMNS = ("pid", "human_prompt")
 HARD_THRESHOLD = 0.1
 NAME_SEPARATOR = " || "
@@ -230,8 +239,7 @@ def _string_list(path: str, row_number: int, column: str, value: str) -> list[st
         ) from err
     if not isinstance(parsed, list) or not parsed or not all(isinstance(x, str) for x in parsed):
         raise MedlamaFormatError(
-            f"{path}, row {row_number}, column {column}: expected a non-empty list of strings, "
-            f"got {value[:120]!r}"
+            f"{path}, row {row_number}, column {column}: expected a non-empty list of strings, got {value[:120]!r}"
         )
     return parsed
 
@@ -246,9 +254,7 @@ def read_relation_rows(path: str, relation: str, rows_per_relation: int | None =
     rows = []
     for row_number, raw in enumerate(_read_csv(path, RELEASE_COLUMNS), start=1):
         if raw["rel"] != relation:
-            raise MedlamaFormatError(
-                f"{path}, row {row_number}, column rel: expected {relation!r}, got {raw['rel']!r}"
-            )
+            raise MedlamaFormatError(f"{path}, row {row_number}, column rel: expected {relation!r}, got {raw['rel']!r}")
         names_list = _string_list(path, row_number, "tail_names_list", raw["tail_names_list"])
         cuis_list = _string_list(path, row_number, "tail_cuis_list", raw["tail_cuis_list"])
         if len(names_list) != len(cuis_list):
@@ -316,8 +322,7 @@ def read_prompts(path: str) -> dict[str, str]:
         template = row["human_prompt"].strip()
         if row["pid"] in HARD_SIZES and ("[X]" not in template or "[Y]" not in template):
             raise MedlamaFormatError(
-                f"{path}, row {row_number}: the human_prompt of {row['pid']!r} must contain "
-                f"[X] and [Y], got {template!r}"
+                f"{path}, row {row_number}: the human_prompt of {row['pid']!r} must contain [X] and [Y], got {template!r}"
             )
         prompts[row["pid"]] = template
     missing = [r for r in RELATIONS if r not in prompts]
@@ -347,8 +352,10 @@ def check_hard_rows(relation: str, full_path: str, hard_path: str, full_rows: li
     only_derived, only_released = derived - released, released - derived
     if only_derived or only_released:
         lines = []
-        for label, keys in (("selected by the rule, not in the hard file", only_derived),
-                            ("in the hard file, not selected by the rule", only_released)):
+        for label, keys in (
+            ("selected by the rule, not in the hard file", only_derived),
+            ("in the hard file, not selected by the rule", only_released),
+        ):
             for row in full_rows:
                 if _row_key(row["raw"]) in keys:
                     lines.append(
@@ -418,9 +425,7 @@ def _checked_rows_per_relation(value: object) -> int:
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"medlama: rows_per_relation must be a whole number >= 0 (0: any number of rows), got {value!r}"
-        )
+        raise ValueError(f"medlama: rows_per_relation must be a whole number >= 0 (0: any number of rows), got {value!r}")
     return value
 
 
@@ -431,7 +436,9 @@ class Medlama(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIG_CLASS = MedlamaConfig
     BUILDER_CONFIGS = [
         MedlamaConfig(name="full", version=VERSION, description="All queries (19,000 in the release: 1,000 per relation)."),
-        MedlamaConfig(name="hard", version=VERSION, description="The queries with avg_match and ROUGE-L below 0.1 (15,329 in the release)."),
+        MedlamaConfig(
+            name="hard", version=VERSION, description="The queries with avg_match and ROUGE-L below 0.1 (15,329 in the release)."
+        ),
     ]
     DEFAULT_CONFIG_NAME = "full"
 
@@ -493,18 +500,21 @@ class Medlama(datasets.GeneratorBasedBuilder):
                 if self.config.name == "hard" and not hard:
                     continue
                 example_id = f"{relation}-{index:04d}"
-                yield example_id, {
-                    "id": example_id,
-                    "relation": relation,
-                    "head_cui": query.head_cui,
-                    "head_name": query.head_name,
-                    "answers": list(query.answers),
-                    "answer_cuis": list(query.answer_cuis),
-                    "template": template,
-                    "query": template.replace("[X]", query.head_name),
-                    "avg_match": match,
-                    "avg_rouge_l": rouge_l,
-                }
+                yield (
+                    example_id,
+                    {
+                        "id": example_id,
+                        "relation": relation,
+                        "head_cui": query.head_cui,
+                        "head_name": query.head_name,
+                        "answers": list(query.answers),
+                        "answer_cuis": list(query.answer_cuis),
+                        "template": template,
+                        "query": template.replace("[X]", query.head_name),
+                        "avg_match": match,
+                        "avg_rouge_l": rouge_l,
+                    },
+                )
         sampled_counts = {relation: len(rows) for relation, rows in sampled.items()}
         UMLS_BUILD_STATS[self.config.name] = UmlsBuildStats(
             settings, source, extraction, sampled_counts, dict(hard_counts), data_dir=self.config.data_dir
@@ -559,18 +569,21 @@ class Medlama(datasets.GeneratorBasedBuilder):
                     continue
                 raw = row["raw"]
                 example_id = f"{relation}-{index:04d}"
-                yield example_id, {
-                    "id": example_id,
-                    "relation": relation,
-                    "head_cui": raw["head_cui"],
-                    "head_name": raw["head_name"],
-                    "answers": row["answers"],
-                    "answer_cuis": row["answer_cuis"],
-                    "template": template,
-                    "query": template.replace("[X]", raw["head_name"]),
-                    "avg_match": row["avg_match"],
-                    "avg_rouge_l": row["avg_rouge_l"],
-                }
+                yield (
+                    example_id,
+                    {
+                        "id": example_id,
+                        "relation": relation,
+                        "head_cui": raw["head_cui"],
+                        "head_name": raw["head_name"],
+                        "answers": row["answers"],
+                        "answer_cuis": row["answer_cuis"],
+                        "template": template,
+                        "query": template.replace("[X]", raw["head_name"]),
+                        "avg_match": row["avg_match"],
+                        "avg_rouge_l": row["avg_rouge_l"],
+                    },
+                )
 
 
 def local_release_files(data_dir: str, want_hard: bool) -> dict:
@@ -606,8 +619,7 @@ def local_release_files(data_dir: str, want_hard: bool) -> dict:
         )
     if ambiguous:
         raise MedlamaFormatError(
-            "more than one hard file for a relation, keep exactly one {relation}_{N}_hard.csv each: "
-            + "; ".join(ambiguous)
+            "more than one hard file for a relation, keep exactly one {relation}_{N}_hard.csv each: " + "; ".join(ambiguous)
         )
     return files
 
@@ -663,19 +675,57 @@ logger = datasets.logging.get_logger(__name__)
 
 NOTEBOOK_URL = f"https://github.com/cambridgeltl/medlama/blob/{RELEASE_COMMIT}/notebooks/data_prep/generate_biomed_lama.ipynb"
 UMLS_PARAMETERS = (
-    "umls_dir", "umls_version", "relations", "per_relation", "seed", "sabs", "names", "max_answers",
-    "drop_suppressed", "allow_fewer",
-)  # fmt: skip
+    "umls_dir",
+    "umls_version",
+    "relations",
+    "per_relation",
+    "seed",
+    "sabs",
+    "names",
+    "max_answers",
+    "drop_suppressed",
+    "allow_fewer",
+)
 NOTEBOOK_SABS = ("SNOMEDCT_US", "NCI", "MED-RT")
 NAME_SOURCES = ("atom", "preferred")
 MRREL_COLUMNS = (
-    "CUI1", "AUI1", "STYPE1", "REL", "CUI2", "AUI2", "STYPE2", "RELA", "RUI", "SRUI", "SAB", "SL", "RG",
-    "DIR", "SUPPRESS", "CVF",
-)  # fmt: skip
+    "CUI1",
+    "AUI1",
+    "STYPE1",
+    "REL",
+    "CUI2",
+    "AUI2",
+    "STYPE2",
+    "RELA",
+    "RUI",
+    "SRUI",
+    "SAB",
+    "SL",
+    "RG",
+    "DIR",
+    "SUPPRESS",
+    "CVF",
+)
 MRCONSO_COLUMNS = (
-    "CUI", "LAT", "TS", "LUI", "STT", "SUI", "ISPREF", "AUI", "SAUI", "SCUI", "SDUI", "SAB", "TTY", "CODE",
-    "STR", "SRL", "SUPPRESS", "CVF",
-)  # fmt: skip
+    "CUI",
+    "LAT",
+    "TS",
+    "LUI",
+    "STT",
+    "SUI",
+    "ISPREF",
+    "AUI",
+    "SAUI",
+    "SCUI",
+    "SDUI",
+    "SAB",
+    "TTY",
+    "CODE",
+    "STR",
+    "SRL",
+    "SUPPRESS",
+    "CVF",
+)
 _REL = {name: i for i, name in enumerate(MRREL_COLUMNS)}
 _CONSO = {name: i for i, name in enumerate(MRCONSO_COLUMNS)}
 _VERSION_PATTERN = re.compile(r"[0-9A-Za-z._-]+")
@@ -913,7 +963,10 @@ def read_mrrel(path: str, settings: UmlsSettings, progress: bool = True) -> Mrre
     strings: dict[str, str] = {}  # one object per CUI/AUI string: the kept rows repeat them
     start, size = time.perf_counter(), os.path.getsize(path)
     lines = 0
-    with open(path, "rb") as handle, tqdm(total=size, unit="B", unit_scale=True, desc="reading MRREL.RRF", disable=not progress) as bar:
+    with (
+        open(path, "rb") as handle,
+        tqdm(total=size, unit="B", unit_scale=True, desc="reading MRREL.RRF", disable=not progress) as bar,
+    ):
         for first, chunk in _line_chunks(handle, bar):
             lines += len(chunk)
             for offset, raw in enumerate(chunk):
@@ -974,7 +1027,10 @@ def read_concept_names(path: str, cuis: set[str], auis: set[str], drop_suppresse
     ranks: dict[str, tuple[bool, ...]] = {}
     start, size = time.perf_counter(), os.path.getsize(path)
     lines = 0
-    with open(path, "rb") as handle, tqdm(total=size, unit="B", unit_scale=True, desc="reading MRCONSO.RRF", disable=not progress) as bar:
+    with (
+        open(path, "rb") as handle,
+        tqdm(total=size, unit="B", unit_scale=True, desc="reading MRCONSO.RRF", disable=not progress) as bar,
+    ):
         for first, chunk in _line_chunks(handle, bar):
             lines += len(chunk)
             for offset, raw in enumerate(chunk):
@@ -1008,8 +1064,13 @@ class UmlsQuery:
 
 # Filter steps, in order; each counts per relation what is left after it (the card shows them all).
 STEP_RELA, STEP_SAB, STEP_SUPPRESS, STEP_NAMED, STEP_QUERIES, STEP_MAX_ANSWERS = (
-    "rela", "sab", "not_suppressed", "named", "queries", "max_answers",
-)  # fmt: skip
+    "rela",
+    "sab",
+    "not_suppressed",
+    "named",
+    "queries",
+    "max_answers",
+)
 
 
 @dataclass
@@ -1129,9 +1190,14 @@ def extract_queries(source: UmlsSource, settings: UmlsSettings, progress: bool =
     """One pass over MRREL, one over MRCONSO (for the CUIs and atoms of the kept rows only), and the
     sampling frame of each relation."""
     key = (
-        _file_identity(source.mrrel), _file_identity(source.mrconso), settings.relations, settings.sabs,
-        settings.names, settings.max_answers, settings.drop_suppressed,
-    )  # fmt: skip
+        _file_identity(source.mrrel),
+        _file_identity(source.mrconso),
+        settings.relations,
+        settings.sabs,
+        settings.names,
+        settings.max_answers,
+        settings.drop_suppressed,
+    )
     if key in _EXTRACTIONS:
         return _EXTRACTIONS[key]
     scan = read_mrrel(source.mrrel, settings, progress)
@@ -1152,9 +1218,7 @@ def extract_queries(source: UmlsSource, settings: UmlsSettings, progress: bool =
             STEP_MAX_ANSWERS: len(queries[relation]),
         }
     suppressed_kept = {r: 0 if settings.drop_suppressed else scan.suppressed_rows[r] for r in settings.relations}
-    extraction = UmlsExtraction(
-        queries, counts, suppressed_kept, dict(scan.rows_by_sab), name_sources, scan.scan, names.scan
-    )
+    extraction = UmlsExtraction(queries, counts, suppressed_kept, dict(scan.rows_by_sab), name_sources, scan.scan, names.scan)
     _EXTRACTIONS.clear()
     _EXTRACTIONS[key] = extraction
     return extraction
@@ -1215,6 +1279,7 @@ UMLS_BUILD_STATS: dict[str, UmlsBuildStats] = {}
 
 
 # --- card text for either source ---
+
 
 def release_build_text(row_check: str) -> str:
     """How a build from the release files was made, for the card."""
@@ -1333,14 +1398,31 @@ def umls_parameters_table(settings: UmlsSettings) -> str:
 
 def umls_counts_table(stats: UmlsBuildStats) -> str:
     settings, counts = stats.settings, stats.extraction.counts
-    header = ["relation", "MRREL rows (RELA)", "in sabs", "not suppressed" if settings.drop_suppressed else "suppressed, kept",
-              "with English names", "queries", f"≤ {settings.max_answers} answers", "`full`", "`hard`"]  # fmt: skip
+    header = [
+        "relation",
+        "MRREL rows (RELA)",
+        "in sabs",
+        "not suppressed" if settings.drop_suppressed else "suppressed, kept",
+        "with English names",
+        "queries",
+        f"≤ {settings.max_answers} answers",
+        "`full`",
+        "`hard`",
+    ]
     rows, totals = [], Counter()
     for relation in settings.relations:
         step = counts[relation]
         suppression = step[STEP_SUPPRESS] if settings.drop_suppressed else stats.extraction.suppressed_kept[relation]
-        values = [step[STEP_RELA], step[STEP_SAB], suppression, step[STEP_NAMED], step[STEP_QUERIES],
-                  step[STEP_MAX_ANSWERS], stats.sampled[relation], stats.hard.get(relation, 0)]  # fmt: skip
+        values = [
+            step[STEP_RELA],
+            step[STEP_SAB],
+            suppression,
+            step[STEP_NAMED],
+            step[STEP_QUERIES],
+            step[STEP_MAX_ANSWERS],
+            stats.sampled[relation],
+            stats.hard.get(relation, 0),
+        ]
         totals.update(dict(enumerate(values)))
         rows.append([f"`{relation}`"] + [f"{v:,}" for v in values])
     rows.append(["**total**"] + [f"**{totals[i]:,}**" for i in range(len(header) - 1)])
@@ -1362,7 +1444,9 @@ def _names_step(settings: UmlsSettings, extraction: UmlsExtraction) -> str:
             "Each side is named by its concept's English preferred name (`names=preferred`; the notebook names "
             "each side by the row's atom), so every head concept gives one query."
         )
-    counts = "; ".join(f"{NAME_HOW[how]}: {n:,}" for how, n in sorted(extraction.name_sources.items(), key=lambda i: list(NAME_HOW).index(i[0])))
+    counts = "; ".join(
+        f"{NAME_HOW[how]}: {n:,}" for how, n in sorted(extraction.name_sources.items(), key=lambda i: list(NAME_HOW).index(i[0]))
+    )
     return (
         f"{text} A concept's English preferred name is its `LAT=ENG` MRCONSO row ranked by: not suppressed, "
         "`TS=P`, `STT=PF`, `ISPREF=Y` (the UMLS definition of the preferred name), the first in the file on ties"

@@ -384,8 +384,10 @@ def reference_range_row(draws: Draws, settings: Settings, answer: str) -> Row:
     analyte = draws.choice(REFERENCE_RANGES)
     region = sampling_regions(analyte)["normal" if answer == "normal" else draws.choice(("below", "above"))]
     step = grid_step(analyte)
-    ticks = draws.between(int(EXACT.divide(region.low, step).to_integral_value(decimal.ROUND_CEILING)),
-                          int(EXACT.divide(region.high, step).to_integral_value(decimal.ROUND_FLOOR)))  # fmt: skip
+    ticks = draws.between(
+        int(EXACT.divide(region.low, step).to_integral_value(decimal.ROUND_CEILING)),
+        int(EXACT.divide(region.high, step).to_integral_value(decimal.ROUND_FLOOR)),
+    )
     conventional = Measurement(EXACT.multiply(ticks, step), analyte.prefix, analyte.unit)
     # half the rows in the conventional unit, the others re-prefixed (number kept in range)
     rewritten = [conventional.with_prefix(p) for p in settings.prefixes if p != analyte.prefix]
@@ -478,7 +480,9 @@ def parse_units(value) -> tuple[str, ...]:
     unknown = [u for u in units if u not in BASE_UNITS]
     if unknown or not units:
         known = ", ".join(f"{s} ({n})" for s, n in BASE_UNITS.items())
-        raise ValueError(f"mst: unknown unit(s) {', '.join(map(repr, unknown)) or '(none given)'} in units={value!r}; known: {known}")
+        raise ValueError(
+            f"mst: unknown unit(s) {', '.join(map(repr, unknown)) or '(none given)'} in units={value!r}; known: {known}"
+        )
     return tuple(dict.fromkeys(units))
 
 
@@ -541,7 +545,7 @@ FIELD_DESCRIPTIONS = {
     "choices": "the candidate words for `[MASK]` (the same for every row of a config)",
     "label": "index of the correct choice",
     "values": "every number in the text, as written (exact decimals), in order of appearance",
-    "prefixes": "the SI prefix of each number (`\"\"` for none; `µ` is U+00B5)",
+    "prefixes": 'the SI prefix of each number (`""` for none; `µ` is U+00B5)',
     "units": "the unit after the prefix: `g`, `L`, `m`, `mol`, or a concentration such as `g/dL`",
     "entity": "reference_range: the analyte (empty in the other configs)",
     "reference_low": "reference_range: lower limit of the analyte's range, in `reference_unit`",
@@ -628,9 +632,16 @@ def _card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
             choices = ds[0]["choices"] if ds.num_rows else []
             shares = ", ".join(f"{c} {100 * counts[i] / ds.num_rows:.1f} %" for i, c in enumerate(choices))
             balance.append((f"`{name}`", split, shares))
-    analytes = [(a.name, f"{number_text(a.low)}–{number_text(a.high)}", a.unit_text,
-                 ", ".join(f"{side} {number_text(r.low)}–{number_text(r.high)}" for side, r in sampling_regions(a).items()),
-                 number_text(grid_step(a))) for a in REFERENCE_RANGES]  # fmt: skip
+    analytes = [
+        (
+            a.name,
+            f"{number_text(a.low)}–{number_text(a.high)}",
+            a.unit_text,
+            ", ".join(f"{side} {number_text(r.low)}–{number_text(r.high)}" for side, r in sampling_regions(a).items()),
+            number_text(grid_step(a)),
+        )
+        for a in REFERENCE_RANGES
+    ]
     defaults = MstConfig()
     return {
         "units_table": _table(["symbol", "unit"], [(f"`{s}`", n) for s, n in BASE_UNITS.items()]),
@@ -640,8 +651,6 @@ def _card_context(built: dict[str, datasets.DatasetDict]) -> dict[str, str]:
         "templates_table": _table(["config", "template", "choices", "example (first test row)"], templates),
         "balance_table": _table(["config", "split", "label shares"], balance),
         "reference_table": _table(["analyte", "typical adult range", "unit", "values drawn from", "grid step"], analytes),
-        "parameters_table": _table(
-            ["parameter", "default"], [(f"`{p}`", f"`{getattr(defaults, p)}`") for p in PARAMETERS]
-        ),
+        "parameters_table": _table(["parameter", "default"], [(f"`{p}`", f"`{getattr(defaults, p)}`") for p in PARAMETERS]),
         "analyte_count": str(len(REFERENCE_RANGES)),
     }

@@ -106,7 +106,9 @@ def builder_parameters(config: datasets.BuilderConfig) -> dict:
     """The builder-specific fields of a config (seed, sizes, input names...), as YAML-safe values."""
     base = {f.name for f in dataclasses.fields(datasets.BuilderConfig)}
     values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in base}
-    return {key: value if isinstance(value, (str, int, float, bool, type(None))) else repr(value) for key, value in values.items()}
+    return {
+        key: value if isinstance(value, (str, int, float, bool, type(None))) else repr(value) for key, value in values.items()
+    }
 
 
 def resolved_parameters(benchmark: str, config: str, params: dict) -> dict:
@@ -239,9 +241,8 @@ def kept_configs(out: Path, meta: dict | None, requested: list[str], parameters:
     kept = [c for c in known if c in record["configs"] and c not in requested]
     recorded_files = {path for config in record["configs"].values() for path in (config.get("files") or {})}
     stray = [
-        path for path in files_under(out)
-        if path != CARD and path not in recorded_files and path.split("/")[0] not in requested
-    ]  # fmt: skip
+        path for path in files_under(out) if path != CARD and path not in recorded_files and path.split("/")[0] not in requested
+    ]
     if stray:
         raise BuildError(
             f"{out} holds file(s) that are not part of its build: {', '.join(stray[:10])}"

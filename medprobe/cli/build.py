@@ -35,26 +35,38 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("benchmark", choices=available("datasets"), help="which benchmark")
     parser.add_argument(
-        "--out", required=True,
+        "--out",
+        required=True,
         help="output folder: built beside it and replaced in one rename; the configs not rebuilt are kept",
-    )  # fmt: skip
+    )
     parser.add_argument("--data-dir", help="folder with the source files in the release layout (default: download)")
     parser.add_argument(  # reaches the builder as the parameter umls_dir, like --set umls_dir=META
-        "--umls-dir", dest="params", action="append", default=[], type=lambda path: ("umls_dir", path), metavar="META",
+        "--umls-dir",
+        dest="params",
+        action="append",
+        default=[],
+        type=lambda path: ("umls_dir", path),
+        metavar="META",
         help="medlama: regenerate it from your own UMLS release, this META folder (MRCONSO.RRF, MRREL.RRF); "
         "--data-dir then only supplies prompts.csv (see the MedLAMA card and README)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--config", dest="configs", action="append", metavar="NAME", help="build only this config (repeatable; default: all)"
     )
     parser.add_argument(
-        "--set", dest="params", action="append", type=parse_param, default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="params",
+        action="append",
+        type=parse_param,
+        default=[],
+        metavar="KEY=VALUE",
         help="builder parameter, e.g. --set seed=7 (repeatable; see the benchmark's card)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace OUT even when it is not a medprobe build of this benchmark, and rebuild it whole",
-    )  # fmt: skip
+    )
     parser.set_defaults(func=run_build)
 
 
@@ -62,9 +74,13 @@ def run_build(args: argparse.Namespace) -> int:
     from medprobe.building.build import build
 
     report = build(
-        args.benchmark, args.out, data_dir=args.data_dir, configs=args.configs, params=dict(args.params),
+        args.benchmark,
+        args.out,
+        data_dir=args.data_dir,
+        configs=args.configs,
+        params=dict(args.params),
         overwrite=args.overwrite,
-    )  # fmt: skip
+    )
     for note in report.notes:
         print(f"medprobe: {note}", file=sys.stderr)
     for config, splits in report.rows.items():

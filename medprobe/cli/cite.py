@@ -14,9 +14,11 @@ prober's method, and medprobe itself. Without a name: medprobe's own entry, and 
 
 def add_cite_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "cite", help="print the BibTeX of benchmarks and probers, and of medprobe", description=DESCRIPTION,
+        "cite",
+        help="print the BibTeX of benchmarks and probers, and of medprobe",
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     parser.add_argument("names", nargs="*", metavar="NAME", help="a benchmark or prober name (medprobe cite lists them)")
     parser.set_defaults(func=run_cite)
 

@@ -32,20 +32,40 @@ def meaning_settings() -> str:
 
 def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "compare", help="compare runs or profiles item by item: differences, intervals, p-values",
-        description=DESCRIPTION.format(settings=meaning_settings()), formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
-    parser.add_argument("inputs", nargs="+", metavar="RUN_OR_PROFILE",
-                        help="a results JSON or a profile folder; two or more, the first is the reference")  # fmt: skip
-    parser.add_argument("--out", metavar="DIR",
-                        help="also write DIR/compare.json (every number) and DIR/compare.md (the tables); default: print only")  # fmt: skip
+        "compare",
+        help="compare runs or profiles item by item: differences, intervals, p-values",
+        description=DESCRIPTION.format(settings=meaning_settings()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="RUN_OR_PROFILE",
+        help="a results JSON or a profile folder; two or more, the first is the reference",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="also write DIR/compare.json (every number) and DIR/compare.md (the tables); default: print only",
+    )
     parser.add_argument("--plot", metavar="FILE", help="a forest plot of the differences, e.g. forest.png (needs medprobe[plot])")
-    parser.add_argument("--html", metavar="FILE",
-                        help="a self-contained HTML report: the tables and the forest plot inline; loads nothing from the network")  # fmt: skip
-    parser.add_argument("--intersect", action="store_true",
-                        help="pair the items whose ids both runs hold, when their data or subsets differ (says how many)")  # fmt: skip
-    parser.add_argument("--resamples", type=positive_int, default=1000, metavar="N",
-                        help="bootstrap resamples and permutations per test (default: 1000; a p-value is at least 1/(N+1))")  # fmt: skip
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="a self-contained HTML report: the tables and the forest plot inline; loads nothing from the network",
+    )
+    parser.add_argument(
+        "--intersect",
+        action="store_true",
+        help="pair the items whose ids both runs hold, when their data or subsets differ (says how many)",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=positive_int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples and permutations per test (default: 1000; a p-value is at least 1/(N+1))",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same numbers)")
     parser.set_defaults(func=run_compare_command)
 

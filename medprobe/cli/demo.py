@@ -99,9 +99,9 @@ def choose_dataset(ctx: DemoContext) -> None:
 
 # Said once before every table of numbers: the paper's figure, and the one a first-time reader expects.
 COLUMNS_SENTENCE = (
-    "acc@k is the share of queries with a gold answer among their top k names; \"as in the paper\" ranks the "
+    'acc@k is the share of queries with a gold answer among their top k names; "as in the paper" ranks the '
     "whole answer space, as MedLAMA scores it, where an encoder's nearest name to a query is usually the query's "
-    "own head (\"Metformin\" for \"Metformin might treat [MASK] .\"), so acc@1 is near 0; \"head left out\" is "
+    'own head ("Metformin" for "Metformin might treat [MASK] ."), so acc@1 is near 0; "head left out" is '
     "the same ranking without that name (`medprobe probe --exclude-head`)."
 )
 HEADLESS_SUFFIX = "-exclude-head"  # the results file of the --exclude-head run beside each run's own
@@ -109,8 +109,19 @@ HEADLESS_SUFFIX = "-exclude-head"  # the results file of the --exclude-head run 
 
 def probe_command(ctx: DemoContext, out_name: str, extra: list[str], model: str | None = None) -> list[str]:
     args = ctx.args
-    command = ["probe", "--dataset", ctx.dataset, "--config", args.config, "--prober", "contrastive",
-               "--model", model or args.model, "--out", str(ctx.out / f"{out_name}.json")]  # fmt: skip
+    command = [
+        "probe",
+        "--dataset",
+        ctx.dataset,
+        "--config",
+        args.config,
+        "--prober",
+        "contrastive",
+        "--model",
+        model or args.model,
+        "--out",
+        str(ctx.out / f"{out_name}.json"),
+    ]
     if args.per_relation:
         command += ["--per-relation", str(args.per_relation)]
     return command + extra
@@ -173,11 +184,25 @@ def probe_rewired(ctx: DemoContext) -> None:
     if args.rewire_corpus:
         ctx.rewire_corpus_label = args.rewire_corpus
     print(f"rewiring on {ctx.rewire_corpus_label}: {args.rewire_steps} steps of {args.rewire_batch_size} sentence pairs")
-    run_probe_step(ctx, "rewired", [
-        "--rewire-corpus", corpus, "--rewire-steps", str(args.rewire_steps),
-        "--rewire-batch-size", str(args.rewire_batch_size), "--rewire-learning-rate", str(args.rewire_learning_rate),
-        "--seed", str(args.seed), "--save-rewired", saved,
-    ], headless_model=saved)  # fmt: skip
+    run_probe_step(
+        ctx,
+        "rewired",
+        [
+            "--rewire-corpus",
+            corpus,
+            "--rewire-steps",
+            str(args.rewire_steps),
+            "--rewire-batch-size",
+            str(args.rewire_batch_size),
+            "--rewire-learning-rate",
+            str(args.rewire_learning_rate),
+            "--seed",
+            str(args.seed),
+            "--save-rewired",
+            saved,
+        ],
+        headless_model=saved,
+    )
 
 
 def summarize(ctx: DemoContext) -> None:
@@ -238,18 +263,27 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="steps: " + "; ".join(f"{s.name}: {s.title}" for s in DEMO_STEPS),
     )
-    parser.add_argument("--data-dir", metavar="DIR", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA")
+    parser.add_argument(
+        "--data-dir", metavar="DIR", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA"
+    )
     parser.add_argument("--sample", action="store_true", help="use the shipped sample even when MedLAMA could be downloaded")
     parser.add_argument("--out", default="out/demo", metavar="DIR", help="folder for the results (default: out/demo)")
     parser.add_argument("--model", default="minilm", help="encoder to probe (default: the packaged MiniLM)")
     parser.add_argument("--config", default="full", choices=["full", "hard"], help="dataset config (default: full)")
     parser.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
-    parser.add_argument("--rewire-corpus", metavar="FILE",
-                        help=f"sentences to rewire on, one a line, or a release corpus by name (default: {RELEASE_CORPUS} "
-                             "when the real MedLAMA is probed, else the shipped demo sentences)")  # fmt: skip
-    parser.add_argument("--rewire-steps", type=int, default=30, metavar="N", help="rewiring steps; 0 skips the step (default: 30)")
+    parser.add_argument(
+        "--rewire-corpus",
+        metavar="FILE",
+        help=f"sentences to rewire on, one a line, or a release corpus by name (default: {RELEASE_CORPUS} "
+        "when the real MedLAMA is probed, else the shipped demo sentences)",
+    )
+    parser.add_argument(
+        "--rewire-steps", type=int, default=30, metavar="N", help="rewiring steps; 0 skips the step (default: 30)"
+    )
     parser.add_argument("--rewire-batch-size", type=int, default=32, metavar="N", help="sentence pairs per step (default: 32)")
-    parser.add_argument("--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)")
+    parser.add_argument(
+        "--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)"
+    )
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
     parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 40 s on 2 CPU cores)")
     parser.set_defaults(func=run_demo)

@@ -30,14 +30,17 @@ def add_export_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("export", help="export a benchmark as tasks for another evaluation tool (lm-eval)")
     tools = parser.add_subparsers(title="tools", metavar="TOOL", required=True)
     lm_eval = tools.add_parser(
-        "lm-eval", help="task YAMLs for lm-evaluation-harness (causal LMs only)", description=DESCRIPTION,
+        "lm-eval",
+        help="task YAMLs for lm-evaluation-harness (causal LMs only)",
+        description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    )
     lm_eval.add_argument("benchmark", choices=["mst", "medlama"], help="which benchmark")
     lm_eval.add_argument(
-        "--dataset", required=True,
+        "--dataset",
+        required=True,
         help="a Hub id (<org>/mst) or a folder written by `medprobe build` (named in the YAMLs by its absolute path)",
-    )  # fmt: skip
+    )
     lm_eval.add_argument(
         "--out", required=True, help="folder for the YAMLs and utils.py (new, empty, or a previous export: replaced whole)"
     )

@@ -34,9 +34,12 @@ def overview() -> str:
 def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
     """`probe` in `medprobe --help`; `main` hands `medprobe probe ...` to `run_probe_command` directly."""
     subparsers.add_parser(
-        "probe", help="run a prober on a benchmark and report its scores", add_help=False,
-        description=overview(), formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+        "probe",
+        help="run a prober on a benchmark and report its scores",
+        add_help=False,
+        description=overview(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
 
 def first_stage(argv: list[str]) -> argparse.Namespace:
@@ -65,24 +68,29 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
     parser.add_argument("--prober", required=True, choices=list(PROBERS), help="which prober (see the list below)")
     default_task = prober_entry(prober).default_task if prober else None
     parser.add_argument(
-        "--task", choices=list(TASKS), default=default_task,
+        "--task",
+        choices=list(TASKS),
+        default=default_task,
         help=f"which benchmark task (default: the prober's own{f': {default_task}' if default_task else ''})",
-    )  # fmt: skip
+    )
     parser.add_argument("--dataset", required=True, help="a folder written by `medprobe build`, or a Hub dataset id")
     parser.add_argument("--config", help="dataset config, e.g. full or hard (default: the dataset's default)")
     parser.add_argument("--split", default="test", help="split to probe (default: test)")
     parser.add_argument(
-        "--model", required=True,
+        "--model",
+        required=True,
         help="a model folder, a Hub id, or a packaged model: minilm (encoder), smollm2 (causal LM)",
-    )  # fmt: skip
+    )
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (needs medprobe[plot])")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     parser.add_argument(
-        "--resamples", type=positive_int, metavar="N",
+        "--resamples",
+        type=positive_int,
+        metavar="N",
         help="bootstrap resamples of the 95%% interval of every overall metric (default: 1000; seeded, deterministic)",
-    )  # fmt: skip
+    )
     if prober:
         entry = prober_entry(prober)
         add_options(parser, f"--prober {prober} ({entry.description})", entry.options)

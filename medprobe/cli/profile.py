@@ -39,26 +39,38 @@ def data_dir(text: str) -> tuple[str, str]:
 
 def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "profile", help="run every benchmark that fits a model and write its knowledge profile",
-        description=DESCRIPTION, epilog=EPILOG,
-    )  # fmt: skip
+        "profile",
+        help="run every benchmark that fits a model and write its knowledge profile",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
     parser.add_argument("--model", required=True, help="a model folder, a Hub id, or a packaged model: minilm, smollm2")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for profile.json/md/png, runs/ and datasets/")
     parser.add_argument(
-        "--benchmarks", nargs="+", choices=BENCHMARKS, default=list(BENCHMARKS), metavar="NAME",
+        "--benchmarks",
+        nargs="+",
+        choices=BENCHMARKS,
+        default=list(BENCHMARKS),
+        metavar="NAME",
         help=f"profile only these ({', '.join(BENCHMARKS)}; default: all)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--data-dir", dest="data_dirs", action="append", type=data_dir, default=[], metavar="NAME=PATH",
+        "--data-dir",
+        dest="data_dirs",
+        action="append",
+        type=data_dir,
+        default=[],
+        metavar="NAME=PATH",
         help="data of one benchmark: a `medprobe build` folder, or a release folder built first (repeatable)",
-    )  # fmt: skip
+    )
     parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     parser.add_argument("--seed", type=int, help="seed of every run (default: each task's and prober's own)")
     parser.add_argument(
-        "--overwrite", action="store_true",
+        "--overwrite",
+        action="store_true",
         help="replace DIR even when it holds files that are not a medprobe profile's (or files changed since)",
-    )  # fmt: skip
+    )
     parser.set_defaults(func=run_profile_command)
 
 
@@ -71,8 +83,14 @@ def run_profile_command(args: argparse.Namespace) -> int:
     if repeated:
         raise UserError(f"--data-dir {', '.join(repeated)} given more than once; give each benchmark one folder")
     options = ProfileOptions(
-        model=args.model, out=args.out, benchmarks=tuple(dict.fromkeys(args.benchmarks)), data_dirs=dict(args.data_dirs),
-        quick=args.quick, device=args.device, seed=args.seed, overwrite=args.overwrite,
-    )  # fmt: skip
+        model=args.model,
+        out=args.out,
+        benchmarks=tuple(dict.fromkeys(args.benchmarks)),
+        data_dirs=dict(args.data_dirs),
+        quick=args.quick,
+        device=args.device,
+        seed=args.seed,
+        overwrite=args.overwrite,
+    )
     profile = run_profile(options)
     return 1 if profile.failed else 0

@@ -52,10 +52,12 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
     dataset.add_argument("--repo", required=True, help="dataset repo id, <org>/<name>")
     dataset.add_argument("--private", action="store_true", help="publish to a private repo (required for MedNLI text)")
     dataset.add_argument(
-        "--raw-data", action="append", metavar="DIR",
+        "--raw-data",
+        action="append",
+        metavar="DIR",
         help="folder of raw licensed files (e.g. your MedNLI or UMLS download) whose files must not be uploaded "
         "(repeatable; ../shared/data and $MEDPROBE_SHARED_DATA are always compared when present)",
-    )  # fmt: skip
+    )
     dataset.set_defaults(func=run_dataset)
 
     metric = commands.add_parser(
@@ -85,22 +87,26 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
     results.add_argument("results", help="results JSON written by medprobe probe --out, or a folder written by medprobe profile")
     results.add_argument("--model-repo", required=True, help="model repo id, <org>/<model>")
     results.add_argument(
-        "--dataset-id", action="append", metavar="[BENCHMARK=]ORG/NAME",
+        "--dataset-id",
+        action="append",
+        metavar="[BENCHMARK=]ORG/NAME",
         help="Hub id of the benchmark dataset (default: the run's --dataset, if a Hub id); for a profile, one per "
         "benchmark as BENCHMARK=ORG/NAME (repeatable)",
-    )  # fmt: skip
+    )
     results.add_argument("--metric", action="append", help="publish only this metric (repeatable; default: all overall metrics)")
     results.add_argument("--task-type", help="model-index task type (default: the benchmark card's first task category)")
     results.add_argument("--source-url", help="link shown as the results' source (e.g. the run's logs)")
     results.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing (others' models)")
     results.add_argument(
-        "--allow-subset", action="store_true",
+        "--allow-subset",
+        action="store_true",
         help="publish a run that probed a subset (--per-relation, --diseases, a profile --quick), labelled 'subset: ...' "
         "in the model-index dataset name and the card (refused without it)",
-    )  # fmt: skip
+    )
     results.add_argument(
-        "--model-mismatch-ok", action="store_true",
+        "--model-mismatch-ok",
+        action="store_true",
         help="skip the model check: by default a run that loaded another Hub model, or recorded no weights hash, is "
         "refused, and a real publish compares the run's weight files (size, sha256) with the repo's",
-    )  # fmt: skip
+    )
     results.set_defaults(func=run_results)

@@ -28,12 +28,14 @@ def add_umls_names_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("mrconso", help="path to MRCONSO.RRF")
     parser.add_argument(
-        "--cuis-from", action="append", metavar="PATH",
+        "--cuis-from",
+        action="append",
+        metavar="PATH",
         help=(
             "an annotation CSV or a folder of them (repeatable; default: the four official DisKnE annotation files, "
             "downloaded at the pinned commit)"
         ),
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--out", default="umls_names.tsv", help="TSV to write (default: umls_names.tsv; the build looks for this name)"
     )

@@ -89,7 +89,9 @@ def max_bytes() -> int:
     except ValueError:
         gigabytes = -1.0
     if not gigabytes >= 0:
-        raise UserError(f"MEDPROBE_EMBEDDING_CACHE_MAX_GB={text!r} is not a size in GB; set a number such as 2 or 0.5, or unset it")
+        raise UserError(
+            f"MEDPROBE_EMBEDDING_CACHE_MAX_GB={text!r} is not a size in GB; set a number such as 2 or 0.5, or unset it"
+        )
     return int(gigabytes * 1e9)
 
 
@@ -215,11 +217,16 @@ def read_chunk(path: Path, width: int | None = None) -> tuple[list[Key], np.ndar
         return None
     if (
         (ids.dtype, lengths.dtype, embeddings.dtype, digests.dtype) != (np.int64, np.int32, np.float32, np.uint64)
-        or lengths.ndim != 1 or embeddings.ndim != 2 or len(lengths) != len(embeddings) or digests.shape != lengths.shape
-        or int(lengths.sum()) != len(ids) or (lengths < 0).any() or (width is not None and embeddings.shape[1] != width)
+        or lengths.ndim != 1
+        or embeddings.ndim != 2
+        or len(lengths) != len(embeddings)
+        or digests.shape != lengths.shape
+        or int(lengths.sum()) != len(ids)
+        or (lengths < 0).any()
+        or (width is not None and embeddings.shape[1] != width)
         or chunk_checksum(ids, lengths, embeddings, digests) != path.stem
         or not np.array_equal(entry_digests(ids, lengths, embeddings), digests)
-    ):  # fmt: skip
+    ):
         return None
     ends = np.cumsum(lengths)
     flat = ids.tolist()

@@ -126,9 +126,12 @@ def layer_at_cls(layer: torch.nn.Module, hidden: torch.Tensor, attention_mask: t
         return projected.view(batch, projected.shape[1], -1, attention.attention_head_size).transpose(1, 2)
 
     context = F.scaled_dot_product_attention(
-        by_head(attention.query(hidden[:, :1])), by_head(attention.key(hidden)), by_head(attention.value(hidden)),
-        attn_mask=attention_mask[:, None, None, :].bool(), scale=attention.scaling,
-    )  # fmt: skip
+        by_head(attention.query(hidden[:, :1])),
+        by_head(attention.key(hidden)),
+        by_head(attention.value(hidden)),
+        attn_mask=attention_mask[:, None, None, :].bool(),
+        scale=attention.scaling,
+    )
     context = context.transpose(1, 2).reshape(batch, 1, -1)
     attended = layer.attention.output(context, hidden[:, :1])
     return layer.output(layer.intermediate(attended), attended)[:, 0]

@@ -167,13 +167,21 @@ class ContrastiveProbe(Prober):
         """The prober of `medprobe probe --prober contrastive` (the registry's options as keywords):
         loaded from `model`, then rewired on `rewire_corpus` when one is given (seeded with `seed`,
         by default the paper's, exposed as `probe.seed` for the results file)."""
-        corpus = check_rewiring_options(rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length)
+        corpus = check_rewiring_options(
+            rewire_corpus, checkpoint_every, save_rewired, rewire_steps, rewire_batch_size, rewire_max_length
+        )
         # rewiring trains in float32 (half-precision weights would lose the small updates);
         # the rewired model is then cast to `dtype` for probing
         load_dtype = dtype if corpus is None else "float32"
         probe = cls.from_pretrained(
-            model, similarity=similarity, layers=layers, batch_size=batch_size, device=device, dtype=load_dtype, cache=cache,
-        )  # fmt: skip
+            model,
+            similarity=similarity,
+            layers=layers,
+            batch_size=batch_size,
+            device=device,
+            dtype=load_dtype,
+            cache=cache,
+        )
         if corpus is None:
             return probe
         probing_dtype = resolve_dtype(dtype, probe.device)  # a bad --dtype fails before the rewiring
@@ -189,9 +197,13 @@ class ContrastiveProbe(Prober):
                 use_cpu=probe.device.type == "cpu",
             )
             report = probe.rewire(
-                corpus, training_args, temperature=temperature, max_length=rewire_max_length,
-                mask_ratio=rewire_mask_ratio, save_to=save_rewired,
-            )  # fmt: skip
+                corpus,
+                training_args,
+                temperature=temperature,
+                max_length=rewire_max_length,
+                mask_ratio=rewire_mask_ratio,
+                save_to=save_rewired,
+            )
         print(f"rewired for {report.steps} steps in {report.seconds:.1f} s ({report.steps_per_second:.3f} steps/s)")
         if save_rewired:
             print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
@@ -233,9 +245,14 @@ class ContrastiveProbe(Prober):
                     f"({stats.lines:,} lines: {stats.blank:,} blank, {stats.too_short:,} too short)"
                 )
             trainer, seconds = train_pairs(
-                self.model, self.tokenizer, pairs, args,
-                temperature=temperature, max_length=max_length, forward_batch_size=self.batch_size,
-            )  # fmt: skip
+                self.model,
+                self.tokenizer,
+                pairs,
+                args,
+                temperature=temperature,
+                max_length=max_length,
+                forward_batch_size=self.batch_size,
+            )
             if save_to:
                 trainer.save_model(str(save_to))
         self.model = trainer.model.to(self.device).eval()
@@ -255,7 +272,9 @@ class ContrastiveProbe(Prober):
                 "batch_size": args.per_device_train_batch_size * args.world_size,  # a step's, over all processes
                 "learning_rate": args.learning_rate,
                 "weight_decay": args.weight_decay,
-                "lr_scheduler": str(args.lr_scheduler_type.value if hasattr(args.lr_scheduler_type, "value") else args.lr_scheduler_type),
+                "lr_scheduler": str(
+                    args.lr_scheduler_type.value if hasattr(args.lr_scheduler_type, "value") else args.lr_scheduler_type
+                ),
                 "seed": args.seed,
                 "temperature": temperature,
                 "max_length": max_length,
@@ -349,9 +368,15 @@ class ContrastiveProbe(Prober):
 
     def _encode_all(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
         return encode_cls(
-            self.model, sequences, pad_id=self.tokenizer.pad_token_id, batch_size=self.batch_size,
-            device=self.device, layers=self.layers, desc=desc, show_progress=self.show_progress,
-        )  # fmt: skip
+            self.model,
+            sequences,
+            pad_id=self.tokenizer.pad_token_id,
+            batch_size=self.batch_size,
+            device=self.device,
+            layers=self.layers,
+            desc=desc,
+            show_progress=self.show_progress,
+        )
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         """The `k` candidates closest to each query, best first; ties go to the earlier candidate."""

@@ -229,7 +229,11 @@ def corpus_path(corpus: str | Path) -> Path:
 
 
 def from_release_folder(folder: Path, name: str) -> Path:
-    places = [folder / "elicit_corpora" / name, folder.parent / "elicit_corpora" / name, folder / "data" / "elicit_corpora" / name]
+    places = [
+        folder / "elicit_corpora" / name,
+        folder.parent / "elicit_corpora" / name,
+        folder / "data" / "elicit_corpora" / name,
+    ]
     for place in places:
         if place.is_file():
             return place
@@ -256,7 +260,11 @@ def download_corpus(name: str, target: Path) -> Path:
         f"download {url} where the network is reachable and pass the file (--rewire-corpus FILE), or pass it "
         f"from a MedLAMA release folder that has elicit_corpora/ (--rewire-corpus DIR/{name})"
     )
-    offline = [flag for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE") if os.environ.get(flag, "").upper() in {"1", "ON", "YES", "TRUE"}]
+    offline = [
+        flag
+        for flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+        if os.environ.get(flag, "").upper() in {"1", "ON", "YES", "TRUE"}
+    ]
     host = urlparse(url).hostname or ""
     if offline or not host_reachable(host):
         why = f"{' and '.join(offline)} set" if offline else f"{host} cannot be reached from here"

@@ -130,20 +130,22 @@ def export_mst(dataset: str, location: str, split: str) -> tuple[dict[str, str],
 
 
 def mst_template(location: str, split: str) -> str:
-    return "\n".join([
-        "# medprobe MST, written by `medprobe export lm-eval mst`. The context is the text before [MASK]; each",
-        "# choice is the rest of the sentence with the choice in the slot (see utils.py). acc = the choice with the",
-        "# highest total log-likelihood (medprobe's causal-lm --length-normalization none); acc_norm divides by bytes.",
-        f"dataset_path: {json.dumps(location)}",
-        "output_type: multiple_choice",
-        f"test_split: {json.dumps(split)}",
-        'fewshot_split: "train"',
-        "doc_to_text: !function utils.mst_text",
-        "doc_to_choice: !function utils.mst_choices",
-        "doc_to_target: label",
-        'target_delimiter: ""',  # the white space before the slot is part of each choice
-        *task_metrics("acc", "acc_norm"),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# medprobe MST, written by `medprobe export lm-eval mst`. The context is the text before [MASK]; each",
+            "# choice is the rest of the sentence with the choice in the slot (see utils.py). acc = the choice with the",
+            "# highest total log-likelihood (medprobe's causal-lm --length-normalization none); acc_norm divides by bytes.",
+            f"dataset_path: {json.dumps(location)}",
+            "output_type: multiple_choice",
+            f"test_split: {json.dumps(split)}",
+            'fewshot_split: "train"',
+            "doc_to_text: !function utils.mst_text",
+            "doc_to_choice: !function utils.mst_choices",
+            "doc_to_target: label",
+            'target_delimiter: ""',  # the white space before the slot is part of each choice
+            *task_metrics("acc", "acc_norm"),
+        ]
+    )
 
 
 # --- MedLAMA -------------------------------------------------------------------------------------
@@ -168,10 +170,14 @@ def export_medlama(dataset: str, location: str, split: str) -> tuple[dict[str, s
             relations.add(relation)
             task = f"medprobe_medlama_{config}_{identifier(relation)}"
             names.append(task)
-            files[f"{task}.yaml"] = yaml_lines({
-                "include": "_medprobe_medlama_template_yaml", "task": task, "dataset_name": config,
-                "process_docs": f"!function utils.process_docs_{identifier(relation)}",
-            })  # fmt: skip
+            files[f"{task}.yaml"] = yaml_lines(
+                {
+                    "include": "_medprobe_medlama_template_yaml",
+                    "task": task,
+                    "dataset_name": config,
+                    "process_docs": f"!function utils.process_docs_{identifier(relation)}",
+                }
+            )
         metrics = ("acc_at_1", "acc_at_10")
         files[f"_medprobe_medlama_{config}.yaml"] = group_yaml(f"medprobe_medlama_{config}", names, metrics, weight_by_size=False)
         files[f"_medprobe_medlama_{config}_micro.yaml"] = group_yaml(
@@ -179,29 +185,36 @@ def export_medlama(dataset: str, location: str, split: str) -> tuple[dict[str, s
         )
         tasks += names
         groups += [f"medprobe_medlama_{config}", f"medprobe_medlama_{config}_micro"]
-    files["utils.py"] = "\n\n# --- one process_docs per relation (written by `medprobe export lm-eval medlama`) ---\n\n" + "".join(
-        f"def process_docs_{identifier(r)}(dataset):\n    return medlama_docs(dataset, {r!r})\n\n\n" for r in sorted(relations)
-    ).rstrip("\n") + "\n"  # fmt: skip
+    files["utils.py"] = (
+        "\n\n# --- one process_docs per relation (written by `medprobe export lm-eval medlama`) ---\n\n"
+        + "".join(
+            f"def process_docs_{identifier(r)}(dataset):\n    return medlama_docs(dataset, {r!r})\n\n\n"
+            for r in sorted(relations)
+        ).rstrip("\n")
+        + "\n"
+    )
     notes = [f"MedLAMA configs missing from --dataset, not exported: {', '.join(c for c in MEDLAMA_CONFIGS if c not in data)}"]
     return files, ExportReport(Path(), tasks, groups, requests, notes if len(data) < len(MEDLAMA_CONFIGS) else [])
 
 
 def medlama_template(location: str, split: str) -> str:
-    return "\n".join([
-        "# medprobe MedLAMA, written by `medprobe export lm-eval medlama`. Each query is scored with every candidate of",
-        "# its relation (the sorted union of the relation's answers, medprobe's --candidates relation): the context is",
-        "# the query before [Y], each choice the rest of the query with the candidate in the slot (see utils.py).",
-        "# acc_at_k: any gold name among the k candidates of highest total log-likelihood; ties keep candidate order.",
-        f"dataset_path: {json.dumps(location)}",
-        "output_type: multiple_choice",
-        f"test_split: {json.dumps(split)}",
-        "doc_to_text: !function utils.medlama_text",
-        "doc_to_choice: !function utils.medlama_choices",
-        "doc_to_target: !function utils.medlama_target",
-        'target_delimiter: ""',
-        "process_results: !function utils.medlama_results",
-        *task_metrics("acc_at_1", "acc_at_10"),
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            "# medprobe MedLAMA, written by `medprobe export lm-eval medlama`. Each query is scored with every candidate of",
+            "# its relation (the sorted union of the relation's answers, medprobe's --candidates relation): the context is",
+            "# the query before [Y], each choice the rest of the query with the candidate in the slot (see utils.py).",
+            "# acc_at_k: any gold name among the k candidates of highest total log-likelihood; ties keep candidate order.",
+            f"dataset_path: {json.dumps(location)}",
+            "output_type: multiple_choice",
+            f"test_split: {json.dumps(split)}",
+            "doc_to_text: !function utils.medlama_text",
+            "doc_to_choice: !function utils.medlama_choices",
+            "doc_to_target: !function utils.medlama_target",
+            'target_delimiter: ""',
+            "process_results: !function utils.medlama_results",
+            *task_metrics("acc_at_1", "acc_at_10"),
+        ]
+    )
 
 
 def task_metrics(*metrics: str) -> list[str]:
@@ -249,21 +262,26 @@ def group_yaml(group: str, tasks: list[str], metrics: tuple[str, ...], weight_by
 
 def readme(benchmark: str, dataset: str, report: ExportReport) -> str:
     requests = ", ".join(f"{config} {count:,}" for config, count in report.requests.items())
-    return "\n".join([
-        f"# medprobe {benchmark} for lm-evaluation-harness",
-        "",
-        f"Written by `medprobe export lm-eval {benchmark} --dataset {dataset}`. Run (lm-eval 0.4.x):",
-        "",
-        "```",
-        *(f"lm_eval --model hf --model_args pretrained=<causal LM> --include_path <this folder> --tasks {g}" for g in report.groups),
-        "```",
-        "",
-        f"Tasks: {', '.join(report.tasks)}.",
-        f"Log-likelihood requests of a full run (rows x choices): {requests}; `--limit N` runs the first N rows of each task.",
-        "",
-        ENCODER_NOTE,
-        "",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            f"# medprobe {benchmark} for lm-evaluation-harness",
+            "",
+            f"Written by `medprobe export lm-eval {benchmark} --dataset {dataset}`. Run (lm-eval 0.4.x):",
+            "",
+            "```",
+            *(
+                f"lm_eval --model hf --model_args pretrained=<causal LM> --include_path <this folder> --tasks {g}"
+                for g in report.groups
+            ),
+            "```",
+            "",
+            f"Tasks: {', '.join(report.tasks)}.",
+            f"Log-likelihood requests of a full run (rows x choices): {requests}; `--limit N` runs the first N rows of each task.",
+            "",
+            ENCODER_NOTE,
+            "",
+        ]
+    )
 
 
 def check_out(out: Path) -> None:

@@ -132,8 +132,10 @@ def check_repo(probed: list[Probed], repo_id: str, info: Any) -> str:
                     f"{name} (not stored with LFS); pass {MISMATCH_OK} if you know it is the same model"
                 )
             elif (found["size"], found["sha256"]) != (probed_file["size"], probed_file["sha256"]):
-                detail = (f"{name}: {probed_file['size']:,} B, sha256 {probed_file['sha256'][:12]} probed; "
-                          f"{found['size']:,} B, sha256 {found['sha256'][:12]} in the repo")  # fmt: skip
+                detail = (
+                    f"{name}: {probed_file['size']:,} B, sha256 {probed_file['sha256'][:12]} probed; "
+                    f"{found['size']:,} B, sha256 {found['sha256'][:12]} in the repo"
+                )
             else:
                 continue
             probed_at = item.identity.get("revision")

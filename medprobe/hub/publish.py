@@ -53,8 +53,7 @@ HUB_URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}
 def check_repo_id(repo_id: str, option: str) -> str:
     if not REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id or repo_id.endswith((".", ".git")):
         raise PublishError(
-            f"{option} {repo_id!r}: expected <org>/<name> (letters, digits, '-', '_', '.'; no '--' or '..'), "
-            "e.g. my-lab/medlama"
+            f"{option} {repo_id!r}: expected <org>/<name> (letters, digits, '-', '_', '.'; no '--' or '..'), e.g. my-lab/medlama"
         )
     return repo_id
 
@@ -177,7 +176,9 @@ def describe_hub_failure(err: BaseException) -> str:
         server = f" ({first_line(err.server_message)})" if err.server_message else ""
         what = f"HTTP {status} {err.response.reason_phrase}{server} from {err.response.request.method} {err.response.url.path}"
         if isinstance(err, RepositoryNotFoundError):
-            return f"{what}: no such repo, or the token cannot see it — check the repo id and the token's account (`hf auth whoami`)"
+            return (
+                f"{what}: no such repo, or the token cannot see it — check the repo id and the token's account (`hf auth whoami`)"
+            )
         if status >= 500:
             return f"{what} — the Hub had a server error: try again later (status: https://status.huggingface.co)"
         return f"{what} — {HTTP_ADVICE.get(status, 'the Hub refused the request: see its message')}"
@@ -187,7 +188,9 @@ def describe_hub_failure(err: BaseException) -> str:
         return f"{host} did not answer in time ({type(err).__name__}) — check the network or proxy and try again"
     if isinstance(err, transport):
         reason = first_line(err) or type(err).__name__
-        if any(mark in reason for mark in ("Name or service not known", "name resolution", "nodename nor servname", "getaddrinfo")):
+        if any(
+            mark in reason for mark in ("Name or service not known", "name resolution", "nodename nor servname", "getaddrinfo")
+        ):
             return f"cannot resolve {host} ({reason}) — check the network and DNS, the proxy (HTTPS_PROXY) or HF_ENDPOINT"
         return f"cannot reach {host} ({type(err).__name__}: {reason}) — check the network, the proxy (HTTPS_PROXY) or HF_ENDPOINT"
     return f"{first_line(err) or type(err).__name__} — check the message, then run the command again"
@@ -250,7 +253,10 @@ def upload_call(
 def data_file_patterns(files: list[FileEntry]) -> list[str]:
     """`<folder>/*.parquet` for each folder of the built data files: a republish deletes the repo's old data
     files there (their names carry a content hash, so new data never overwrites them by name)."""
-    return [f"{folder}/*.parquet" for folder in sorted({PurePosixPath(f.path).parent.as_posix() for f in files if f.path.endswith(".parquet")})]
+    return [
+        f"{folder}/*.parquet"
+        for folder in sorted({PurePosixPath(f.path).parent.as_posix() for f in files if f.path.endswith(".parquet")})
+    ]
 
 
 def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] | None) -> Plan:
@@ -263,8 +269,10 @@ def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] |
     upload = upload_call(repo_id, "dataset", check.folder, check.files, f"Upload {len(check.rows)} config(s): {rows}", delete)
     visibility = ("private" if access.private else "public") + (", gated (manual approval)" if access.gated else "")
     notes = [f"licence: {check.licence}: {access.reason}", f"loaded with load_dataset: {rows} rows"]
-    notes.append(f"replaces the repo's data files: Parquet files in {', '.join(delete)} that are not among the files below are "
-                 "deleted in the same commit (a rebuild names its data files by their content)")  # fmt: skip
+    notes.append(
+        f"replaces the repo's data files: Parquet files in {', '.join(delete)} that are not among the files below are "
+        "deleted in the same commit (a rebuild names its data files by their content)"
+    )
     notes += [f"raw licensed file allowed only because the repo is gated/private: {f}" for f in check.raw_findings]
     return Plan("dataset", repo_id, "dataset", visibility, [*before, upload, *after], check.files, notes)
 

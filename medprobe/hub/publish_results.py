@@ -211,14 +211,17 @@ def profile_results(runs: list[ProfileRun], args: argparse.Namespace) -> tuple[l
             unnamed.setdefault(run.record.benchmark, dataset)
     if unnamed:
         flags = " ".join(f"--dataset-id {name}=<org>/<name>" for name in unnamed)
-        raise PublishError(f"the profile's runs read local datasets ({', '.join(f'{n}: {p}' for n, p in unnamed.items())}): "
-                           f"name their Hub ids with {flags}, so that the model card links to the published datasets")  # fmt: skip
+        raise PublishError(
+            f"the profile's runs read local datasets ({', '.join(f'{n}: {p}' for n, p in unnamed.items())}): "
+            f"name their Hub ids with {flags}, so that the model card links to the published datasets"
+        )
     results = []
     for run in runs:
         run.dataset_id = results_dataset_id(named.get(run.record.benchmark), run.record.dataset, run.record.benchmark)
         wanted = [name for name in args.metric or [] if name in run.record.metrics] or None
-        found = eval_results_for(run.record, run.dataset_id, metrics=wanted, task_type=args.task_type,
-                                 source_url=args.source_url, subset=run.subset)  # fmt: skip
+        found = eval_results_for(
+            run.record, run.dataset_id, metrics=wanted, task_type=args.task_type, source_url=args.source_url, subset=run.subset
+        )
         run.metrics = [result.metric_type for result in found]
         results += found
     if args.metric and not results:
@@ -247,8 +250,10 @@ def publish_profile(args: argparse.Namespace) -> int:
         for run in runs
     ]
     model_name = repo_id.split("/")[1]
-    what = (f"{len(results)} eval result(s) merged into its model-index, profile.md ({len(table.splitlines())} lines) and a "
-            f"block per run ({len(blocks)}) as its knowledge-profile section")  # fmt: skip
+    what = (
+        f"{len(results)} eval result(s) merged into its model-index, profile.md ({len(table.splitlines())} lines) and a "
+        f"block per run ({len(blocks)}) as its knowledge-profile section"
+    )
     lines = [
         "medprobe publish results (a profile)",
         f"  profile: {folder} (model {profile.get('model')}, {len(profile['runs'])} run(s))",

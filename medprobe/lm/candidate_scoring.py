@@ -59,7 +59,9 @@ def read_shortlists(path: str | Path, top_n: int) -> dict[str, list[str]]:
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as err:
-        raise UserError(f"--rerank {path}: not UTF-8 text ({err.reason} at byte {err.start}); expected a --predictions file") from None
+        raise UserError(
+            f"--rerank {path}: not UTF-8 text ({err.reason} at byte {err.start}); expected a --predictions file"
+        ) from None
     except OSError as err:
         raise FileNotFoundError(f"--rerank {path}: cannot read it ({err.strerror or err})") from None
     for line_number, line in enumerate(lines, 1):
@@ -91,8 +93,10 @@ def parse_shortlist_line(line: str, where: str) -> tuple[str, list[str]]:
     if not isinstance(example_id, str):
         raise UserError(f"{where}: the id must be a string, found {type(example_id).__name__} {example_id!r}")
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        found = type(names).__name__ if not isinstance(names, list) else "a list holding " + ", ".join(
-            sorted({type(name).__name__ for name in names if not isinstance(name, str)})
+        found = (
+            type(names).__name__
+            if not isinstance(names, list)
+            else "a list holding " + ", ".join(sorted({type(name).__name__ for name in names if not isinstance(name, str)}))
         )
         raise UserError(f"{where} (id {example_id!r}): predictions must be a list of strings, found {found}")
     if len(set(names)) != len(names):

@@ -177,10 +177,13 @@ class CausalLMProbe(FromPretrained, Prober):
         parts = []
         for i, name in enumerate(names):
             context, continuation, scored = self.split_filled(
-                encoded["input_ids"][i], encoded["offset_mapping"][i], encoded["special_tokens_mask"][i],
-                context_end=len(prefix.rstrip()), answer_end=len(prefix) + len(name),
+                encoded["input_ids"][i],
+                encoded["offset_mapping"][i],
+                encoded["special_tokens_mask"][i],
+                context_end=len(prefix.rstrip()),
+                answer_end=len(prefix) + len(name),
                 where=f"candidate {name!r} of query {query!r}",
-            )  # fmt: skip
+            )
             by_context.setdefault(tuple(context), []).append(i)
             parts.append((continuation, scored))
         return by_context, parts

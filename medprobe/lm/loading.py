@@ -31,18 +31,21 @@ from medprobe.models import load_config, load_tokenizer, resolve_device, resolve
 # kind -> (Auto class, model types -> class names, what a user should give instead)
 KINDS = {
     "masked-lm": (
-        AutoModelForMaskedLM, MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+        AutoModelForMaskedLM,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
         "a model with a masked-LM head (e.g. bert-base-uncased, PubMedBERT)",
     ),
     "causal-lm": (
-        AutoModelForCausalLM, MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        AutoModelForCausalLM,
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
         "a decoder-only causal LM (e.g. GPT-2, Llama, smollm2)",
     ),
     "seq2seq": (
-        AutoModelForSeq2SeqLM, MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
+        AutoModelForSeq2SeqLM,
+        MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
         "an encoder-decoder LM (e.g. t5-base, facebook/bart-base, SciFive)",
     ),
-}  # fmt: skip
+}
 
 
 def _class_names(mapping) -> set[str]:

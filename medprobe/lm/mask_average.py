@@ -53,8 +53,11 @@ class MaskAverageProbe(FromPretrained, Prober):
 
     @property
     def settings(self) -> dict:
-        return {"scoring": "mean log-probability of the candidate's tokens at L masks", "batch_size": self.batch_size,
-                "dtype": dtype_name(self.model.dtype)}
+        return {
+            "scoring": "mean log-probability of the candidate's tokens at L masks",
+            "batch_size": self.batch_size,
+            "dtype": dtype_name(self.model.dtype),
+        }
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)

@@ -81,11 +81,16 @@ class MaskPredictProbe(FromPretrained, Prober):
     @property
     def settings(self) -> dict:
         return {
-            "num_masks": self.num_masks, "init_method": self.init_method, "iter_method": self.iter_method,
-            "max_iter": self.max_iter if self.iter_method != "none" else 0, "beam_size": self.beam_size,
-            "only_candidates": self.only_candidates, "batch_size": self.batch_size, "dtype": dtype_name(self.model.dtype),
+            "num_masks": self.num_masks,
+            "init_method": self.init_method,
+            "iter_method": self.iter_method,
+            "max_iter": self.max_iter if self.iter_method != "none" else 0,
+            "beam_size": self.beam_size,
+            "only_candidates": self.only_candidates,
+            "batch_size": self.batch_size,
+            "dtype": dtype_name(self.model.dtype),
             "scoring": "product of token probabilities, answers of 1..M masks pooled",
-        }  # fmt: skip
+        }
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return [[name for name, _ in answers[:k]] for answers in self.generate_answers(queries, candidates)]

@@ -123,9 +123,14 @@ DEFAULT_LEARNING_RATE = 1e-3
 
 
 def default_training_args(
-    seed: int, use_cpu: bool, progress: bool, output_dir: str,
-    epochs: float = DEFAULT_EPOCHS, learning_rate: float = DEFAULT_LEARNING_RATE, dtype: torch.dtype = torch.float32,
-) -> TrainingArguments:  # fmt: skip
+    seed: int,
+    use_cpu: bool,
+    progress: bool,
+    output_dir: str,
+    epochs: float = DEFAULT_EPOCHS,
+    learning_rate: float = DEFAULT_LEARNING_RATE,
+    dtype: torch.dtype = torch.float32,
+) -> TrainingArguments:
     """What the probe trains with unless TrainingArguments are given: AdamW, lr 1e-3, 20 epochs,
     batch 32, linear decay; nothing saved or reported. (The head is small and the states are
     cached, so epochs are cheap; on MST comparison, 5 epochs leave the head under-fitted.)"""
@@ -313,7 +318,12 @@ class MLMHeadProbe(Prober):
     def _args(self) -> TrainingArguments:
         if self.training_args is None:
             args = default_training_args(
-                self.seed, self.device.type == "cpu", self.trainer_progress, self._output_dir.name, self.epochs, self.learning_rate,
+                self.seed,
+                self.device.type == "cpu",
+                self.trainer_progress,
+                self._output_dir.name,
+                self.epochs,
+                self.learning_rate,
                 self.dtype,
             )
         else:
@@ -374,14 +384,19 @@ class MLMHeadProbe(Prober):
     def _encode(self, texts: list[str], count: int) -> None:
         batch = self.tokenizer(
             [self.with_masks(t, count) for t in texts],
-            padding=True, truncation=True, max_length=self.max_length, return_tensors="pt",
-        )  # fmt: skip
+            padding=True,
+            truncation=True,
+            max_length=self.max_length,
+            return_tensors="pt",
+        )
         is_mask = batch["input_ids"] == self.tokenizer.mask_token_id
         found = is_mask.sum(dim=1)
         if (found != count).any():
             row = int((found != count).nonzero()[0])
-            raise UserError(f"the text {texts[row]!r} keeps {int(found[row])} of its {count} mask(s) after "
-                             f"tokenization (max_length {self.max_length}); shorten it or raise max_length")  # fmt: skip
+            raise UserError(
+                f"the text {texts[row]!r} keeps {int(found[row])} of its {count} mask(s) after "
+                f"tokenization (max_length {self.max_length}); shorten it or raise max_length"
+            )
         half = self.dtype != torch.float32  # the frozen encoder runs under autocast, its weights stay float32
         with torch.autocast(self.device.type, dtype=self.dtype, enabled=half):
             hidden = self.encoder(**{k: v.to(self.device) for k, v in batch.items()}).last_hidden_state
@@ -411,8 +426,10 @@ class MLMHeadProbe(Prober):
         new one); returns the Trainer's metrics."""
         check_items(texts, choices, labels)
         gold = [self.choice_ids(options[label]) for options, label in zip(choices, labels)]
-        states = {n: iter(self.mask_states([t for t, ids in zip(texts, gold) if len(ids) == n], n))
-                  for n in sorted({len(ids) for ids in gold})}  # fmt: skip
+        states = {
+            n: iter(self.mask_states([t for t, ids in zip(texts, gold) if len(ids) == n], n))
+            for n in sorted({len(ids) for ids in gold})
+        }
         vocabulary = self.softmax_ids(choices)
         position = {token: index for index, token in enumerate(vocabulary)} if vocabulary else None
         items = [
@@ -462,7 +479,9 @@ class MLMHeadProbe(Prober):
 
 def check_items(texts: Sequence[str], choices: Sequence[Sequence[str]], labels: Sequence[int] | None = None) -> None:
     if len(texts) != len(choices) or (labels is not None and len(labels) != len(texts)):
-        raise UserError(f"got {len(texts)} texts, {len(choices)} choice lists and {len(labels or [])} labels; expected one each per item")
+        raise UserError(
+            f"got {len(texts)} texts, {len(choices)} choice lists and {len(labels or [])} labels; expected one each per item"
+        )
     for row, options in enumerate(choices):
         if len(options) < 2:
             raise UserError(f"item {row} has {len(options)} choice(s); expected at least 2")

@@ -145,23 +145,26 @@ class PairClassifierProbe(Prober):
 
     def training_arguments(self, output_dir: str, seed: int) -> TrainingArguments:
         # on GPU cuda:K (this process's own under a launch), the Trainer trains there alone
-        return pin_training_device(TrainingArguments(
-            output_dir=output_dir,
-            eval_strategy="epoch",
-            save_strategy="epoch",
-            load_best_model_at_end=True,  # Test_X is labelled by the epoch with the lowest validation loss
-            metric_for_best_model="eval_loss",
-            greater_is_better=False,
-            save_total_limit=1,
-            save_only_model=True,
-            logging_strategy="no",
-            report_to="none",
-            disable_tqdm=True,  # one progress bar over diseases instead of one per training
-            seed=seed,
-            data_seed=seed,
-            use_cpu=self.device.type == "cpu",
-            **self.training_kwargs,
-        ), self.device)
+        return pin_training_device(
+            TrainingArguments(
+                output_dir=output_dir,
+                eval_strategy="epoch",
+                save_strategy="epoch",
+                load_best_model_at_end=True,  # Test_X is labelled by the epoch with the lowest validation loss
+                metric_for_best_model="eval_loss",
+                greater_is_better=False,
+                save_total_limit=1,
+                save_only_model=True,
+                logging_strategy="no",
+                report_to="none",
+                disable_tqdm=True,  # one progress bar over diseases instead of one per training
+                seed=seed,
+                data_seed=seed,
+                use_cpu=self.device.type == "cpu",
+                **self.training_kwargs,
+            ),
+            self.device,
+        )
 
     def new_model(self, seed: int):
         """The pretrained encoder with a freshly initialised 2-label head (seeded)."""

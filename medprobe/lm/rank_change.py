@@ -37,9 +37,19 @@ from medprobe.api import MASK_SLOT, CandidateScorer, Prober, UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (
-    "row_id", "instance_id", "relation", "step", "text", "target", "added_object", "added_is_correct",
-    "correct_objects", "incorrect_objects", "gold_objects", "candidates",
-)  # fmt: skip
+    "row_id",
+    "instance_id",
+    "relation",
+    "step",
+    "text",
+    "target",
+    "added_object",
+    "added_is_correct",
+    "correct_objects",
+    "incorrect_objects",
+    "gold_objects",
+    "candidates",
+)
 
 
 # the registered probers `--prober rank-change --scorer NAME` can build (both score candidates at the slot)
@@ -139,7 +149,9 @@ class RankChangeProbe(Prober):
         try:
             load(target)
         except ImportError as err:
-            raise UserError(f"the {kind} scorer ({target.replace(':', '.')}) is not available in this installation: {err}") from err
+            raise UserError(
+                f"the {kind} scorer ({target.replace(':', '.')}) is not available in this installation: {err}"
+            ) from err
         return make_prober(kind, model, device=device, options={"batch_size": batch_size, "dtype": dtype})
 
     def score_queries(self, queries: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
@@ -156,7 +168,9 @@ class RankChangeProbe(Prober):
             batch = share[start : start + self.batch_size]
             results = self.scorer.score_candidates([q for q, _ in batch], [list(c) for _, c in batch])
             if len(results) != len(batch):
-                raise UserError(f"{type(self.scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries")
+                raise UserError(
+                    f"{type(self.scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries"
+                )
             for key, values in zip(batch, results):
                 if len(values) != len(key[1]):
                     raise UserError(
@@ -214,14 +228,31 @@ class UCMSteps:
 
 def ucm_steps(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> UCMSteps:
     """`ucm_inputs`, with the instance of every step and of every gold-rank pair (see `UCMSteps`)."""
-    rows = ds.select_columns(["instance_id", "relation", "step", "added_object", "added_is_correct",
-                              "correct_objects", "incorrect_objects", "candidates"]).to_list()  # fmt: skip
+    rows = ds.select_columns(
+        [
+            "instance_id",
+            "relation",
+            "step",
+            "added_object",
+            "added_is_correct",
+            "correct_objects",
+            "incorrect_objects",
+            "candidates",
+        ]
+    ).to_list()
     by_key = {(row["instance_id"], row["step"]): (row, ranks) for row, ranks in zip(rows, row_ranks)}
     inputs: dict[str, list] = {
         name: []
-        for name in ("target_rank_before", "target_rank_after", "added_is_correct", "groups", "added_rank_changes",
-                     "correct_rank_changes", "incorrect_rank_changes")
-    }  # fmt: skip
+        for name in (
+            "target_rank_before",
+            "target_rank_after",
+            "added_is_correct",
+            "groups",
+            "added_rank_changes",
+            "correct_rank_changes",
+            "incorrect_rank_changes",
+        )
+    }
     steps = UCMSteps(inputs, [], [], [])
     last_step: dict[str, int] = {}
     for (instance, step), (row, after) in by_key.items():
@@ -277,7 +308,9 @@ def format_ucm_table(scores: dict) -> str:
     lines = [header, "-" * len(header)]
 
     def line(label: str, values: dict) -> str:
-        shares = "  ".join(f"{_percent(values.get(s)):>{w}}" for s, w in (("understand", 10), ("confuse", 8), ("misunderstand", 8)))
+        shares = "  ".join(
+            f"{_percent(values.get(s)):>{w}}" for s, w in (("understand", 10), ("confuse", 8), ("misunderstand", 8))
+        )
         counts = f"  {values['steps']:>6}  {values['excluded_steps']:>8}" if "steps" in values else ""
         return f"{label:<{width}}  {shares}{counts}"
 
@@ -286,7 +319,9 @@ def format_ucm_table(scores: dict) -> str:
     if "macro_understand" in scores:
         lines.append(line("macro", {s: scores[f"macro_{s}"] for s in ("understand", "confuse", "misunderstand")}))
     lines.append("")
-    lines.append(f"{'mean rank change':<24}" + "".join(f"{name:>11}" for name in ("RC-Ot", "RC-Oa", "RC-Ocor", "RC-Oincor", "steps")))
+    lines.append(
+        f"{'mean rank change':<24}" + "".join(f"{name:>11}" for name in ("RC-Ot", "RC-Oa", "RC-Ocor", "RC-Oincor", "steps"))
+    )
     for kind, values in scores["rank_change"].items():
         cells = "".join(f"{_signed(values.get(name)):>11}" for name in ("RC-Ot", "RC-Oa", "RC-Ocor", "RC-Oincor"))
         lines.append(f"{kind.replace('_', ' ') + ' object':<24}{cells}{values['steps']:>11}")

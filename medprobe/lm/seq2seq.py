@@ -74,11 +74,16 @@ class GenerativeProbe(FromPretrained, Prober):
     @property
     def settings(self) -> dict:
         return {
-            "blank": self.blank, "beam_size": self.beam_size, "num_return": self.num_return,
-            "max_new_tokens": self.max_new_tokens, "length_penalty": self.length_penalty,
-            "only_candidates": self.only_candidates, "batch_size": self.batch_size, "dtype": dtype_name(self.model.dtype),
+            "blank": self.blank,
+            "beam_size": self.beam_size,
+            "num_return": self.num_return,
+            "max_new_tokens": self.max_new_tokens,
+            "length_penalty": self.length_penalty,
+            "only_candidates": self.only_candidates,
+            "batch_size": self.batch_size,
+            "dtype": dtype_name(self.model.dtype),
             "scoring": "beam score: sum of token log-probabilities / length ** length_penalty",
-        }  # fmt: skip
+        }
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return [[name for name, _ in answers[:k]] for answers in self.generate_answers(queries, candidates)]

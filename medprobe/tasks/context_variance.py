@@ -143,8 +143,9 @@ def instance_outcomes(data: datasets.Dataset, steps: UCMSteps) -> Outcomes:
     row_of = {instance: row for row, instance in enumerate(instances)}
     columns = {name: np.zeros(len(instances)) for name in (*SHARES, "steps")}
     inputs = steps.inputs
-    for instance, before, after, correct in zip(steps.step_instances, inputs["target_rank_before"],
-                                                inputs["target_rank_after"], inputs["added_is_correct"]):  # fmt: skip
+    for instance, before, after, correct in zip(
+        steps.step_instances, inputs["target_rank_before"], inputs["target_rank_after"], inputs["added_is_correct"]
+    ):
         if correct:
             change = after - before
             share = "understand" if change < 0 else "confuse" if change == 0 else "misunderstand"

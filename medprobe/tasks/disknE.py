@@ -114,9 +114,8 @@ class DisKnETask:
         hypothesis_only = bool(getattr(prober, "hypothesis_only", False))
         start = time.perf_counter()
         splits = {
-            cui: disease_splits(data.ds, cui, self.category, exclude_test_hypotheses=hypothesis_only)
-            for cui in data.diseases
-        }  # fmt: skip
+            cui: disease_splits(data.ds, cui, self.category, exclude_test_hypotheses=hypothesis_only) for cui in data.diseases
+        }
         self.timings["split"] = time.perf_counter() - start
 
         start = time.perf_counter()

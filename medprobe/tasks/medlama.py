@@ -86,8 +86,10 @@ class MedLAMATask:
         self.timings: dict[str, float] = {}
         self.loaded: list[tuple[str | None, str]] = []
         self.subset_of: dict | None = None  # with --per-relation: {"probed", "total", "unit"}, recorded in the run's subset
-        self.outcome_fields = {"rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
-                                       f"null: none in the top {max(cutoffs)}"}
+        self.outcome_fields = {
+            "rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
+            f"null: none in the top {max(cutoffs)}"
+        }
 
     def load(self, dataset: str, config: str | None, split: str) -> MedLAMAData:
         """The rows to probe and their candidates, and the --rerank shortlists checked against them,
@@ -266,8 +268,10 @@ def rank_queries(
     queries = ds["query"]
     # under a launch each process ranks its share of every relation's queries (rank_in_shards);
     # the bar of the main process counts its own share
-    own = {relation: len(indices) if getattr(prober, "collective", False) else len(distributed.split(indices))
-           for relation, indices in by_relation.items()}  # fmt: skip
+    own = {
+        relation: len(indices) if getattr(prober, "collective", False) else len(distributed.split(indices))
+        for relation, indices in by_relation.items()
+    }
     with overall_progress(prober, sum(own.values())) as advance:
         for relation, indices in by_relation.items():
             ranked = distributed.rank_in_shards(prober, [queries[i] for i in indices], candidates[relation], k)
@@ -290,8 +294,12 @@ def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]
     from tqdm.auto import tqdm
 
     inner = getattr(prober, "scorer", prober)
-    switches = [(obj, name) for obj in {id(prober): prober, id(inner): inner}.values()
-                for name in ("progress", "show_progress") if isinstance(getattr(obj, name, None), bool)]  # fmt: skip
+    switches = [
+        (obj, name)
+        for obj in {id(prober): prober, id(inner): inner}.values()
+        for name in ("progress", "show_progress")
+        if isinstance(getattr(obj, name, None), bool)
+    ]
     shown = all(getattr(obj, name) for obj, name in switches)
     saved = [(obj, name, getattr(obj, name)) for obj, name in switches]
     fine = hasattr(inner, "progress_bar")

@@ -84,9 +84,15 @@ def probe_tasks(
 
     seeds = list(seeds)
     probe = MLMHeadProbe(
-        model, scratch=scratch, seed=seeds[0], vocabulary=vocabulary, training_args=training_args,
-        batch_size=batch_size, device=device, progress=progress,
-    )  # fmt: skip
+        model,
+        scratch=scratch,
+        seed=seeds[0],
+        vocabulary=vocabulary,
+        training_args=training_args,
+        batch_size=batch_size,
+        device=device,
+        progress=progress,
+    )
     return probe_with(probe, tasks, seeds=seeds, progress=progress, metric=metric), probe
 
 
@@ -117,9 +123,12 @@ def probe_with(
 
 
 def fit_and_score_all(
-    probe: MLMHeadProbe, tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]], runs: list[tuple[int, str]],
-    metric, progress: bool,
-) -> list[tuple[float, list[int]]]:  # fmt: skip
+    probe: MLMHeadProbe,
+    tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
+    runs: list[tuple[int, str]],
+    metric,
+    progress: bool,
+) -> list[tuple[float, list[int]]]:
     """The accuracy of each (seed, task) run and the index of the choice it picked per test item, in the order of `runs`.
 
     Under a launch (`medprobe.distributed`) each process fits a contiguous share of the runs, each
@@ -180,8 +189,10 @@ def format_scores(columns: dict[str, dict[str, TaskScores]]) -> str:
         lines.append(f"{task:<{width}}  {100 * first.chance:>6.1f}  {cells}")
     lines.append("-" * len(lines[0]))
     # mean over tasks per seed, then mean and std of those over seeds
-    means = {name: [statistics.fmean(seed_values) for seed_values in zip(*(s.accuracy for s in run.values()))]
-             for name, run in columns.items()}  # fmt: skip
+    means = {
+        name: [statistics.fmean(seed_values) for seed_values in zip(*(s.accuracy for s in run.values()))]
+        for name, run in columns.items()
+    }
     lines.append(f"{'mean over tasks':<{width}}  {'':>6}  " + "  ".join(f"{show(v):>{cell}}" for v in means.values()))
     return "\n".join(lines)
 
@@ -234,7 +245,9 @@ class MSTTask:
         self.loaded = [(task, name) for task in tasks for name in dict.fromkeys((self.train_split, split))]
         return tasks
 
-    def predict(self, prober: MLMHeadProbe, data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], seed: int | None) -> MSTOutputs:
+    def predict(
+        self, prober: MLMHeadProbe, data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], seed: int | None
+    ) -> MSTOutputs:
         """Seeds `seed`, `seed`+1, ... (`seed` None: 0); a new head per seed and task."""
         first_seed = 0 if seed is None else seed
         seeds = list(range(first_seed, first_seed + self.seeds))
@@ -251,12 +264,19 @@ class MSTTask:
                 task: {"accuracy": s.mean, "accuracy_std": s.std, "accuracy_per_seed": s.accuracy, "chance": s.chance}
                 for task, s in scores.items()
             },
-            counts={"tasks": len(scores), **{f"{t}_rows": {"train": s.train_rows, "test": s.test_rows} for t, s in scores.items()}},
+            counts={
+                "tasks": len(scores),
+                **{f"{t}_rows": {"train": s.train_rows, "test": s.test_rows} for t, s in scores.items()},
+            },
             settings={"seeds": outputs.seeds, "train_split": self.train_split, **outputs.settings},
             seed=outputs.seeds[0],
             outcomes=item_outcomes(data, scores),
-            chance={"accuracy": {"value": statistics.fmean(s.chance for s in scores.values()),
-                                 "method": "1 / number of choices, averaged over the tasks"}},  # fmt: skip
+            chance={
+                "accuracy": {
+                    "value": statistics.fmean(s.chance for s in scores.values()),
+                    "method": "1 / number of choices, averaged over the tasks",
+                }
+            },
         )
 
     @staticmethod
@@ -273,11 +293,13 @@ class MSTTask:
         }
         name = f"{Path(record.model or 'model').name}{' (scratch)' if record.settings.get('scratch') else ''}"
         seconds = sum(record.timings.get(phase, 0.0) for phase in ("load_dataset", "load_model", "probe", "score"))
-        return "\n".join([
-            f"mlm-head probe, {len(record.settings['seeds'])} seed(s), accuracy in % (mean ± std over seeds):",
-            format_scores({name: scores}),
-            f"probed in {seconds:.0f} s",
-        ])  # fmt: skip
+        return "\n".join(
+            [
+                f"mlm-head probe, {len(record.settings['seeds'])} seed(s), accuracy in % (mean ± std over seeds):",
+                format_scores({name: scores}),
+                f"probed in {seconds:.0f} s",
+            ]
+        )
 
     def writers(self, data: dict, outputs: MSTOutputs) -> list:
         return []
@@ -343,9 +365,15 @@ def run_mst_demo(
             name = "scratch" if scratch else Path(model).name
             start = time.perf_counter()
             columns[name], probe = probe_tasks(
-                model, data, seeds=range(seeds), scratch=scratch, vocabulary=vocabulary, device=device,
-                progress=False, metric=metric,
-            )  # fmt: skip
+                model,
+                data,
+                seeds=range(seeds),
+                scratch=scratch,
+                vocabulary=vocabulary,
+                device=device,
+                progress=False,
+                metric=metric,
+            )
             seconds[name] = time.perf_counter() - start
             settings[name] = probe.settings
     finally:

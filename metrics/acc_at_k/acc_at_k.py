@@ -216,7 +216,9 @@ def _checked_batch(predictions, references, groups):
     _check_length("groups", groups, len(predictions), "one group per query")
     for index, group in enumerate(groups):
         if not isinstance(group, str) or group == _NO_GROUP:
-            raise ValueError(f"groups[{index}] is {_shown(group)}; expected a non-empty str (the query's group, e.g. its relation)")
+            raise ValueError(
+                f"groups[{index}] is {_shown(group)}; expected a non-empty str (the query's group, e.g. its relation)"
+            )
     return {"predictions": predictions, "references": references, "groups": groups}
 
 
@@ -291,7 +293,9 @@ class AccAtK(evaluate.Metric):
 
     def compute(self, *, predictions=None, references=None, **kwargs):
         """Score the queries given here and those added before; `groups` may be left out."""
-        _check_options(kwargs.get("k", 1), kwargs.get("normalize", "exact"), kwargs.get("dedupe", False))  # before the inputs are stored
+        _check_options(
+            kwargs.get("k", 1), kwargs.get("normalize", "exact"), kwargs.get("dedupe", False)
+        )  # before the inputs are stored
         if (predictions is not None or references is not None) and "groups" not in kwargs:
             kwargs["groups"] = None  # evaluate requires every feature; add_batch stores "no group"
         return super().compute(predictions=predictions, references=references, **kwargs)

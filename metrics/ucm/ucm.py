@@ -182,7 +182,9 @@ def _check_bools(name, values):
 def _check_groups(name, groups):
     for index, group in enumerate(groups):
         if not isinstance(group, str) or group == _NO_GROUP:
-            raise ValueError(f"{name}[{index}] is {_shown(group)}; expected a non-empty str (the step's group, e.g. its relation)")
+            raise ValueError(
+                f"{name}[{index}] is {_shown(group)}; expected a non-empty str (the step's group, e.g. its relation)"
+            )
 
 
 _CHECKS = {
@@ -259,7 +261,11 @@ def _shares(target_changes, correct_added):
         understand = int((kept < 0).sum())
         confuse = int((kept == 0).sum())
         misunderstand = kept.size - understand - confuse
-        result = {"understand": understand / kept.size, "confuse": confuse / kept.size, "misunderstand": misunderstand / kept.size}
+        result = {
+            "understand": understand / kept.size,
+            "confuse": confuse / kept.size,
+            "misunderstand": misunderstand / kept.size,
+        }
     return {**result, "steps": int(kept.size), "excluded_steps": int(target_changes.size - kept.size)}
 
 
