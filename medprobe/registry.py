@@ -130,6 +130,31 @@ class ProberEntry:
 
 
 @dataclass(frozen=True)
+class ProfilePlan:
+    """How `medprobe profile` runs a benchmark: which probers a model of each kind gets, on which configs,
+    with what data when the user gives none, and what `--quick` changes.
+
+    Model kinds are those of `medprobe.models.model_kind`: encoder, masked-lm, causal-lm, seq2seq. A kind
+    that is not in `probers` is skipped with the reason in `skip` (or a generic one).
+    """
+
+    probers: dict[str, tuple[str, ...]]  # model kind -> the probers it gets, in order
+    skip: dict[str, str] = field(default_factory=dict)  # model kind -> why this benchmark does not fit it
+    configs: tuple[str | None, ...] = (None,)  # the configs profiled (None: the task's own choice, e.g. every MST task)
+    floor: dict[str, Any] | None = None  # prober options of a floor run beside each model run (MST: random weights)
+    floor_text: str = ""  # the floor in words, for the profile table
+    # without --data-dir NAME=PATH: "sample" (a shipped folder, loaded as it is), "build" (the builder's default
+    # source: generated data, or a sample it ships), or "skip" (no data: the benchmark is skipped with `data_text`)
+    without_data: str = "build"
+    sample: str = ""  # "sample": the folder, relative to the medprobe package
+    sample_is_benchmark: bool = True  # False: scores on this data are not the benchmark's (said, and never published)
+    data_text: str = ""  # what that data is (or, for "skip", why there is none and how to give it)
+    release: bool = True  # a raw release folder can be built from (False: the benchmark is generated, it has none)
+    quick: dict[str, dict[str, Any]] = field(default_factory=dict)  # --quick: {"task": {...}, "prober": {...}, "build": {...}}
+    quick_text: str = ""  # --quick in words, for `medprobe profile --help`
+
+
+@dataclass(frozen=True)
 class TaskEntry:
     name: str
     target: str  # "module:Class" of the task (medprobe.tasks.<benchmark>)
@@ -145,6 +170,11 @@ class TaskEntry:
     citations: tuple[str, ...] = ()
     # options (dests) that change what the metric means: `medprobe compare` pairs only runs that agree on them
     paired_settings: tuple[str, ...] = ()
+    profile: ProfilePlan | None = None  # how `medprobe profile` runs it (None: not profiled)
+    lm_eval: str = ""  # "module:function" writing its lm-evaluation-harness tasks (`medprobe export lm-eval`); "" = none
+    builder: str = ""  # "module:Class" of its datasets builder ("": the shipped datasets/<benchmark>/<benchmark>.py)
+    card: str = ""  # path of its dataset card template ("": the shipped hub_cards/<benchmark>.md)
+    build_options: tuple[Option, ...] = ()  # extra `medprobe build <benchmark>` options, passed as builder parameters
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
@@ -504,6 +534,63 @@ TASKS: dict[str, TaskEntry] = {
             citations=("meng-etal-2022-rewire", "bodenreider-2004-unified"),
             # what a hit is; the cut-offs need not agree (acc@k of every cut-off both runs report comes from the ranks)
             paired_settings=("candidates", "exclude_head"),
+            profile=ProfilePlan(
+                probers={
+                    "encoder": ("contrastive",),
+                    "masked-lm": ("contrastive", "mask-average"),
+                    "causal-lm": ("causal-lm",),
+                    "seq2seq": ("generative",),
+                },
+                configs=("full", "hard"),
+                without_data="sample",
+                sample="demo_data/medlama_sample",
+                sample_is_benchmark=False,
+                data_text="the MedLAMA-format sample shipped with medprobe (108 textbook facts); this is NOT MedLAMA and its "
+                "scores are not comparable with MedLAMA's (give --data-dir medlama=PATH for the real release)",
+                quick={"task": {"per_relation": 10}},
+                quick_text="MedLAMA full and hard with the first 10 queries of each relation (--per-relation 10)",
+            ),
+            lm_eval="medprobe.tasks.medlama_lm_eval:export",
+            build_options=(
+                Option(
+                    "--umls-dir",
+                    "umls_dir",
+                    "regenerate MedLAMA from your own UMLS release, this META folder (MRCONSO.RRF, MRREL.RRF); "
+                    "--data-dir then only supplies prompts.csv (see the MedLAMA card and README)",
+                    metavar="META",
+                ),
+            ),
+        ),
+        TaskEntry(
+            "mst",
+            "medprobe.tasks.mst:MSTTask",
+            "mst",
+            "MST measuring skills: train a head on each task's train split, accuracy on --split; without --config, every task",
+            ("text", "choices", "label"),
+            "acc_at_k",
+            ("choice-scoring",),
+            "task",
+            "accuracy",
+            options=(
+                Option("--train-split", "train_split", "split the head is trained on", default="train"),
+                seeds(3),
+            ),
+            citations=("park-etal-2022-language",),
+            profile=ProfilePlan(
+                probers={"encoder": ("mlm-head",), "masked-lm": ("mlm-head",)},
+                skip={
+                    "causal-lm": "MST needs a masked-LM head (choice scoring with a causal LM is not implemented)",
+                    "seq2seq": "MST's mlm-head prober trains a masked-LM head on an encoder",
+                },
+                floor={"scratch": True},
+                floor_text="the same architecture with random weights (--scratch)",
+                without_data="build",
+                data_text="generated by the MST builder",
+                release=False,
+                quick={"task": {"seeds": 1}, "build": {"train_size": 200, "validation_size": 20, "test_size": 100}},
+                quick_text="MST generated with 200 train / 20 validation / 100 test rows per task and 1 seed (--seeds 1)",
+            ),
+            lm_eval="medprobe.tasks.mst_lm_eval:export",
         ),
         TaskEntry(
             "context_variance",
@@ -531,6 +618,17 @@ TASKS: dict[str, TaskEntry] = {
                 Option("--predictions", "predictions", "also write the ranks of every row", metavar="JSONL", output=True),
             ),
             citations=("yao-etal-2023-context", "sung-etal-2021-language"),
+            profile=ProfilePlan(
+                probers={"encoder": ("contrastive",), "masked-lm": ("mask-average",), "causal-lm": ("causal-lm",)},
+                skip={"seq2seq": "context variance needs a prober that scores candidates (the generative prober only generates)"},
+                configs=("real-target",),
+                without_data="build",
+                sample_is_benchmark=False,
+                data_text="built from the sample corpus shipped with the context-variance builder; a synthetic sample, "
+                "not the paper's corpus",
+                quick={"task": {"per_relation": 5}},
+                quick_text="context variance with the first 5 instances of each relation (--per-relation 5)",
+            ),
         ),
         TaskEntry(
             "disknE",
@@ -560,22 +658,19 @@ TASKS: dict[str, TaskEntry] = {
                 seeds(1, "; the paper used 3"),
             ),
             citations=("alghanmi-etal-2021-probing", "romanov-shivade-2018-lessons", "ben-abacha-etal-2019-overview"),
-        ),
-        TaskEntry(
-            "mst",
-            "medprobe.tasks.mst:MSTTask",
-            "mst",
-            "MST measuring skills: train a head on each task's train split, accuracy on --split; without --config, every task",
-            ("text", "choices", "label"),
-            "acc_at_k",
-            ("choice-scoring",),
-            "task",
-            "accuracy",
-            options=(
-                Option("--train-split", "train_split", "split the head is trained on", default="train"),
-                seeds(3),
+            profile=ProfilePlan(
+                probers={"encoder": ("pair-classifier",), "masked-lm": ("pair-classifier",)},
+                skip={
+                    "causal-lm": "DisKnE fine-tunes an encoder as a pair classifier",
+                    "seq2seq": "DisKnE fine-tunes an encoder as a pair classifier",
+                },
+                configs=("medical_similar",),
+                without_data="skip",
+                data_text="no data: DisKnE is built from licensed MedNLI and UMLS files; pass --data-dir disknE=PATH "
+                "(a release folder, or a folder built by `medprobe build disknE`)",
+                quick={"task": {"diseases": 2}, "prober": {"epochs": 1}},
+                quick_text="DisKnE (only with its data) with the first 2 diseases (--diseases 2) and 1 epoch (--epochs 1)",
             ),
-            citations=("park-etal-2022-language",),
         ),
     )
 }
