@@ -15,10 +15,13 @@ option's default is the class's own default, the class implements the Protocols 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
+
+from medprobe.api import UserError
 
 
 def positive_int(text: str) -> int:
@@ -698,3 +701,81 @@ def tasks_for(prober: str) -> list[str]:
     """The tasks that can run this prober (its kinds meet the task's accepted kinds)."""
     kinds = set(prober_entry(prober).kinds)
     return [name for name, task in TASKS.items() if kinds & set(task.accepts)]
+
+
+def benchmarks() -> list[str]:
+    """The benchmarks (datasets) the tasks read, in registry order, each once: what `medprobe build` builds."""
+    return list(dict.fromkeys(entry.benchmark for entry in TASKS.values()))
+
+
+def benchmark_entry(benchmark: str) -> TaskEntry:
+    """The first task entry of a benchmark: where its builder, card and build options are named."""
+    for entry in TASKS.values():
+        if entry.benchmark == benchmark:
+            return entry
+    raise KeyError(f"no benchmark named {benchmark!r}; choose one of {', '.join(benchmarks())}")
+
+
+# --- plugins ---------------------------------------------------------------------------------------
+
+# Entry-point groups an installed package declares its own entries in, and the entry class each names.
+PLUGIN_GROUPS: dict[str, type] = {"medprobe.tasks": TaskEntry, "medprobe.probers": ProberEntry}
+NO_PLUGINS = "MEDPROBE_DISABLE_PLUGINS"  # set (to anything but ""): the built-in entries only
+
+
+class PluginError(UserError):
+    """An installed plugin cannot be registered; the message names its distribution and entry point."""
+
+
+def distribution_of(point: Any) -> str:
+    dist = getattr(point, "dist", None)
+    return f"{dist.name} {dist.version}" if dist is not None else "an unnamed distribution"
+
+
+def plugin_entry(point: Any, group: str) -> Any:
+    """The entry an entry point names, checked: the right class, and named as the entry point is."""
+    where = f"entry point {point.name} = {point.value} (group {group}) of {distribution_of(point)}"
+    expected = PLUGIN_GROUPS[group]
+    try:
+        entry = point.load()
+    except Exception as err:  # noqa: BLE001 - whatever a plugin raises, the user learns which one
+        raise PluginError(
+            f"{where} does not load ({type(err).__name__}: {err}); fix or uninstall it (or set {NO_PLUGINS}=1)"
+        ) from err
+    if not isinstance(entry, expected):
+        raise PluginError(f"{where} names a {type(entry).__name__}, expected a medprobe.registry.{expected.__name__}")
+    if entry.name != point.name:
+        raise PluginError(f"{where} names the entry {entry.name!r}: an entry point is named after its entry")
+    return entry
+
+
+def load_plugins(table: dict[str, Any], group: str, points: Any = None) -> None:
+    """Add the entries installed packages declare under `group` to `table`, after the built-ins.
+
+    Entry points are read in the order of their distributions' names (then their own); a name taken
+    twice, by two plugins or by a plugin and medprobe, is an error that names both distributions."""
+    from importlib.metadata import entry_points
+
+    points = entry_points(group=group) if points is None else points
+    owners = dict.fromkeys(table, f"medprobe {medprobe_version()} (built in)")
+    for point in sorted(points, key=lambda p: (distribution_of(p), p.name)):
+        entry = plugin_entry(point, group)
+        if entry.name in owners:
+            kind = "task" if group == "medprobe.tasks" else "prober"
+            raise PluginError(
+                f"two {kind}s are named {entry.name!r}: one of {owners[entry.name]} and one of {distribution_of(point)} "
+                f"(entry point {point.value}); uninstall one of them"
+            )
+        table[entry.name] = entry
+        owners[entry.name] = distribution_of(point)
+
+
+def medprobe_version() -> str:
+    from medprobe import __version__
+
+    return __version__
+
+
+if not os.environ.get(NO_PLUGINS):
+    load_plugins(TASKS, "medprobe.tasks")
+    load_plugins(PROBERS, "medprobe.probers")
