@@ -13,6 +13,7 @@ import importlib.util
 import os
 import socket
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 import torch
@@ -182,6 +183,41 @@ def load_config(name_or_path: str):
         raise FileNotFoundError(
             f"could not load a model config from {name_or_path!r}: {err} (or use one of {PACKAGED_HELP})"
         ) from err
+
+
+def model_kind(config: Any) -> tuple[str, str]:
+    """(kind, why) of a model from its config: `encoder`, `masked-lm`, `causal-lm` or `seq2seq`.
+
+    The saved class names (`architectures`) say whether a checkpoint has a head; without them a
+    bidirectional model type is taken as an encoder, the kind that needs no head."""
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    architectures = list(getattr(config, "architectures", None) or [])
+    model_type = getattr(config, "model_type", "?")
+    named = f"architectures {', '.join(architectures)}" if architectures else f"model type {model_type!r}"
+    if getattr(config, "is_encoder_decoder", False):
+        return "seq2seq", f"{named}: an encoder-decoder"
+    if any(name.endswith(("ForMaskedLM", "ForPreTraining")) for name in architectures):
+        return "masked-lm", f"{named}: a masked-LM head"
+    if any(name.endswith(("ForCausalLM", "LMHeadModel")) for name in architectures):
+        return "causal-lm", f"{named}: a causal-LM head"
+    bidirectional = model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder", False)
+    if bidirectional:
+        return "encoder", f"{named}: a bidirectional encoder without a masked-LM head"
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return "causal-lm", f"{named}: a decoder-only model type"
+    raise UserError(
+        f"cannot tell what kind of model this is ({named}); medprobe profile takes an encoder, a masked LM, "
+        "a causal LM or a seq2seq LM — run single benchmarks with `medprobe probe` instead"
+    )
+
+
+def load_model_kind(name_or_path: str) -> tuple[str, str]:
+    """`model_kind` of a model folder, Hub id or packaged name (its config only is read)."""
+    return model_kind(load_config(name_or_path))
 
 
 def require_mask_token(tokenizer: PreTrainedTokenizerBase, model_name: str) -> str:

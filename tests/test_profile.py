@@ -16,20 +16,16 @@ import medprobe.run
 from medprobe.api import UserError
 from medprobe.building.cards import sha256
 from medprobe.cli import main
-from medprobe.profile import (
-    MST_CAUSAL_REASON,
-    QUICK,
-    Profile,
-    ProfileOptions,
-    load_model_kind,
-    model_kind,
-    plan_runs,
-    run_profile,
-    write_profile,
-)
+from medprobe.models import load_model_kind, model_kind
+from medprobe.profile_plan import QUICK, plan_runs
+from medprobe.profiling import Profile, ProfileOptions, run_profile, write_profile
+from medprobe.registry import task_entry
 from medprobe.results import RunRecord, load_record
 from medprobe.run import probe_argv
 from tiny_bert import save_tiny_bert
+
+# the plan's own reason, after what the plan says of every kind it has no prober for
+MST_CAUSAL_REASON = f"wrong model kind: the model is a causal LM; {task_entry('mst').profile.skip['causal-lm']}"
 
 
 def save_config(folder: Path, config, architectures: list[str] | None) -> str:
@@ -207,14 +203,14 @@ def fake_run(monkeypatch):
 @pytest.fixture
 def generated_data(monkeypatch):
     """MST and context variance 'built' without building: the plumbing tests need no data."""
-    from medprobe import profile
+    from medprobe import profile_plan
 
     def build_into(options, name, data_dir, print_fn):
-        return profile.DataSource(
+        return profile_plan.DataSource(
             name, f"{options.out}/datasets/{name}", "generated (stand-in)", sample=name == "context_variance"
         )
 
-    monkeypatch.setattr(profile, "build_into", build_into)
+    monkeypatch.setattr(profile_plan, "build_into", build_into)
 
 
 def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folders, fake_run, generated_data, capsys):
@@ -263,9 +259,9 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
 def test_without_matplotlib_the_figure_is_left_out_and_said(
     tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys
 ):
-    from medprobe import profile
+    from medprobe import profiling
 
-    monkeypatch.setattr(profile, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
+    monkeypatch.setattr(profiling, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
     out = tmp_path / "profile"
     run_profile(ProfileOptions(model=model_folders["causal-lm"], out=str(out), benchmarks=("medlama",)))
     assert not (out / "profile.png").exists()
@@ -292,7 +288,7 @@ def test_bad_data_dirs_stop_before_anything_runs(tmp_path, model_folders, fake_r
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"medlama={tmp_path / 'none'}"]) == 2
     assert "no such folder" in capsys.readouterr().err
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"mst={tmp_path}"]) == 2
-    assert "MST is generated" in capsys.readouterr().err
+    assert "mst is generated" in capsys.readouterr().err
     assert (
         main(
             [
@@ -734,8 +730,6 @@ def test_a_causal_lm_profile_runs_causal_lm_and_skips_mst(tmp_path, synthetic_me
 
 
 def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, monkeypatch):
-    from medprobe.profile import QUICK
-
     # smaller than --quick, for a fast test: 40 train / 20 test rows per task, 2 epochs
     monkeypatch.setitem(
         QUICK,
@@ -817,6 +811,7 @@ def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_pat
 
 def test_the_medlama_sample_is_the_demo_s():
     from medprobe.cli.demo import SAMPLE_DATASET
-    from medprobe.profile import MEDLAMA_SAMPLE
+    from medprobe.profile_plan import sample_folder
 
-    assert MEDLAMA_SAMPLE == SAMPLE_DATASET and (MEDLAMA_SAMPLE / "README.md").is_file()
+    sample = sample_folder(task_entry("medlama").profile)
+    assert sample == SAMPLE_DATASET and (sample / "README.md").is_file()

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
-from medprobe.profile import BENCHMARKS, QUICK_HELP
+from medprobe.profile_plan import BENCHMARKS, KIND_NAMES, QUICK_HELP, profiled
 
 DESCRIPTION = (
     "Run, for the model's kind (read from its config), every benchmark/prober pair that fits, each as one "
-    "`medprobe probe` run: an encoder gets Contrastive-Probe on MedLAMA full and hard, MST (a trained masked-LM "
-    "head on the frozen encoder, against the same architecture with random weights), context variance with "
-    "Contrastive-Probe as the candidate scorer, and DisKnE when its data is given; a masked LM adds mask-average "
-    "on MedLAMA and scores context variance with it; a causal LM gets causal-lm on MedLAMA and context variance "
-    "(MST is skipped: it needs a masked-LM head). What cannot run is skipped with its reason. Writes "
+    "`medprobe probe` run; what cannot run is skipped with its reason. Writes "
     "DIR/runs/<run>.json (+ .predictions.jsonl), DIR/profile.json (every run's record, one headline row per "
     "run with its chance level and floor, the skipped list, the data sources), DIR/profile.md (the table) and "
     "DIR/profile.png (needs matplotlib: without it the figure is left out and the output says so). The whole "
@@ -20,11 +17,39 @@ DESCRIPTION = (
     "profile leaves DIR as it was, and a killed one (SIGKILL) is resumed by the next profile into DIR, which reuses "
     "the runs whose request and data are unchanged. DIR must be new, empty or a medprobe profile (--overwrite)."
 )
-EPILOG = (
-    "data: --data-dir NAME=PATH takes a folder built by `medprobe build` as it is, or builds a release folder "
-    "into DIR/datasets/NAME first. Without it MedLAMA uses the small MedLAMA-format sample shipped for the demo "
-    "(not MedLAMA; the outputs say so), MST is generated, context variance is built from its shipped sample "
-    "corpus, and DisKnE is skipped. Publish the profile with `medprobe publish results DIR --model-repo ORG/MODEL`."
+
+
+def wrapped(text: str, indent: str = "", hang: str = "  ") -> str:
+    return textwrap.fill(
+        text, width=100, initial_indent=indent, subsequent_indent=indent + hang, break_on_hyphens=False, break_long_words=False
+    )
+
+
+def plan_lines() -> list[str]:
+    """What each model kind gets on each profiled benchmark (the registry's profile plans), for --help."""
+    lines = []
+    for entry in profiled():
+        plan = entry.profile
+        configs = ", ".join(config for config in plan.configs if config) or "every config"
+        floor = f", each with a floor run ({plan.floor_text})" if plan.floor else ""
+        kinds = [f"{kind}: {', '.join(probers)}{floor}" for kind, probers in plan.probers.items()]
+        kinds += [f"{kind}: skipped" for kind in KIND_NAMES if kind not in plan.probers]
+        lines.append(wrapped(f"{entry.benchmark} ({configs}): {'; '.join(kinds)}", "  "))
+        lines.append(wrapped(f"without --data-dir: {plan.data_text}", "    "))
+    return lines
+
+
+EPILOG = "\n".join(
+    [
+        "what runs, per benchmark and model kind:",
+        *plan_lines(),
+        "",
+        wrapped(
+            "data: --data-dir NAME=PATH takes a folder built by `medprobe build` as it is, or builds a release folder "
+            "into DIR/datasets/NAME first. Publish the profile with `medprobe publish results DIR --model-repo ORG/MODEL`.",
+            hang="",
+        ),
+    ]
 )
 
 
@@ -41,8 +66,9 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "profile",
         help="run every benchmark that fits a model and write its knowledge profile",
-        description=DESCRIPTION,
+        description=wrapped(DESCRIPTION, hang=""),
         epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="a model folder, a Hub id, or a packaged model: minilm, smollm2")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for profile.json/md/png, runs/ and datasets/")
@@ -76,7 +102,7 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
 
 def run_profile_command(args: argparse.Namespace) -> int:
     from medprobe.api import UserError
-    from medprobe.profile import ProfileOptions, run_profile
+    from medprobe.profiling import ProfileOptions, run_profile
 
     names = [name for name, _ in args.data_dirs]
     repeated = sorted({name for name in names if names.count(name) > 1})

@@ -2,9 +2,10 @@
 
     profile = run_profile(ProfileOptions(model="minilm", out="out/profile", data_dirs={"medlama": "/data/medlama"}))
 
-The model's kind is read from its config (`model_kind`): an encoder without a masked-LM head, a
-masked LM, a causal LM or a seq2seq LM. `plan_runs` turns the kind into benchmark/prober pairs and
-a list of what is skipped, with the reason (no data, wrong model kind):
+The model's kind is read from its config (medprobe.models.model_kind): an encoder without a
+masked-LM head, a masked LM, a causal LM or a seq2seq LM. What runs for each kind, on which data,
+and what `--quick` changes are each benchmark's `ProfilePlan` in the registry (medprobe/profile_plan.py
+reads them); with the built-in benchmarks:
 
     benchmark          encoder                   masked LM                    causal LM        seq2seq
     medlama full+hard  contrastive               contrastive, mask-average    causal-lm        generative
@@ -16,19 +17,6 @@ Every pair is one `medprobe.run.run(RunRequest(...))`, the same loop as `medprob
 DIR/runs/<label>.json (and <label>.predictions.jsonl for the tasks that write predictions); the
 request of each run is recorded in profile.json with the `medprobe probe` command that repeats it.
 
-Data (`--data-dir NAME=PATH`): a folder built by `medprobe build` (its README.md has a
-`medprobe_build:` record) is read as it is; any other folder is a raw release, built first into
-DIR/datasets/NAME. Without one: MedLAMA uses the small MedLAMA-format sample shipped for the demo
-(not MedLAMA: its scores are not comparable, and the outputs say so); MST is generated into
-DIR/datasets/mst; context variance is built from the sample corpus shipped with its builder into
-DIR/datasets/context_variance (config real-target); DisKnE is skipped (no data).
-
-`--quick` (QUICK below) keeps every benchmark but probes a subset: MedLAMA full and hard with the
-first 10 queries of each relation; MST generated with 200 train / 20 validation / 100 test rows
-per task and 1 seed; context variance with the first 5 instances of each relation; DisKnE with the
-first 2 eligible diseases and 1 training epoch. With MiniLM and the real MedLAMA release it
-finishes in under 10 minutes on 2 CPU cores.
-
 Outputs: DIR/profile.json (model, kind, settings, data sources, every run's request and RunRecord,
 one headline row per run that is not a floor, the skipped list, the sha256 of every file of the
 folder), DIR/profile.md (the table) and DIR/profile.png (each headline against its chance level and
@@ -39,11 +27,9 @@ must be new, empty or a profile medprobe wrote (`overwrite` replaces anything); 
 before is resumed, reusing its runs of the same request (medprobe/profile_folder.py).
 
 Every headline row carries the run's 95% interval and n (`medprobe.stats`) and its chance level,
-as the run recorded them (`RunRecord.chance`): MedLAMA acc@k of a uniformly random order of each
-query's candidates (exact, with its gold answers); MST 1/|choices| (the mean over its tasks);
-context variance the UCM shares of two independent random rankings of each step's candidates;
-DisKnE the F1 of the always-positive classifier. MST also has, as the floor, the same
-architecture with random weights (the `--scratch` run).
+as the run recorded them (`RunRecord.chance`, e.g. MedLAMA acc@k of a uniformly random order of each
+query's candidates), and, where the plan has a floor run (MST: the same architecture with random
+weights, `--scratch`), the floor's value.
 """
 
 from __future__ import annotations
@@ -60,353 +46,26 @@ from typing import Any
 from medprobe import distributed
 from medprobe.api import UserError
 from medprobe.atomic import check_creatable, write_all_atomically
-from medprobe.registry import task_entry
-
-BENCHMARKS = ("medlama", "mst", "context_variance", "disknE")
-MEDLAMA_CONFIGS = ("full", "hard")
-CONTEXT_VARIANCE_CONFIG = "real-target"  # the builder's default config: real context, centred on the target
-DISKNE_CONFIG = "medical_similar"  # the builder's default variant
-MEDLAMA_SAMPLE = Path(__file__).resolve().parent / "demo_data" / "medlama_sample"  # what `medprobe demo` probes too
-MST_CAUSAL_REASON = "MST needs a masked-LM head (choice scoring with a causal LM is not implemented)"
-
-# What --quick changes, per benchmark: options of the task, of the prober, and of the build.
-QUICK: dict[str, dict[str, dict[str, Any]]] = {
-    "medlama": {"task": {"per_relation": 10}},
-    "mst": {"task": {"seeds": 1}, "build": {"train_size": 200, "validation_size": 20, "test_size": 100}},
-    "context_variance": {"task": {"per_relation": 5}},
-    "disknE": {"task": {"diseases": 2}, "prober": {"epochs": 1}},
-}
-QUICK_HELP = (
-    "a subset that finishes in under 10 minutes on 2 CPU cores with MiniLM and the real MedLAMA: MedLAMA full and "
-    "hard with the first 10 queries of each relation (--per-relation 10); MST generated with 200 train / 20 "
-    "validation / 100 test rows per task and 1 seed (--seeds 1); context variance with the first 5 instances "
-    "of each relation (--per-relation 5); DisKnE (only with its data) with the first 2 diseases (--diseases 2) "
-    "and 1 epoch (--epochs 1)"
+from medprobe.profile_plan import (
+    KIND_NAMES,
+    QUICK,
+    DataSource,
+    PlannedRun,
+    ProfileOptions,
+    check_data_dirs,
+    make_request,
+    missing_configs,
+    plan_runs,
+    prepare_data,
 )
-
-# Which probers serve a model kind on each benchmark.
-MEDLAMA_PROBERS = {
-    "encoder": ("contrastive",),
-    "masked-lm": ("contrastive", "mask-average"),
-    "causal-lm": ("causal-lm",),
-    "seq2seq": ("generative",),
-}
-CONTEXT_VARIANCE_SCORER = {"encoder": "contrastive", "masked-lm": "mask-average", "causal-lm": "causal-lm"}
-KIND_NAMES = {
-    "encoder": "an encoder without a masked-LM head",
-    "masked-lm": "a masked LM",
-    "causal-lm": "a causal LM",
-    "seq2seq": "a seq2seq (encoder-decoder) LM",
-}
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One benchmark/prober pair of a profile, before its data is known."""
-
-    benchmark: str
-    task: str
-    prober: str
-    config: str | None
-    prober_options: dict = field(default_factory=dict)
-    floor_of: str | None = None  # the label of the run this one is the floor of (MST's scratch twin)
-
-    @property
-    def label(self) -> str:
-        parts = [self.benchmark, self.config, self.prober, "scratch" if self.prober_options.get("scratch") else None]
-        return "-".join(part for part in parts if part)
-
-    @property
-    def title(self) -> str:
-        scratch = " (scratch floor)" if self.floor_of else ""
-        return f"{self.benchmark}/{self.config or 'all'} {self.prober}{scratch}"
-
-
-@dataclass(frozen=True)
-class Skipped:
-    benchmark: str
-    reason: str
-    prober: str | None = None
-    config: str | None = None
-
-
-@dataclass
-class DataSource:
-    benchmark: str
-    dataset: str  # what the runs pass as --dataset
-    source: str  # "built folder", "built from a release folder", "shipped sample", "generated", ...
-    note: str = ""
-    sample: bool = False  # not the benchmark itself: not comparable, not published as its eval results
-
-    def describe(self, path: bool = True) -> str:
-        """One line; `path=False` for profile.md, which may go into a public model card."""
-        where = f" ({self.dataset})" if path else ""
-        return f"{self.benchmark}: {self.source}{where}" + (f"; {self.note}" if self.note else "")
-
-
-@dataclass
-class ProfileOptions:
-    model: str
-    out: str
-    benchmarks: tuple[str, ...] = BENCHMARKS
-    data_dirs: dict[str, str] = field(default_factory=dict)
-    quick: bool = False
-    device: str = "auto"
-    seed: int | None = None
-    overwrite: bool = False  # replace --out even when it holds files that are not a medprobe profile's
-
-
-# --- the model's kind --------------------------------------------------------------------------------
-
-
-def model_kind(config: Any) -> tuple[str, str]:
-    """(kind, why) of a model from its config: `encoder`, `masked-lm`, `causal-lm` or `seq2seq`.
-
-    The saved class names (`architectures`) say whether a checkpoint has a head; without them a
-    bidirectional model type is taken as an encoder, the kind that needs no head."""
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
-
-    architectures = list(getattr(config, "architectures", None) or [])
-    model_type = getattr(config, "model_type", "?")
-    named = f"architectures {', '.join(architectures)}" if architectures else f"model type {model_type!r}"
-    if getattr(config, "is_encoder_decoder", False):
-        return "seq2seq", f"{named}: an encoder-decoder"
-    if any(name.endswith(("ForMaskedLM", "ForPreTraining")) for name in architectures):
-        return "masked-lm", f"{named}: a masked-LM head"
-    if any(name.endswith(("ForCausalLM", "LMHeadModel")) for name in architectures):
-        return "causal-lm", f"{named}: a causal-LM head"
-    bidirectional = model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not getattr(config, "is_decoder", False)
-    if bidirectional:
-        return "encoder", f"{named}: a bidirectional encoder without a masked-LM head"
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
-        return "causal-lm", f"{named}: a decoder-only model type"
-    raise UserError(
-        f"cannot tell what kind of model this is ({named}); medprobe profile takes an encoder, a masked LM, "
-        "a causal LM or a seq2seq LM — run single benchmarks with `medprobe probe` instead"
-    )
-
-
-def load_model_kind(model: str) -> tuple[str, str]:
-    from medprobe.models import load_config
-
-    return model_kind(load_config(model))
-
-
-# --- the plan ----------------------------------------------------------------------------------------
-
-
-def plan_runs(
-    kind: str, benchmarks: tuple[str, ...] = BENCHMARKS, data: frozenset[str] | set[str] = frozenset()
-) -> tuple[list[PlannedRun], list[Skipped]]:
-    """The runs for a model of `kind` and what is skipped, with the reason; `data` names the
-    benchmarks whose data was given (only DisKnE has no default data)."""
-    runs: list[PlannedRun] = []
-    skipped: list[Skipped] = []
-    wrong = f"wrong model kind: the model is {KIND_NAMES[kind]}"
-    for benchmark in benchmarks:
-        if benchmark == "medlama":
-            runs += [
-                PlannedRun("medlama", "medlama", prober, config) for config in MEDLAMA_CONFIGS for prober in MEDLAMA_PROBERS[kind]
-            ]
-        elif benchmark == "mst":
-            if kind in ("encoder", "masked-lm"):
-                model_run = PlannedRun("mst", "mst", "mlm-head", None)
-                runs += [model_run, PlannedRun("mst", "mst", "mlm-head", None, {"scratch": True}, floor_of=model_run.label)]
-            elif kind == "causal-lm":
-                skipped.append(Skipped("mst", MST_CAUSAL_REASON, "mlm-head"))
-            else:
-                skipped.append(
-                    Skipped("mst", f"{wrong}; MST's mlm-head prober trains a masked-LM head on an encoder", "mlm-head")
-                )
-        elif benchmark == "context_variance":
-            scorer = CONTEXT_VARIANCE_SCORER.get(kind)
-            if scorer:
-                runs.append(PlannedRun("context_variance", "context_variance", scorer, CONTEXT_VARIANCE_CONFIG))
-            else:
-                skipped.append(
-                    Skipped(
-                        "context_variance",
-                        f"{wrong}; context variance needs a prober that scores candidates (the generative prober only generates)",
-                        config=CONTEXT_VARIANCE_CONFIG,
-                    )
-                )
-        elif benchmark == "disknE":
-            if kind not in ("encoder", "masked-lm"):
-                skipped.append(
-                    Skipped("disknE", f"{wrong}; DisKnE fine-tunes an encoder as a pair classifier", "pair-classifier")
-                )
-            elif "disknE" not in data:
-                skipped.append(
-                    Skipped(
-                        "disknE",
-                        "no data: DisKnE is built from licensed MedNLI and UMLS files; pass "
-                        "--data-dir disknE=PATH (a release folder, or a folder built by `medprobe build disknE`)",
-                        "pair-classifier",
-                        DISKNE_CONFIG,
-                    )
-                )
-            else:
-                runs.append(PlannedRun("disknE", "disknE", "pair-classifier", DISKNE_CONFIG))
-        else:
-            raise UserError(f"unknown benchmark {benchmark!r}; choose from {', '.join(BENCHMARKS)}")
-    return runs, skipped
-
-
-# --- data ---------------------------------------------------------------------------------------------
-
-
-def build_record(folder: Path) -> dict | None:
-    """The `medprobe_build:` record of a folder's card (benchmark, configs, ...), or None."""
-    from medprobe.building.build import CARD, card_meta
-    from medprobe.building.cards import RECORD_KEY
-
-    meta = card_meta(folder / CARD) if (folder / CARD).is_file() else None
-    record = (meta or {}).get(RECORD_KEY)
-    return record if isinstance(record, dict) else None
-
-
-def built_benchmark(folder: Path) -> str | None:
-    """The benchmark a `medprobe build` folder holds, or None for any other folder."""
-    return (build_record(folder) or {}).get("benchmark")
-
-
-def missing_configs(planned: list[PlannedRun], data: dict[str, DataSource]) -> tuple[list[PlannedRun], list[Skipped]]:
-    """Runs whose config a given `medprobe build` folder lacks are skipped (no data), not failed after the others."""
-    kept, skipped = [], []
-    for item in planned:
-        record = build_record(Path(data[item.benchmark].dataset).expanduser())
-        configs = record.get("configs") if record else None
-        if item.config and isinstance(configs, dict) and item.config not in configs:
-            reason = f"no data: the folder built by `medprobe build` has no {item.config} config (it has {', '.join(configs)})"
-            skipped.append(Skipped(item.benchmark, reason, item.prober, item.config))
-        else:
-            kept.append(item)
-    return kept, skipped
-
-
-def check_data_dirs(data_dirs: dict[str, str], benchmarks: tuple[str, ...]) -> None:
-    """Every --data-dir names a profiled benchmark and an existing folder (before anything runs)."""
-    for name, path in data_dirs.items():
-        if name not in BENCHMARKS:
-            raise UserError(f"--data-dir {name}={path}: unknown benchmark {name!r}; use one of {', '.join(BENCHMARKS)}")
-        if name not in benchmarks:
-            raise UserError(f"--data-dir {name}={path}: {name} is not among --benchmarks ({', '.join(benchmarks)})")
-        folder = Path(path).expanduser()
-        if not folder.is_dir():
-            raise UserError(
-                f"--data-dir {name}={path}: no such folder; give a release folder or a `medprobe build {name}` folder"
-            )
-        built = built_benchmark(folder)
-        if built is not None and built != name:
-            raise UserError(f"--data-dir {name}={path}: that folder is a medprobe build of {built!r}, not of {name!r}")
-        if name == "mst" and built is None:
-            raise UserError(
-                f"--data-dir mst={path}: MST is generated, it has no release; give a folder built by "
-                "`medprobe build mst`, or leave --data-dir mst out to generate it"
-            )
-
-
-def prepare_data(
-    options: ProfileOptions, benchmarks: list[str], print_fn: Callable[[str], None] = print
-) -> dict[str, DataSource]:
-    """The dataset of each benchmark that has runs: a given built folder as it is, else built into DIR/datasets."""
-    sources: dict[str, DataSource] = {}
-    for name in benchmarks:
-        given = options.data_dirs.get(name)
-        if given and built_benchmark(Path(given).expanduser()) == name:
-            sources[name] = DataSource(name, str(given), "a folder built by `medprobe build`")
-        elif name == "medlama" and not given:
-            sources[name] = medlama_sample()
-        else:
-            sources[name] = build_into(options, name, given, print_fn)
-        print_fn(f"data: {sources[name].describe()}")
-    return sources
-
-
-def medlama_sample() -> DataSource:
-    return DataSource(
-        "medlama",
-        str(MEDLAMA_SAMPLE),
-        "the MedLAMA-format sample shipped with medprobe (108 textbook facts)",
-        note="no --data-dir medlama=PATH given: this is NOT MedLAMA and its scores are not comparable with MedLAMA's",
-        sample=True,
-    )
-
-
-def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_fn: Callable[[str], None]) -> DataSource:
-    from medprobe.building.build import build
-
-    out = Path(options.out) / "datasets" / name  # in the profile's staging folder: new, whatever OUT holds
-    params = QUICK.get(name, {}).get("build", {}) if options.quick else {}
-    configs = {"medlama": list(MEDLAMA_CONFIGS), "context_variance": [CONTEXT_VARIANCE_CONFIG], "disknE": [DISKNE_CONFIG]}.get(
-        name
-    )
-    where = f"the release folder {data_dir}" if data_dir else "its default source"
-    print_fn(f"building {name} from {where} into {out} ...")
-    start = time.perf_counter()
-    built: list[tuple[int, float]] = []
-    if distributed.is_main_process():  # under a launch one process builds, the others wait and read it
-        report = build(name, out, data_dir=data_dir, configs=configs, params=params, overwrite=True)
-        built.append((sum(sum(splits.values()) for splits in report.rows.values()), time.perf_counter() - start))
-    [(rows, seconds)] = distributed.gather(built)  # the main process's figures, on every process
-    if data_dir:
-        return DataSource(
-            name, str(out), "built from a release folder (--data-dir)", note=f"{rows:,} rows, built in {seconds:.0f} s"
-        )
-    if name == "context_variance":
-        return DataSource(
-            name,
-            str(out),
-            "built from the sample corpus shipped with the context-variance builder",
-            note=f"{rows:,} rows; a synthetic sample, not the paper's corpus",
-            sample=True,
-        )
-    sizes = ", ".join(f"{key}={value}" for key, value in params.items()) or "the builder's default sizes"
-    return DataSource(name, str(out), "generated by the MST builder", note=f"{sizes}; {rows:,} rows")
-
-
-# --- requests ------------------------------------------------------------------------------------------
-
-
-def task_options_for(planned: PlannedRun, options: ProfileOptions, runs_dir: Path) -> dict:
-    task = dict(QUICK.get(planned.benchmark, {}).get("task", {})) if options.quick else {}
-    if any(option.dest == "predictions" for option in task_entry(planned.task).options):
-        task["predictions"] = str(runs_dir / f"{planned.label}.predictions.jsonl")
-    return task
-
-
-def prober_options_for(planned: PlannedRun, options: ProfileOptions) -> dict:
-    quick = QUICK.get(planned.benchmark, {}).get("prober", {}) if options.quick else {}
-    return {**quick, **planned.prober_options}
-
-
-def make_request(planned: PlannedRun, data: DataSource, options: ProfileOptions) -> Any:
-    from medprobe.run import RunRequest
-
-    runs_dir = Path(options.out) / "runs"
-    return RunRequest(
-        task=planned.task,
-        prober=planned.prober,
-        dataset=data.dataset,
-        config=planned.config,
-        split="test",
-        model=options.model,
-        seed=options.seed,
-        device=options.device,
-        prober_options=prober_options_for(planned, options),
-        task_options=task_options_for(planned, options, runs_dir),
-        out=str(runs_dir / f"{planned.label}.json"),
-    )
-
+from medprobe.registry import task_entry
 
 # --- headline rows ------------------------------------------------------------------------------------
 
 
-def headline_row(planned: PlannedRun, record: Any, floor_record: Any | None) -> dict:
-    """One row of the profile table: the task's headline metric and, where defined, chance and floor."""
+def headline_row(planned: PlannedRun, record: Any, floor_record: Any | None, floor_label: str = "") -> dict:
+    """One row of the profile table: the task's headline metric and, where defined, chance and floor
+    (the value of the floor run `floor_label`, as the plan's `floor_text` describes it)."""
     entry = task_entry(planned.task)
     value = record.metrics.get(entry.headline)
     row = {
@@ -431,7 +90,7 @@ def headline_row(planned: PlannedRun, record: Any, floor_record: Any | None) -> 
         row.update(low=interval["low"], high=interval["high"], n=interval["n"], interval_method=interval["method"])
     if floor_record is not None:
         row["floor"] = floor_record.metrics.get(entry.headline)
-        row["floor_source"] = f"the same architecture with random weights (--scratch), run {planned.label}-scratch"
+        row["floor_source"] = f"{entry.profile.floor_text}, run {floor_label}"
     return row
 
 
@@ -498,6 +157,7 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
 
 def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str], None]) -> Profile:
     """The profile of `run_profile`, its datasets and runs written into `folder` (a ProfileFolder)."""
+    from medprobe.models import load_model_kind
     from medprobe.results import RunRecord
     from medprobe.run import check_request, probe_argv, run
 
@@ -595,16 +255,17 @@ RUN_ERRORS = run_errors()
 
 def headline_rows(planned: list[PlannedRun], records: dict[str, Any], failed: list[dict]) -> list[dict]:
     errors = {item["label"]: item["error"] for item in failed}
-    floors = {p.floor_of: p.label for p in planned if p.floor_of}
+    floors = {p.floor_of: p for p in planned if p.floor_of}
     rows = []
     for item in planned:
         if item.floor_of:
             continue
         if item.label in records:
-            floor = records.get(floors.get(item.label, ""))
-            row = headline_row(item, records[item.label], floor)
-            if item.label in floors and floor is None:
-                row["floor_source"] = f"the scratch run failed: {errors.get(floors[item.label], 'no record')}"
+            floor_run = floors.get(item.label)
+            floor = records.get(floor_run.label) if floor_run else None
+            row = headline_row(item, records[item.label], floor, floor_run.label if floor_run else "")
+            if floor_run and floor is None:
+                row["floor_source"] = f"the {floor_run.floor_name} run failed: {errors.get(floor_run.label, 'no record')}"
         else:
             row = {
                 "benchmark": item.benchmark,
