@@ -1,4 +1,4 @@
-"""What `medprobe compare` compares: results JSONs and profile folders read as runs (medprobe.compare pairs them).
+"""What `medprobe compare` compares: results JSONs and profile folders read as runs (medprobe.comparison pairs them).
 
     inputs = read_inputs(["out/profile-a", "out/profile-b"])   # one Input per path, its runs by benchmark/config/prober
 

@@ -1,4 +1,4 @@
-"""What `medprobe compare` prints and writes from a comparison (medprobe.compare): tables, a forest plot, an HTML page.
+"""What `medprobe compare` prints and writes from a comparison (medprobe.comparison): tables, a forest plot, an HTML page.
 
     markdown(comparison)                      # compare.md, also printed
     draw_forest(comparison, "forest.png")     # --plot: every difference with its 95% interval

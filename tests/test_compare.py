@@ -386,7 +386,7 @@ def test_compare_help_imports_no_numpy():
 
     script = (
         "import sys\nfrom medprobe.cli import main\ntry:\n    main(['compare', '--help'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in ('numpy', 'medprobe.compare', 'medprobe.stats') if m in sys.modules))"
+        "print(sorted(m for m in ('numpy', 'medprobe.comparison', 'medprobe.stats') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "RUN_OR_PROFILE" in done.stdout, done.stderr

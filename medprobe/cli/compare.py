@@ -1,4 +1,4 @@
-"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.compare)."""
+"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.comparison)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
 
 def run_compare_command(args: argparse.Namespace) -> int:
     from medprobe.api import UserError
-    from medprobe.compare import Outputs, run_compare
+    from medprobe.comparison import Outputs, run_compare
 
     if len(args.inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")

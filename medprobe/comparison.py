@@ -344,7 +344,7 @@ def intersect_notes(found: dict) -> list[str]:
     if len(set(found["data"].values())) > 1:
         notes.append(
             f"{found['title']}: the runs probed different data; items are paired by id, which must name the same "
-            "item in both (true of MedLAMA full and hard)"
+            "item in both (as it does in two configs of one benchmark that share their items)"
         )
     return notes
 
