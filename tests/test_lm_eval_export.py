@@ -12,8 +12,9 @@ import pytest
 
 from medprobe.api import UserError
 from medprobe.cli import main
-from medprobe.export.lm_eval import MST_CONFIGS, export_lm_eval
-from medprobe.export.lm_eval_utils import medlama_results, mst_choices, mst_text
+from medprobe.export.lm_eval import export_lm_eval
+from medprobe.tasks.lm_eval_utils import medlama_results, mst_choices, mst_text
+from medprobe.tasks.mst_lm_eval import MST_CONFIGS
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MEDLAMA_SAMPLE = REPO_ROOT / "medprobe" / "demo_data" / "medlama_sample"
@@ -55,7 +56,7 @@ def test_mst_export_writes_a_task_per_config_a_group_and_utils(mst_folder, tmp_p
     template = (out / "_medprobe_mst_template_yaml").read_text()
     assert f'dataset_path: "{mst_folder.resolve()}"' in template  # absolute: lm_eval runs from any folder
     assert "doc_to_text: !function utils.mst_text" in template and 'target_delimiter: ""' in template
-    assert (out / "utils.py").read_text() == (REPO_ROOT / "medprobe" / "export" / "lm_eval_utils.py").read_text()
+    assert (out / "utils.py").read_text() == (REPO_ROOT / "medprobe" / "tasks" / "lm_eval_utils.py").read_text()
     assert 'dataset_name: "sorting"' in (out / "medprobe_mst_sorting.yaml").read_text()
     assert "weight_by_size: false" in (out / "_medprobe_mst.yaml").read_text()
     printed = capsys.readouterr().out

@@ -3,43 +3,55 @@
 from __future__ import annotations
 
 import argparse
+import ast
+import importlib.util
+from pathlib import Path
 
 DESCRIPTION = """\
 Write lm-evaluation-harness (0.4.x) tasks for a benchmark into DIR, then run them with
-  lm_eval --model hf --model_args pretrained=<causal LM> --include_path DIR --tasks medprobe_mst
-(lm-eval is not a dependency of medprobe: pip install "medprobe[lm-eval]").
-
-mst: one multiple_choice task per config (medprobe_mst_<config>) and the group medprobe_mst (mean
-over tasks). The context is the text before [MASK]; each choice is the rest of the sentence with
-the choice in the slot, scored by total log-likelihood (acc; medprobe's causal-lm prober with
---length-normalization none ranks the same way). The default build: 5,000 test rows, 12,000
-requests.
-
-medlama: per config (full, hard) and relation, the query's log-likelihood with every candidate
-of its relation (medprobe_medlama_<config>_<relation>), acc_at_1 and acc_at_10 counting every gold
-name; groups medprobe_medlama_<config> (macro over relations, the paper's figure) and
-medprobe_medlama_<config>_micro (over queries). Costly: the release's hard set is 4.7 M
-log-likelihood requests, full 9.2 M (the export prints the count); use --limit N in lm_eval
-for a first look.
-
+  lm_eval --model hf --model_args pretrained=<causal LM> --include_path DIR --tasks <group>
+(lm-eval is not a dependency of medprobe: pip install "medprobe[lm-eval]"). The benchmarks
+whose registry entry has an lm-eval export:"""
+ENCODERS = """\
 Encoders and masked LMs (BERT, PubMedBERT, MiniLM) cannot run in lm-eval (MiniLM crashes there):
 probe them with `medprobe probe`."""
 
 
+def hook_help(target: str) -> str:
+    """The first paragraph of the docstring of an export hook's module, read without importing it
+    (`--help` stays light whatever the hook imports)."""
+    module = target.partition(":")[0]
+    try:
+        spec = importlib.util.find_spec(module)
+        source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+        docstring = ast.get_docstring(ast.parse(source)) or ""
+    except (ImportError, OSError, SyntaxError, ValueError):
+        docstring = ""
+    return docstring.split("\n\n")[0] or f"(see {module})"
+
+
+def description() -> str:
+    from medprobe.export.lm_eval import exporters
+
+    return "\n\n".join([DESCRIPTION, *(hook_help(target) for target in exporters().values()), ENCODERS])
+
+
 def add_export_command(subparsers: argparse._SubParsersAction) -> None:
+    from medprobe.export.lm_eval import exporters
+
     parser = subparsers.add_parser("export", help="export a benchmark as tasks for another evaluation tool (lm-eval)")
     tools = parser.add_subparsers(title="tools", metavar="TOOL", required=True)
     lm_eval = tools.add_parser(
         "lm-eval",
         help="task YAMLs for lm-evaluation-harness (causal LMs only)",
-        description=DESCRIPTION,
+        description=description(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    lm_eval.add_argument("benchmark", choices=["mst", "medlama"], help="which benchmark")
+    lm_eval.add_argument("benchmark", choices=list(exporters()), help="which benchmark")
     lm_eval.add_argument(
         "--dataset",
         required=True,
-        help="a Hub id (<org>/mst) or a folder written by `medprobe build` (named in the YAMLs by its absolute path)",
+        help="a Hub id (<org>/<name>) or a folder written by `medprobe build` (named in the YAMLs by its absolute path)",
     )
     lm_eval.add_argument(
         "--out", required=True, help="folder for the YAMLs and utils.py (new, empty, or a previous export: replaced whole)"

@@ -4,16 +4,12 @@
     medprobe export lm-eval mst --dataset out/mst --out lm_eval_tasks
     lm_eval --model hf --model_args pretrained=<causal LM> --include_path lm_eval_tasks --tasks medprobe_mst
 
-What DIR receives:
-- MST: `medprobe_mst_<config>.yaml`, one `multiple_choice` task per config, sharing
-  `_medprobe_mst_template_yaml`; the group `medprobe_mst` (`_medprobe_mst.yaml`), whose accuracy is
-  the mean over the tasks (as medprobe reports MST).
-- MedLAMA: `medprobe_medlama_<config>_<relation>.yaml` per config (full, hard) and relation, sharing
-  `_medprobe_medlama_template_yaml`: the query's log-likelihood with each candidate of its relation,
-  acc_at_1 and acc_at_10 with every gold name counted; the groups `medprobe_medlama_<config>`
-  (macro over relations, the paper's figure) and `medprobe_medlama_<config>_micro` (over queries).
-- `utils.py` (medprobe/export/lm_eval_utils.py, standard library only): the row -> context and choices
-  code the YAMLs name; and a README.md with the commands.
+A benchmark has an export when its registry entry names a hook (`TaskEntry.lm_eval`, "module:function"):
+`export(dataset, location, split) -> (files, ExportReport)` returns the files of DIR by name (the task
+and group YAMLs, and the `utils.py` their `!function` tags name) with what they hold; the built-in hooks
+are medprobe/tasks/mst_lm_eval.py and medprobe/tasks/medlama_lm_eval.py. This module holds what every
+export shares: the dataset's location, loading its configs with their fields checked, YAML helpers,
+the README.md with the commands, and writing DIR.
 
 The dataset is named in the YAMLs as given: a Hub id, or a built folder as an absolute path (lm-eval
 runs `load_dataset(path, config)`, which reads a medprobe folder through its card). The folder is
@@ -26,19 +22,15 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medprobe.api import MASK_SLOT, UserError
+from medprobe.api import UserError
 
 if TYPE_CHECKING:
     import datasets
 
-MST_CONFIGS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
-MEDLAMA_CONFIGS = ("full", "hard")
-UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
 # What a previous export leaves in DIR: the folder may be replaced only when it holds nothing else.
 EXPORTED_NAME = re.compile(r"^(utils\.py|README\.md|__pycache__|_?medprobe_[\w.]*)$")
 ENCODER_NOTE = (
@@ -56,15 +48,29 @@ class ExportReport:
     notes: list[str] = field(default_factory=list)
 
 
+def exporters() -> dict[str, str]:
+    """benchmark -> the "module:function" of its lm-eval export hook, for every registry entry that has one."""
+    from medprobe.registry import TASKS
+
+    hooks: dict[str, str] = {}
+    for entry in TASKS.values():
+        if entry.lm_eval:
+            hooks.setdefault(entry.benchmark, entry.lm_eval)
+    return hooks
+
+
 def export_lm_eval(benchmark: str, dataset: str, out: str | Path, split: str = "test") -> ExportReport:
-    """Write the lm-eval tasks of `benchmark` (mst or medlama) over `dataset` (Hub id or built folder) into `out`."""
-    if benchmark not in EXPORTERS:
-        raise UserError(f"medprobe export lm-eval: no export for {benchmark!r}; choose one of {', '.join(EXPORTERS)}")
+    """Write the lm-eval tasks of `benchmark` (a registry benchmark with an lm-eval hook) over `dataset`
+    (Hub id or built folder) into `out`: the hook's files, and a README.md with the commands."""
+    from medprobe.registry import load
+
+    hooks = exporters()
+    if benchmark not in hooks:
+        raise UserError(f"medprobe export lm-eval: no export for {benchmark!r}; choose one of {', '.join(hooks)}")
     out = Path(out).expanduser()
     check_out(out)
     location = dataset_location(dataset)
-    files, report = EXPORTERS[benchmark](dataset, location, split)
-    files["utils.py"] = UTILS_SOURCE.read_text(encoding="utf-8") + files.pop("utils.py", "")
+    files, report = load(hooks[benchmark])(dataset, location, split)
     files["README.md"] = readme(benchmark, dataset, report)
     write_folder(out, files)
     report.out = out
@@ -111,110 +117,7 @@ def check_slots(dataset: str, config: str, texts: list[str], ids: list[str], slo
             )
 
 
-# --- MST -----------------------------------------------------------------------------------------
-
-
-def export_mst(dataset: str, location: str, split: str) -> tuple[dict[str, str], ExportReport]:
-    data = load_configs(dataset, MST_CONFIGS, split, ("id", "text", "choices", "label"))
-    requests = {}
-    for config, rows in data.items():
-        check_slots(dataset, config, rows["text"], rows["id"], "[MASK]")
-        requests[config] = sum(len(choices) for choices in rows["choices"])
-    tasks = [f"medprobe_mst_{config}" for config in data]
-    files = {"_medprobe_mst_template_yaml": mst_template(location, split)}
-    for config, task in zip(data, tasks):
-        files[f"{task}.yaml"] = yaml_lines({"include": "_medprobe_mst_template_yaml", "task": task, "dataset_name": config})
-    files["_medprobe_mst.yaml"] = group_yaml("medprobe_mst", tasks, ("acc", "acc_norm"), weight_by_size=False)
-    notes = [f"MST configs missing from --dataset, not exported: {', '.join(c for c in MST_CONFIGS if c not in data)}"]
-    return files, ExportReport(Path(), tasks, ["medprobe_mst"], requests, notes if len(data) < len(MST_CONFIGS) else [])
-
-
-def mst_template(location: str, split: str) -> str:
-    return "\n".join(
-        [
-            "# medprobe MST, written by `medprobe export lm-eval mst`. The context is the text before [MASK]; each",
-            "# choice is the rest of the sentence with the choice in the slot (see utils.py). acc = the choice with the",
-            "# highest total log-likelihood (medprobe's causal-lm --length-normalization none); acc_norm divides by bytes.",
-            f"dataset_path: {json.dumps(location)}",
-            "output_type: multiple_choice",
-            f"test_split: {json.dumps(split)}",
-            'fewshot_split: "train"',
-            "doc_to_text: !function utils.mst_text",
-            "doc_to_choice: !function utils.mst_choices",
-            "doc_to_target: label",
-            'target_delimiter: ""',  # the white space before the slot is part of each choice
-            *task_metrics("acc", "acc_norm"),
-        ]
-    )
-
-
-# --- MedLAMA -------------------------------------------------------------------------------------
-
-
-def export_medlama(dataset: str, location: str, split: str) -> tuple[dict[str, str], ExportReport]:
-    data = load_configs(dataset, MEDLAMA_CONFIGS, split, ("id", "relation", "query", "answers"))
-    files = {"_medprobe_medlama_template_yaml": medlama_template(location, split)}
-    relations: set[str] = set()
-    tasks, groups, requests = [], [], {}
-    for config, rows in data.items():
-        check_slots(dataset, config, rows["query"], rows["id"], MASK_SLOT)
-        by_relation: dict[str, list[list[str]]] = {}
-        for row_id, relation, answers in zip(rows["id"], rows["relation"], rows["answers"]):
-            if not answers:
-                raise UserError(f"--dataset {dataset} (config {config!r}): row {row_id!r} has no answer")
-            by_relation.setdefault(relation, []).append(answers)
-        check_identifiers(dataset, config, list(by_relation))
-        requests[config] = sum(len(lists) * len({n for names in lists for n in names}) for lists in by_relation.values())
-        names = []
-        for relation in sorted(by_relation):
-            relations.add(relation)
-            task = f"medprobe_medlama_{config}_{identifier(relation)}"
-            names.append(task)
-            files[f"{task}.yaml"] = yaml_lines(
-                {
-                    "include": "_medprobe_medlama_template_yaml",
-                    "task": task,
-                    "dataset_name": config,
-                    "process_docs": f"!function utils.process_docs_{identifier(relation)}",
-                }
-            )
-        metrics = ("acc_at_1", "acc_at_10")
-        files[f"_medprobe_medlama_{config}.yaml"] = group_yaml(f"medprobe_medlama_{config}", names, metrics, weight_by_size=False)
-        files[f"_medprobe_medlama_{config}_micro.yaml"] = group_yaml(
-            f"medprobe_medlama_{config}_micro", names, metrics, weight_by_size=True
-        )
-        tasks += names
-        groups += [f"medprobe_medlama_{config}", f"medprobe_medlama_{config}_micro"]
-    files["utils.py"] = (
-        "\n\n# --- one process_docs per relation (written by `medprobe export lm-eval medlama`) ---\n\n"
-        + "".join(
-            f"def process_docs_{identifier(r)}(dataset):\n    return medlama_docs(dataset, {r!r})\n\n\n"
-            for r in sorted(relations)
-        ).rstrip("\n")
-        + "\n"
-    )
-    notes = [f"MedLAMA configs missing from --dataset, not exported: {', '.join(c for c in MEDLAMA_CONFIGS if c not in data)}"]
-    return files, ExportReport(Path(), tasks, groups, requests, notes if len(data) < len(MEDLAMA_CONFIGS) else [])
-
-
-def medlama_template(location: str, split: str) -> str:
-    return "\n".join(
-        [
-            "# medprobe MedLAMA, written by `medprobe export lm-eval medlama`. Each query is scored with every candidate of",
-            "# its relation (the sorted union of the relation's answers, medprobe's --candidates relation): the context is",
-            "# the query before [Y], each choice the rest of the query with the candidate in the slot (see utils.py).",
-            "# acc_at_k: any gold name among the k candidates of highest total log-likelihood; ties keep candidate order.",
-            f"dataset_path: {json.dumps(location)}",
-            "output_type: multiple_choice",
-            f"test_split: {json.dumps(split)}",
-            "doc_to_text: !function utils.medlama_text",
-            "doc_to_choice: !function utils.medlama_choices",
-            "doc_to_target: !function utils.medlama_target",
-            'target_delimiter: ""',
-            "process_results: !function utils.medlama_results",
-            *task_metrics("acc_at_1", "acc_at_10"),
-        ]
-    )
+# --- the YAMLs ----------------------------------------------------------------------------------
 
 
 def task_metrics(*metrics: str) -> list[str]:
@@ -324,9 +227,3 @@ def write_folder(out: Path, files: dict[str, str]) -> None:
         finally:
             with signals_deferred():
                 shutil.rmtree(stage, ignore_errors=True)
-
-
-EXPORTERS: dict[str, Callable[[str, str, str], tuple[dict[str, str], ExportReport]]] = {
-    "mst": export_mst,
-    "medlama": export_medlama,
-}
