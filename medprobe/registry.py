@@ -178,6 +178,9 @@ class TaskEntry:
     builder: str = ""  # "module:Class" of its datasets builder ("": the shipped datasets/<benchmark>/<benchmark>.py)
     card: str = ""  # path of its dataset card template ("": the shipped hub_cards/<benchmark>.md)
     build_options: tuple[Option, ...] = ()  # extra `medprobe build <benchmark>` options, passed as builder parameters
+    # what a raw release file of the benchmark is called -> a regex of such file names: a built folder never needs
+    # them, so `medprobe publish dataset` refuses them in an open repo
+    raw_files: dict[str, str] = field(default_factory=dict)
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
@@ -563,6 +566,7 @@ TASKS: dict[str, TaskEntry] = {
                     metavar="META",
                 ),
             ),
+            raw_files={"MedLAMA release file": r"^(\w+_1000|\w+_\d+_hard)\.csv$|^prompts\.csv$|_sents_no_punkt_10k"},
         ),
         TaskEntry(
             "mst",
@@ -674,6 +678,7 @@ TASKS: dict[str, TaskEntry] = {
                 quick={"task": {"diseases": 2}, "prober": {"epochs": 1}},
                 quick_text="DisKnE (only with its data) with the first 2 diseases (--diseases 2) and 1 epoch (--epochs 1)",
             ),
+            raw_files={"DisKnE annotation file": r"(?i)^DisknE_\w+_annotation\.csv$"},
         ),
     )
 }

@@ -39,3 +39,18 @@ def test_user_errors_exit_2_with_one_line(tmp_path, capsys):
 def test_unknown_config_exit_2(tmp_path, capsys):
     code = main(["build", "medlama", "--out", str(tmp_path), "--config", "medium"])
     assert code == 2 and "expected one of: full, hard" in capsys.readouterr().err
+
+
+def test_a_benchmarks_own_build_option_comes_from_its_registry_entry(tmp_path, capsys):
+    from medprobe.registry import task_entry
+
+    [option] = task_entry("medlama").build_options
+    try:
+        main(["build", "--help"])
+    except SystemExit as exit_:
+        assert exit_.code == 0
+    assert f"{option.flag} {option.metavar}" in capsys.readouterr().out
+    # given for another benchmark it is refused, naming its owner, before anything is built
+    assert main(["build", "mst", option.flag, str(tmp_path), "--out", str(tmp_path / "hub")]) == 2
+    assert f"{option.flag} is an option of `medprobe build medlama`, not of mst" in capsys.readouterr().err
+    assert not (tmp_path / "hub").exists()

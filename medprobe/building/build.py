@@ -6,6 +6,10 @@
 `load_dataset(OUT, config)` then works offline and with no remote code, and the folder can be
 uploaded as it is (`medprobe publish dataset OUT --repo ...`).
 
+A benchmark's builder is the class its registry entry names (`TaskEntry.builder`, "module:Class": a
+plugin's), else the one class of the shipped `datasets/<benchmark>/<benchmark>.py`; its card template
+is the entry's `card`, else `hub_cards/<benchmark>.md` (medprobe/building/cards.py).
+
 A data file is named by its content, and the card's `configs:` names each file exactly (no
 pattern). datasets keys its cache of a local folder on the card (the `configs:` paths as written
 and `dataset_info:`), not on what the files hold: with a fixed name or a pattern, a rebuild with
@@ -38,7 +42,9 @@ import shlex
 import shutil
 import time
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 
 import datasets
 from datasets.exceptions import DatasetGenerationError
@@ -75,8 +81,31 @@ class BuildReport:
 # --- the builder module --------------------------------------------------------------------------
 
 
+def plugin_builder(benchmark: str) -> str:
+    """The "module:Class" of a benchmark's builder that its registry entry names (a plugin's), or ""."""
+    from medprobe.registry import TASKS
+
+    return next((entry.builder for entry in TASKS.values() if entry.benchmark == benchmark and entry.builder), "")
+
+
+def builder_module(benchmark: str) -> ModuleType:
+    """The module of a benchmark's builder (its card context, field descriptions and sources are read
+    there): a plugin's, imported, or the shipped `datasets/<benchmark>/<benchmark>.py`, loaded by path."""
+    target = plugin_builder(benchmark)
+    return import_module(target.partition(":")[0]) if target else load_builder_module(benchmark)
+
+
 def builder_class(benchmark: str) -> type[datasets.DatasetBuilder]:
-    """The `GeneratorBasedBuilder` (or other builder) defined in `datasets/<benchmark>/`."""
+    """The `GeneratorBasedBuilder` (or other builder) of a benchmark: the class its registry entry
+    names, or the one defined in `datasets/<benchmark>/`."""
+    target = plugin_builder(benchmark)
+    if target:
+        from medprobe.registry import load
+
+        cls = load(target)
+        if not (inspect.isclass(cls) and issubclass(cls, datasets.DatasetBuilder)):
+            raise UserError(f"the builder {target} of benchmark {benchmark!r} is not a datasets.DatasetBuilder class")
+        return cls
     module = load_builder_module(benchmark)
     classes = [
         obj
@@ -124,7 +153,7 @@ def source_of(benchmark: str, data_dir: str | None) -> str:
     """Where a config's rows come from, for the record; a user's folder is never named by its path."""
     if data_dir:
         return "data_dir"
-    module = load_builder_module(benchmark)
+    module = builder_module(benchmark)
     commits = [value for name, value in vars(module).items() if name.endswith("_COMMIT") and isinstance(value, str)]
     if commits:
         return f"download (pinned commit {commits[0]})"
@@ -326,7 +355,7 @@ def write_card(
     params: dict,
     command: str,
 ) -> None:
-    module = load_builder_module(benchmark)
+    module = builder_module(benchmark)
     builder_cls = builder_class(benchmark)
     card = render_dataset_card(
         benchmark,

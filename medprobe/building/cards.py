@@ -107,9 +107,22 @@ def split_template(text: str, source: str, variables: dict[str, str] | None = No
     return meta, body
 
 
+def card_path(benchmark: str) -> Path:
+    """The card template of a benchmark: its registry entry's `card` (a plugin's own template), else the
+    shipped `hub_cards/<benchmark>.md` (FileNotFoundError when there is none)."""
+    from medprobe.registry import TASKS
+
+    card = next((entry.card for entry in TASKS.values() if entry.benchmark == benchmark and entry.card), "")
+    if not card:
+        return card_template(f"{benchmark}.md")
+    if not Path(card).is_file():
+        raise FileNotFoundError(f"card template {card!r} of benchmark {benchmark!r} (its registry entry's card) not found")
+    return Path(card)
+
+
 def template_metadata(benchmark: str) -> dict:
-    """The static YAML header of `hub_cards/<benchmark>.md` (pretty name, licence, gating, tags)."""
-    path = card_template(f"{benchmark}.md")
+    """The static YAML header of the benchmark's card template (pretty name, licence, gating, tags)."""
+    path = card_path(benchmark)
     return split_template(path.read_text(encoding="utf-8"), str(path))[0]
 
 
@@ -160,7 +173,7 @@ def render_dataset_card(
     build_command: str,
     build_record: dict | None = None,
 ) -> DatasetCard:
-    """Render `hub_cards/<benchmark>.md` for the built configs.
+    """Render the benchmark's card template (`card_path`: `hub_cards/<benchmark>.md` for a shipped one) for the built configs.
 
     `split_files[config][split]` is the data file (path or pattern) relative to the card, e.g.
     `"hard/test-00000-of-00001-<hash>.parquet"`; `build_record` goes under `medprobe_build:` (see RECORD_KEY).
@@ -169,7 +182,7 @@ def render_dataset_card(
     from datasets.info import DatasetInfo, DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
 
-    path = card_template(f"{benchmark}.md")
+    path = card_path(benchmark)
     first = next(iter(built.values()))
     features = next(iter(first.values())).features
     total_rows = sum(ds.num_rows for dd in built.values() for ds in dd.values())

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from medprobe.resources import available
+from medprobe.api import UserError
+from medprobe.registry import TASKS, Option, benchmarks
 
 
 def parse_param(text: str) -> tuple[str, object]:
@@ -23,33 +24,47 @@ def parse_param(text: str) -> tuple[str, object]:
     return key, value
 
 
+def build_options() -> list[tuple[str, Option]]:
+    """(benchmark, option) of every extra build option the registry's entries declare (`TaskEntry.build_options`)."""
+    found: dict[str, tuple[str, Option]] = {}
+    for entry in TASKS.values():
+        for option in entry.build_options:
+            found.setdefault(option.flag, (entry.benchmark, option))
+    return list(found.values())
+
+
+def add_build_option(parser: argparse.ArgumentParser, benchmark: str, option: Option) -> None:
+    """An option of one benchmark's builder; it reaches the builder as the parameter `option.dest`, like
+    --set DEST=VALUE (`run_build` refuses it for another benchmark)."""
+    common = {"dest": "params", "default": [], "help": f"{benchmark}: {option.help}"}
+    if option.switch:
+        parser.add_argument(option.flag, action="append_const", const=(option.dest, not option.invert), **common)
+    else:
+        convert = option.type or str
+        parser.add_argument(
+            option.flag, action="append", type=lambda text: (option.dest, convert(text)), metavar=option.metavar, **common
+        )
+
+
 def add_build_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "build",
         help="build a benchmark into a Hub-ready folder (Parquet + card)",
         description=(
             "Build a benchmark into OUT: one Parquet file per config and split, and a README.md "
-            "card whose YAML makes load_dataset(OUT, config) work offline. Licensed sources "
-            "(MedLAMA, DisKnE) are read from --data-dir or downloaded from their official release."
+            "card whose YAML makes load_dataset(OUT, config) work offline. Licensed sources are read from "
+            "--data-dir or downloaded from their official release (each benchmark's card says which)."
         ),
     )
-    parser.add_argument("benchmark", choices=available("datasets"), help="which benchmark")
+    parser.add_argument("benchmark", choices=benchmarks(), help="which benchmark")
     parser.add_argument(
         "--out",
         required=True,
         help="output folder: built beside it and replaced in one rename; the configs not rebuilt are kept",
     )
     parser.add_argument("--data-dir", help="folder with the source files in the release layout (default: download)")
-    parser.add_argument(  # reaches the builder as the parameter umls_dir, like --set umls_dir=META
-        "--umls-dir",
-        dest="params",
-        action="append",
-        default=[],
-        type=lambda path: ("umls_dir", path),
-        metavar="META",
-        help="medlama: regenerate it from your own UMLS release, this META folder (MRCONSO.RRF, MRREL.RRF); "
-        "--data-dir then only supplies prompts.csv (see the MedLAMA card and README)",
-    )
+    for benchmark, option in build_options():
+        add_build_option(parser, benchmark, option)
     parser.add_argument(
         "--config", dest="configs", action="append", metavar="NAME", help="build only this config (repeatable; default: all)"
     )
@@ -70,8 +85,17 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run_build)
 
 
+def check_build_options(benchmark: str, params: dict) -> None:
+    """A benchmark's own build option given for another benchmark is a user error naming its owner."""
+    for owner, option in build_options():
+        if option.dest in params and owner != benchmark:
+            raise UserError(f"{option.flag} is an option of `medprobe build {owner}`, not of {benchmark}")
+
+
 def run_build(args: argparse.Namespace) -> int:
     from medprobe.building.build import build
+
+    check_build_options(args.benchmark, dict(args.params))
 
     report = build(
         args.benchmark,

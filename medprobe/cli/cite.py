@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-DESCRIPTION = """\
-Print the BibTeX entries to cite for the benchmarks and probers named (e.g. `medprobe cite medlama
-contrastive`): each benchmark's paper and the papers of the sources its rows come from, each
+from medprobe.registry import PROBERS, TASKS
+
+DESCRIPTION = f"""\
+Print the BibTeX entries to cite for the benchmarks and probers named (e.g. `medprobe cite {next(iter(TASKS))}
+{next(iter(PROBERS))}`): each benchmark's paper and the papers of the sources its rows come from, each
 prober's method, and medprobe itself. Without a name: medprobe's own entry, and the names accepted
 (on stderr, so that stdout stays BibTeX). The entries are in hub_cards/citations.bib."""
 

@@ -38,10 +38,9 @@ class PublishError(UserError):
     """Publishing cannot go ahead; the message names the file, argument or repo and what to fix."""
 
 
-# File names of the raw, licensed sources; a built folder never needs any of them.
-RAW_FILE_PATTERNS = {
-    "MedLAMA release file": re.compile(r"^(\w+_1000|\w+_\d+_hard)\.csv$|^prompts\.csv$|_sents_no_punkt_10k"),
-    "DisKnE annotation file": re.compile(r"^DisknE_\w+_annotation\.csv$", re.IGNORECASE),
+# File names of the raw, licensed sources several benchmarks draw on; a built folder never needs any of them.
+# Each benchmark adds its own release's (`raw_files` of its registry entry): `raw_file_patterns`.
+SOURCE_FILE_PATTERNS = {
     "MedNLI / MEDIQA-NLI file": re.compile(r"^mli_(train|dev|test)_v\d\.jsonl$|^mednli_bionlp19", re.IGNORECASE),
     "UMLS Metathesaurus file": re.compile(r"^MR[A-Z]+\.RRF$"),
 }
@@ -98,6 +97,15 @@ def read_card(path: Path) -> DatasetCard:
     return card
 
 
+def raw_file_patterns() -> dict[str, re.Pattern]:
+    """What a raw licensed file is called -> its file-name pattern: every registered benchmark's release
+    files, then the shared sources'."""
+    from medprobe.registry import TASKS
+
+    found = {what: re.compile(regex) for entry in TASKS.values() for what, regex in entry.raw_files.items()}
+    return {**found, **SOURCE_FILE_PATTERNS}
+
+
 # --- datasets ---------------------------------------------------------------------------------------
 
 
@@ -111,7 +119,7 @@ def check_card_contents(card_path: Path, card: DatasetCard) -> None:
     if absent:
         raise PublishError(
             f"{card_path}: the card has no section on {', '.join(absent)}; a medprobe dataset card has "
-            "Configs, Fields, How it was built and Citation sections (see hub_cards/medlama.md)"
+            "Configs, Fields, How it was built and Citation sections (see the templates in hub_cards/)"
         )
 
 
@@ -185,9 +193,10 @@ def raw_data_dirs(extra: list[str | Path] | None = None) -> list[Path]:
 def raw_file_findings(folder: Path, files: list[FileEntry], raw_dirs: list[Path]) -> list[str]:
     """Files of `folder` that are raw licensed files, by name pattern or by content."""
     findings = []
+    patterns = raw_file_patterns()
     for entry in files:
         name = Path(entry.path).name
-        for label, pattern in RAW_FILE_PATTERNS.items():
+        for label, pattern in patterns.items():
             if pattern.search(name):
                 findings.append(f"{entry.path}: named like a {label}")
     # Compare contents only where sizes match (cheap), then by hash.
@@ -312,7 +321,7 @@ def access_for(check: DatasetCheck, private: bool) -> Access:
         if not check.gated_prompt:
             raise PublishError(
                 f"{card}: `{LICENCE_KEY}: umls` data is published gated, but the card has no `extra_gated_prompt` "
-                "with the UMLS licence terms (see hub_cards/medlama.md)"
+                "with the UMLS licence terms (the shipped UMLS-derived card templates in hub_cards/ carry it)"
             )
         return Access(private=private, gated=True, reason="UMLS-derived: gated, manual approval of the UMLS licence")
     if check.raw_findings and not private:

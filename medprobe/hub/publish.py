@@ -53,7 +53,7 @@ HUB_URL_PREFIX = {"dataset": "datasets/", "space": "spaces/", "model": ""}
 def check_repo_id(repo_id: str, option: str) -> str:
     if not REPO_ID.match(repo_id) or "--" in repo_id or ".." in repo_id or repo_id.endswith((".", ".git")):
         raise PublishError(
-            f"{option} {repo_id!r}: expected <org>/<name> (letters, digits, '-', '_', '.'; no '--' or '..'), e.g. my-lab/medlama"
+            f"{option} {repo_id!r}: expected <org>/<name> (letters, digits, '-', '_', '.'; no '--' or '..'), e.g. my-lab/my-benchmark"
         )
     return repo_id
 

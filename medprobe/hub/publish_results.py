@@ -191,7 +191,9 @@ def publishable_runs(profile: dict, args: argparse.Namespace) -> tuple[list[Prof
             if args.metric and not any(name in record.metrics for name in args.metric):
                 notes.append(f"{label}: left out, it has none of --metric {', '.join(args.metric)}")
                 continue
-            runs.append(ProfileRun(label, record, subset_phrase(record, None if quick is None else quick.get(benchmark, {}))))
+            # profile.json keeps the --quick settings per task (medprobe.profile_plan.QUICK)
+            task_quick = None if quick is None else quick.get(record.task or benchmark, {})
+            runs.append(ProfileRun(label, record, subset_phrase(record, task_quick)))
     return runs, notes
 
 
@@ -202,7 +204,8 @@ def profile_results(runs: list[ProfileRun], args: argparse.Namespace) -> tuple[l
     plain, named = parse_dataset_ids(args.dataset_id)
     if plain:
         raise PublishError(
-            f"--dataset-id {plain}: a profile covers several benchmarks; name each, e.g. --dataset-id medlama={plain}"
+            f"--dataset-id {plain}: a profile covers several benchmarks; name each, e.g. --dataset-id "
+            f"{runs[0].record.benchmark if runs else 'NAME'}={plain}"
         )
     unnamed = {}
     for run in runs:
