@@ -1,9 +1,21 @@
 """medprobe: probing what pre-trained language models know about biomedicine.
 
 The package and the distribution are both `medprobe` (`probers`, the old name, is an alias for
-one release). Every prober class is
-exported here (`from medprobe import MaskAverageProbe`) and imported on first use, so that
-`import medprobe` (and `medprobe --help`) loads neither torch, transformers nor datasets.
+one release). `import medprobe` is the Python API (medprobe/python_api.py), each name imported on
+first use, so that `import medprobe` (and `medprobe --help`) loads neither torch, transformers nor
+datasets:
+
+    import medprobe
+
+    record = medprobe.probe("contrastive", "medlama", dataset=medprobe.sample("medlama"), model="minilm")
+    profile = medprobe.profile("minilm", "out/profile", quick=True)     # every benchmark that fits
+    comparison = medprobe.compare(["runs/a.json", "runs/b.json"])       # paired on identical items
+    report = medprobe.build("mst", "out/mst")                           # a Hub-ready dataset folder
+    record = medprobe.load("runs/a.json")                               # a results JSON or a profile
+
+Every prober and task class medprobe registers is exported too (`from medprobe import
+MaskAverageProbe, MedLAMATask`): the names come from the registry (medprobe/registry.py), read when
+one of them is first asked for.
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -13,32 +25,36 @@ try:
 except PackageNotFoundError:  # running from a source checkout that is not installed
     __version__ = "0.0.0+source"
 
-# class name -> the module that defines it: the targets of medprobe.registry.PROBERS, plus the
-# re-ranking wrapper that the medlama task builds (tests/test_imports.py keeps the two in step).
-_LAZY = {
-    "ContrastiveProbe": "medprobe.contrastive.prober",
-    "MaskPredictProbe": "medprobe.lm.mask_predict",
-    "MaskAverageProbe": "medprobe.lm.mask_average",
-    "GenerativeProbe": "medprobe.lm.seq2seq",
-    "CausalLMProbe": "medprobe.lm.causal_lm",
-    "RankChangeProbe": "medprobe.lm.rank_change",
-    "PairClassifierProbe": "medprobe.lm.pair_classifier",
-    "MLMHeadProbe": "medprobe.lm.mlm_head",
-    "ShortlistProber": "medprobe.lm.candidate_scoring",
-}
+API = ("probe", "profile", "compare", "build", "load", "sample")  # medprobe.python_api
+# Classes that are no registry target but part of the API: the re-ranking wrapper the medlama task builds.
+EXTRA = {"ShortlistProber": "medprobe.lm.candidate_scoring"}
 
-__all__ = ["__version__", *_LAZY]
+
+def lazy_names() -> dict[str, str]:
+    """Exported name -> the module that defines it: the API functions, then the classes the registry's
+    built-in entries name (a plugin's classes stay in its own package), then EXTRA."""
+    from medprobe.registry import PROBERS, TASKS
+
+    targets = [entry.target for entry in (*PROBERS.values(), *TASKS.values())]
+    classes = {target.split(":")[1]: target.split(":")[0] for target in targets if target.startswith("medprobe.")}
+    return {**dict.fromkeys(API, "medprobe.python_api"), **classes, **EXTRA}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        from importlib import import_module
+    if name == "_LAZY":
+        return lazy_names()
+    if name == "__all__":
+        return ["__version__", *lazy_names()]
+    if not name.startswith("_"):
+        module = lazy_names().get(name)
+        if module:
+            from importlib import import_module
 
-        value = getattr(import_module(_LAZY[name]), name)
-        globals()[name] = value  # later lookups skip __getattr__
-        return value
+            value = getattr(import_module(module), name)
+            globals()[name] = value  # later lookups skip __getattr__
+            return value
     raise AttributeError(f"module 'medprobe' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *lazy_names()})

@@ -762,7 +762,7 @@ def load_plugins(table: dict[str, Any], group: str, points: Any = None) -> None:
     from importlib.metadata import entry_points
 
     points = entry_points(group=group) if points is None else points
-    owners = dict.fromkeys(table, f"medprobe {medprobe_version()} (built in)")
+    owners = dict.fromkeys(table, "medprobe (built in)")
     for point in sorted(points, key=lambda p: (distribution_of(p), p.name)):
         entry = plugin_entry(point, group)
         if entry.name in owners:
@@ -773,12 +773,6 @@ def load_plugins(table: dict[str, Any], group: str, points: Any = None) -> None:
             )
         table[entry.name] = entry
         owners[entry.name] = distribution_of(point)
-
-
-def medprobe_version() -> str:
-    from medprobe import __version__
-
-    return __version__
 
 
 if not os.environ.get(NO_PLUGINS):

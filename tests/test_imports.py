@@ -1,5 +1,5 @@
 """Import hygiene of the package: no import cycle inside medprobe/, a light `import medprobe`,
-registry and CLI parser (what keeps `medprobe --help` fast), and every prober class exported."""
+registry and CLI parsers (what keeps `medprobe --help` fast), and every registered class exported."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 import medprobe
-from medprobe.registry import PROBERS, load
+from medprobe.registry import PROBERS, TASKS, load
 
 PACKAGE = Path(medprobe.__file__).resolve().parent
-HEAVY = ("torch", "transformers", "datasets", "evaluate")
+HEAVY = ("torch", "transformers", "datasets", "evaluate", "huggingface_hub")
 
 
 def module_name(path: Path) -> str:
@@ -136,16 +136,58 @@ def test_light_imports_load_no_torch_transformers_or_datasets(code):
     assert loaded_after(code) == []
 
 
-def test_every_prober_class_is_exported_lazily():
-    registered = {target.split(":")[1]: target.split(":")[0] for target in (e.target for e in PROBERS.values())}
-    assert {**registered, "ShortlistProber": "medprobe.lm.candidate_scoring"} == medprobe._LAZY
+def subcommand_helps() -> list[list[str]]:
+    """The argv of every `medprobe ... --help`: each command and each subcommand of those that have some."""
+    import argparse
+
+    from medprobe.cli import build_parser
+
+    def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+        found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return dict(found[0].choices) if found else {}
+
+    helps = [["--help"]]
+    for name, sub in commands(build_parser()).items():
+        helps.append([name, "--help"])
+        helps += [[name, inner, "--help"] for inner in commands(sub)]
+    return helps
+
+
+def test_no_help_of_any_command_loads_a_heavy_library():
+    helps = subcommand_helps()
+    assert ["publish", "results", "--help"] in helps and ["export", "lm-eval", "--help"] in helps
+    code = (
+        "from medprobe.cli import main\n"
+        f"for argv in {helps!r}:\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass"
+    )
+    assert loaded_after(code) == []
+
+
+def test_every_registered_class_and_the_python_api_are_exported_lazily():
+    registered = {
+        target.split(":")[1]: target.split(":")[0] for target in (e.target for e in [*PROBERS.values(), *TASKS.values()])
+    }
+    assert registered.items() <= medprobe._LAZY.items()
+    assert medprobe._LAZY["ShortlistProber"] == "medprobe.lm.candidate_scoring"
+    assert {name for name, module in medprobe._LAZY.items() if module == "medprobe.python_api"} == set(medprobe.API)
     assert set(medprobe.__all__) == {"__version__", *medprobe._LAZY}
-    for entry in PROBERS.values():
+    for entry in [*PROBERS.values(), *TASKS.values()]:
         cls = getattr(medprobe, entry.target.split(":")[1])
         assert cls is load(entry.target)
     assert medprobe.ShortlistProber.__name__ == "ShortlistProber" and "ShortlistProber" in dir(medprobe)
     with pytest.raises(AttributeError, match="no attribute 'NoSuchProbe'"):
         medprobe.NoSuchProbe  # noqa: B018
+
+
+def test_the_api_functions_are_not_shadowed_by_submodules():
+    """`import medprobe.X` sets the attribute X of the package: no submodule may share an API function's name."""
+    import medprobe.comparison  # noqa: F401
+    import medprobe.profiling  # noqa: F401
+
+    for name in medprobe.API:
+        assert not (PACKAGE / f"{name}.py").exists() and not (PACKAGE / name).is_dir(), name
+        assert callable(getattr(medprobe, name)) and getattr(medprobe, name).__module__ == "medprobe.python_api"
 
 
 def test_the_old_package_name_is_an_alias_with_a_deprecation_warning():
