@@ -9,6 +9,12 @@ loads, its builder's FEATURES hold its fields in every config, and a run reports
 CLI shows each prober's own options only and refuses a foreign one. Last, a toy task and a toy
 prober defined here are registered for one test: a new benchmark or prober is its module plus one
 registry entry.
+
+Nothing here is kept per benchmark or per prober: a prober's tiny model is the model kind its profile
+plans give it, its fast options are set by option name (FAST_OPTIONS); a task runs on the data its
+profile plan uses without --data-dir (LICENSED_DATA names the fixture of a benchmark that has none).
+So the entries a plugin installs (entry points medprobe.tasks, medprobe.probers) are checked too,
+with no edit here: tests/test_plugins.py runs this file on a toy plugin.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
@@ -144,18 +151,36 @@ def tiny_folders(tmp_path_factory) -> dict[str, str]:
     return folders
 
 
-# Per registered prober: the tiny model kind it is built on and the options that keep it fast. A new
-# prober must add its line here (the test fails until it does), so that no prober goes unchecked.
-TINY = {
-    "contrastive": ("encoder", {"batch_size": 4}),
-    "mask-predict": ("masked-lm", {"num_masks": 2, "beam_size": 2, "max_iter": 1}),
-    "mask-average": ("masked-lm", {"batch_size": 4}),
-    "generative": ("seq2seq", {"beam_size": 2, "num_return": 2, "max_new_tokens": 3}),
-    "causal-lm": ("causal-lm", {"batch_size": 4}),
-    "rank-change": ("masked-lm", {"batch_size": 4}),
-    "pair-classifier": ("encoder", {"epochs": 1, "max_length": 32, "train_batch_size": 2, "eval_batch_size": 4}),
-    "mlm-head": ("masked-lm", {"epochs": 1, "batch_size": 4}),
+# Options that keep a prober fast on a tiny model, by option name: every prober (a plugin's too) that has
+# such an option gets this value, so a new prober needs no line here.
+FAST_OPTIONS = {
+    "batch_size": 4,
+    "num_masks": 2,
+    "beam_size": 2,
+    "max_iter": 1,
+    "num_return": 2,
+    "max_new_tokens": 3,
+    "epochs": 1,
+    "max_length": 32,
+    "train_batch_size": 2,
+    "eval_batch_size": 4,
 }
+
+
+def tiny_kind(name: str) -> str:
+    """The tiny model a prober is built on: the first model kind a profile plan gives it, else a masked LM
+    (an encoder with a masked-LM head: what an encoder's and a masked LM's probers both take)."""
+    from medprobe.profile_plan import KIND_NAMES, profiled
+
+    planned = [kind for kind in KIND_NAMES if any(name in entry.profile.probers.get(kind, ()) for entry in profiled())]
+    return planned[0] if planned else "masked-lm"
+
+
+def tiny_setup(name: str) -> tuple[str, dict]:
+    """(the tiny model kind, the fast options) of a registered prober, read from the registry."""
+    return tiny_kind(name), {o.dest: FAST_OPTIONS[o.dest] for o in PROBERS[name].options if o.dest in FAST_OPTIONS}
+
+
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
 CANDIDATES = ["fever", "heart failure", "cough", "renal failure", "pain"]
 
@@ -223,8 +248,7 @@ VERB_CHECKS = {
 }
 
 
-def test_every_registered_prober_and_kind_has_a_tiny_check():
-    assert set(TINY) == set(PROBERS), "add the new prober's tiny model and fast options to TINY"
+def test_every_prober_kind_has_a_check_of_its_verbs():
     assert set(VERB_CHECKS) == set(PROTOCOLS), "add a check of the new kind's verbs to VERB_CHECKS"
 
 
@@ -233,7 +257,7 @@ def test_prober_built_by_make_prober_answers_every_verb_of_its_kinds_tiny_random
     from medprobe.run import make_prober
 
     entry = PROBERS[name]
-    kind, options = TINY[name]
+    kind, options = tiny_setup(name)
     prober = make_prober(name, tiny_folders[kind], device="cpu", seed=0, options=options)
     for protocol in entry.kinds:
         assert isinstance(prober, PROTOCOLS[protocol]), f"{name} does not implement {protocol}"
@@ -298,34 +322,62 @@ def test_builder_features_hold_the_task_fields_in_every_config(name):
         assert not missing, f"{entry.benchmark}/{config} has no field {', '.join(sorted(missing))} that task {name} reads"
 
 
-# Per task: a tiny dataset (a conftest fixture, or a small build), its config, the prober that runs
-# on it and the task options that keep the run to seconds. None: no run is cheap (DisKnE fine-tunes
-# on 1,000+ training rows per disease even for one disease; tests/test_pair_classifier.py runs it),
-# so its headline is checked against the metric's documented outputs only.
-TASK_RUNS = {
-    "medlama": ("synthetic_medlama_hub", None, "mask-average", {"per_relation": 2}),
-    "context_variance": ("small_context_variance", "real-target", "rank-change", {"per_relation": 1}),
-    "mst": ("small_mst", "comparison", "mlm-head", {"seeds": 1}),
-    "disknE": None,
-}
+# A task's tiny run, read from the registry: the data its profile plan uses without --data-dir (the
+# shipped sample, or a small build of its builder's default source), the plan's first config and its
+# first prober (on that prober's tiny model), and the plan's --quick options made smaller still. A
+# task whose plan has no data of its own (licensed sources) runs on a conftest fixture named here.
+LICENSED_DATA = {"disknE": "built_disknE"}  # benchmark -> fixture of a folder built from synthetic files
+TINY_TASK_OPTIONS = {"per_relation": 2, "seeds": 1, "diseases": 1}  # by option name, over the plan's quick options
+TINY_BUILD = {"train_size": 12, "validation_size": 3, "test_size": 8}  # by parameter name, over the quick build's
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    config: str | None
+    prober: str
+    task_options: dict
+
+
+def task_run(name: str) -> TaskRun:
+    from medprobe.profile_plan import KIND_NAMES
+
+    entry = TASKS[name]
+    plan = entry.profile
+    assert plan is not None, f"task {name} has no profile plan: give it one, or its data in LICENSED_DATA and a run here"
+    prober = next(p for kind in KIND_NAMES for p in plan.probers.get(kind, ()))
+    quick = plan.quick.get("task", {})
+    own = {option.dest for option in entry.options}
+    options = {**quick, **{dest: value for dest, value in TINY_TASK_OPTIONS.items() if dest in own}}
+    return TaskRun(plan.configs[0], prober, options)
 
 
 @pytest.fixture(scope="module")
-def small_context_variance(tmp_path_factory):
-    from medprobe.building.build import build
+def task_data(request, tmp_path_factory):
+    """benchmark -> (dataset folder, config) of a task's tiny run, built once per module."""
+    from medprobe.building.build import build, config_names
+    from medprobe.profile_plan import sample_folder
 
-    out = tmp_path_factory.mktemp("cv_conformance") / "hub"
-    build("context_variance", out, configs=["real-target"])
-    return out
+    found: dict[str, tuple[str, str | None]] = {}
 
+    def data(name: str) -> tuple[str, str | None]:
+        entry = TASKS[name]
+        plan, config = entry.profile, task_run(name).config
+        if entry.benchmark in found:
+            return found[entry.benchmark]
+        if plan.without_data == "sample":
+            found[entry.benchmark] = (str(sample_folder(plan)), config)
+        elif plan.without_data == "build":
+            config = config or config_names(entry.benchmark)[0]  # the task's own choice would be every config
+            params = {key: TINY_BUILD.get(key, value) for key, value in plan.quick.get("build", {}).items()}
+            out = tmp_path_factory.mktemp(f"{entry.benchmark}_conformance") / "hub"
+            build(entry.benchmark, out, configs=[config], params=params)
+            found[entry.benchmark] = (str(out), config)
+        else:
+            assert entry.benchmark in LICENSED_DATA, f"{name}: its plan has no data; add a fixture of its data to LICENSED_DATA"
+            found[entry.benchmark] = (str(request.getfixturevalue(LICENSED_DATA[entry.benchmark])), config)
+        return found[entry.benchmark]
 
-@pytest.fixture(scope="module")
-def small_mst(tmp_path_factory):
-    from medprobe.building.build import build
-
-    out = tmp_path_factory.mktemp("mst_conformance") / "hub"
-    build("mst", out, configs=["comparison"], params={"train_size": 12, "validation_size": 3, "test_size": 8})
-    return out
+    return data
 
 
 def documented_outputs(metric: str) -> str:
@@ -359,25 +411,18 @@ def test_task_grouping_and_headline_are_documented(name):
     )
 
 
-def test_every_task_has_a_tiny_run():
-    assert set(TASK_RUNS) == set(TASKS), "add the new task's tiny dataset and prober to TASK_RUNS"
-
-
 @pytest.mark.parametrize("name", TASKS)
-def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, tiny_folders, request, tmp_path):
+def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, tiny_folders, task_data, tmp_path):
     """A real run through medprobe.run.run: the headline is a key of the metrics it reports, the
     floor (if any) a key of every group, and the record names the task's benchmark."""
     from medprobe.run import RunRequest, run
 
     entry = TASKS[name]
-    if TASK_RUNS[name] is None:
-        text = documented_outputs(entry.metric)
-        assert re.search(rf"\b{re.escape(entry.headline)}\b", text), f"{entry.headline} is not an output of {entry.metric}"
-        return
-    fixture, config, prober, task_options = TASK_RUNS[name]
+    planned = task_run(name)
+    prober, task_options = planned.prober, planned.task_options
     assert set(PROBERS[prober].kinds) & set(entry.accepts)
-    dataset = request.getfixturevalue(fixture)
-    kind, options = TINY[prober]
+    dataset, config = task_data(name)
+    kind, options = tiny_setup(prober)
     record = run(
         RunRequest(
             task=name,
