@@ -45,7 +45,9 @@ def __getattr__(name: str):
         return lazy_names()
     if name == "__all__":
         return ["__version__", *lazy_names()]
-    if not name.startswith("_"):
+    # Only the API's functions and class names (CapWords) are looked up: `from medprobe import distributed`
+    # asks for a submodule first as an attribute, and must not read the registry (and its plugins) for it.
+    if name in API or name[:1].isupper():
         module = lazy_names().get(name)
         if module:
             from importlib import import_module

@@ -203,3 +203,11 @@ def test_the_old_package_name_is_an_alias_with_a_deprecation_warning():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["True", "True"], done.stderr
+
+
+def test_importing_a_submodule_reads_no_registry():
+    """`from medprobe import distributed` first asks the package for the attribute: that lookup must not
+    import the registry (and with it every installed plugin) on the way to the submodule."""
+    script = "import sys\nfrom medprobe import distributed, api\nprint('medprobe.registry' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["False"], done.stderr
