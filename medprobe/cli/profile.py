@@ -1,4 +1,4 @@
-"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profile)."""
+"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profile_plan)."""
 
 from __future__ import annotations
 
