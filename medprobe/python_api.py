@@ -84,11 +84,11 @@ def probe(
     from medprobe.registry import prober_entry
     from medprobe.run import RunRequest, run
 
-    try:
+    try:  # an unknown prober or task: the registry's message, as the CLI gives it
         task = task or prober_entry(prober).default_task
+        prober_options, task_options = split_options(prober, task, options)
     except KeyError as err:
         raise UserError(err.args[0]) from None
-    prober_options, task_options = split_options(prober, task, options) if task else ({}, {})
     request = RunRequest(
         task=task,
         prober=prober,

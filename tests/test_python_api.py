@@ -40,6 +40,8 @@ def test_probe_options_go_to_their_owner_and_unknown_ones_are_refused():
         medprobe.probe("contrastive", "medlama", dataset="d", model="m", num_masks=3)
     with pytest.raises(UserError, match="no prober named 'nope'"):
         medprobe.probe("nope", dataset="d", model="m")
+    with pytest.raises(UserError, match="no task named 'nope'"):
+        medprobe.probe("contrastive", "nope", dataset="d", model="m")
 
 
 def test_load_reads_what_medprobe_wrote_and_refuses_other_folders(tmp_path):
