@@ -10,6 +10,13 @@ under `medprobe/tasks/` + one `TaskEntry` in `TASKS`. Every entry names, in `cit
 `hub_cards/citations.bib` that a run using it must cite (medprobe/citations.py adds medprobe's own). The CLI builds each prober's and task's options
 from here; `tests/test_registry_conformance.py` checks every entry against the code it names (an
 option's default is the class's own default, the class implements the Protocols of its kinds, ...).
+
+Plugins: another installed package adds entries through the entry-point groups `medprobe.tasks` and
+`medprobe.probers` (PLUGIN_GROUPS), each entry point naming one TaskEntry / ProberEntry object and
+named after it. They are read once, when this module is first imported (not by `import medprobe`),
+and added to TASKS and PROBERS after the built-ins (`load_plugins`); the module an entry point
+names is imported then, so it must be as light as this one. A name taken twice, or a plugin that
+does not load, is a PluginError naming the distributions; MEDPROBE_DISABLE_PLUGINS=1 skips them all.
 """
 
 from __future__ import annotations
