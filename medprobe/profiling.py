@@ -410,7 +410,8 @@ def summary(profile: Profile, out: Path) -> str:
         )
     lines += [f"  skipped {item['benchmark']}: {item['reason']}" for item in profile.skipped]
     lines += [f"  FAILED {item['label']}: {item['error']}" for item in profile.failed]
-    lines += [f"  note: {source['benchmark']}: {source['note']}" for source in profile.data.values() if source["sample"]]
+    # data that is not the benchmark itself, in full: what it is and why its scores are not the benchmark's
+    lines += [f"  note: {DataSource(**source).describe(path=False)}" for source in profile.data.values() if source["sample"]]
     if profile.figure_note:
         lines.append(f"  note: {profile.figure_note}")
     written = ["profile.json", "profile.md"] + ([] if profile.figure_note else ["profile.png"])
