@@ -185,5 +185,5 @@ def test_mrconso_is_read_once_for_all_configs_of_a_build(synthetic_disknE, tmp_p
     first = disknE.umls.umls_names(mrconso, cuis, cache)
     assert disknE.umls.umls_names(mrconso, cuis, cache) == first and len(reads) == 2
     (kept,) = (tmp_path / "cache" / "disknE_umls_names").glob("*.json")
-    kept.write_text("[", encoding="utf-8")
+    kept.write_text("[]", encoding="utf-8")  # JSON, but not the kept layout
     assert disknE.umls.umls_names(mrconso, cuis, cache) == first and len(reads) == 3

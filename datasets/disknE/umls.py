@@ -124,34 +124,40 @@ def display_name(names: list[UmlsName]) -> tuple[str, bool]:
 
 def umls_names(path: Path, cuis: set[str], cache_dir: str | None = None) -> dict[str, list[UmlsName]]:
     """Names of `cuis` from the TSV or MRCONSO.RRF, kept in `cache_dir` (when given) for the other configs of a build."""
-    stat = path.stat()
-    key = [_KEPT_FORMAT, str(path), stat.st_size, stat.st_mtime_ns, sorted(cuis)]
-    kept = (
-        Path(cache_dir) / "disknE_umls_names" / f"{hashlib.sha256(json.dumps(key).encode()).hexdigest()}.json"
-        if cache_dir
-        else None
-    )
+    kept = _kept_path(path, cuis, cache_dir) if cache_dir else None
     if kept is not None and (names := _read_kept(kept)) is not None:
         return names
     names = read_names_tsv(path, cuis) if path.name == UMLS_NAMES_TSV else read_mrconso(path, cuis)
     if kept is not None:
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        for older in kept.parent.glob("*.json"):  # one set of names kept at most
-            older.unlink(missing_ok=True)
-        staged = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")  # written under a temporary name, then renamed
-        staged.write_text(json.dumps({cui: [astuple(n) for n in found] for cui, found in names.items()}), encoding="utf-8")
-        os.replace(staged, kept)
+        _write_kept(kept, names)
     return names
 
 
+# --- the names kept between the configs of a build ---
+
 _KEPT_FORMAT = 1  # part of the key: a file written in another layout is never read
+
+
+def _kept_path(path: Path, cuis: set[str], cache_dir: str) -> Path:
+    stat = path.stat()
+    key = [_KEPT_FORMAT, str(path), stat.st_size, stat.st_mtime_ns, sorted(cuis)]
+    return Path(cache_dir) / "disknE_umls_names" / f"{hashlib.sha256(json.dumps(key).encode()).hexdigest()}.json"
 
 
 def _read_kept(path: Path) -> dict[str, list[UmlsName]] | None:
     """The kept names, or None when there are none (or they do not read: then the file is read again)."""
     try:
-        return {
-            cui: [UmlsName(*fields) for fields in found] for cui, found in json.loads(path.read_text(encoding="utf-8")).items()
-        }
-    except (OSError, ValueError, TypeError):
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        return {cui: [UmlsName(*fields) for fields in found] for cui, found in kept.items()}
+    except (OSError, ValueError, TypeError, AttributeError):
         return None
+
+
+def _write_kept(path: Path, names: dict[str, list[UmlsName]]) -> None:
+    """Write under a temporary name and rename; one set of names is kept at most."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for older in path.parent.glob("*.json"):
+        older.unlink(missing_ok=True)
+    staged = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staged.write_text(json.dumps({cui: [astuple(n) for n in found] for cui, found in names.items()}), encoding="utf-8")
+    os.replace(staged, path)

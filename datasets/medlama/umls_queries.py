@@ -231,7 +231,7 @@ def _read_memo(path: Path) -> UmlsExtraction | None:
             mrrel=FileScan(**data["mrrel"]),
             mrconso=FileScan(**data["mrconso"]),
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
