@@ -60,18 +60,27 @@ def card_template(name: str) -> Path:
 
 
 def load_builder_module(name: str) -> ModuleType:
-    """Import `datasets/<name>/<name>.py` by path (it is self-contained, not a package module).
+    """Import `datasets/<name>/<name>.py` by path, as a package whose `__path__` is its folder.
 
-    The module is registered under a private name so that it can never shadow the Hugging Face
-    `datasets` library.
+    A builder may be one file or several: `<name>.py` is the entry point and the package itself,
+    so it can import the other modules of its folder relatively (`from . import release`). The
+    package is registered under a private name (`_medprobe_builder_<name>`, its modules under
+    `_medprobe_builder_<name>.<module>`), so that it can never shadow the Hugging Face `datasets`
+    library, and works the same from a checkout and from the wheel's `medprobe/_resources/`.
     """
-    path = dataset_folder(name) / f"{name}.py"
     module_name = f"_medprobe_builder_{name}"
     if module_name in sys.modules:
         return sys.modules[module_name]
-    spec = importlib.util.spec_from_file_location(module_name, path)
+    folder = dataset_folder(name)
+    spec = importlib.util.spec_from_file_location(module_name, folder / f"{name}.py", submodule_search_locations=[str(folder)])
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        # a builder that failed to import must not stay half-imported for the next caller
+        for loaded in [m for m in sys.modules if m == module_name or m.startswith(f"{module_name}.")]:
+            del sys.modules[loaded]
+        raise
     return module

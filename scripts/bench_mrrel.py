@@ -121,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     medlama = load_builder_module("medlama")
     with tempfile.TemporaryDirectory() as folder:
-        settings = medlama.umls_settings(medlama.MedlamaConfig(umls_dir=folder))
+        settings = medlama.umls_inputs.umls_settings(medlama.MedlamaConfig(umls_dir=folder))
         mrrel, mrconso = Path(folder) / "MRREL.RRF", Path(folder) / "MRCONSO.RRF"
         kept = write_mrrel(mrrel, args.lines, settings.relations, args.kept_every)
         cuis, auis = write_mrconso(mrconso, args.mrconso_lines)
@@ -131,7 +131,7 @@ def main() -> None:
         )
         before = peak_mb()
         start = time.perf_counter()
-        scan = medlama.read_mrrel(str(mrrel), settings, progress=False)
+        scan = medlama.rrf.read_mrrel(str(mrrel), settings, progress=False)
         ours = time.perf_counter() - start
         assert sum(len(e) for e in scan.edges.values()) == kept
         report("read_mrrel", rel_mb, ours, args.lines, MRREL_GB)
@@ -142,7 +142,7 @@ def main() -> None:
         assert naive_kept >= kept
         print(f"MRCONSO.RRF: {args.mrconso_lines:,} lines, {conso_mb:,.0f} MB, {len(cuis):,} wanted CUIs")
         start = time.perf_counter()
-        medlama.read_concept_names(str(mrconso), cuis, auis, drop_suppressed=False, progress=False)
+        medlama.rrf.read_concept_names(str(mrconso), cuis, auis, drop_suppressed=False, progress=False)
         report("read_concept_names", conso_mb, time.perf_counter() - start, args.mrconso_lines, MRCONSO_GB)
         print(f"  peak resident memory {peak_mb():,.0f} MB")
 

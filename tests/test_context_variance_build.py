@@ -17,18 +17,18 @@ NASAL_POLYP = "mp:nasal_polyp-has_symptom"
 
 @pytest.fixture(scope="module")
 def sample():
-    triples = cv.read_triples([SAMPLE / "triples.jsonl"])
+    triples = cv.inputs.read_triples([SAMPLE / "triples.jsonl"])
     return {
         "triples": triples,
-        "prompts": cv.read_prompts(SAMPLE / "prompts.jsonl"),
-        "pools": cv.build_pools(triples, cv.read_entities(SAMPLE / "entities.jsonl")),
-        "documents": cv.read_corpus(SAMPLE / "corpus"),
+        "prompts": cv.inputs.read_prompts(SAMPLE / "prompts.jsonl"),
+        "pools": cv.inputs.build_pools(triples, cv.inputs.read_entities(SAMPLE / "entities.jsonl")),
+        "documents": cv.inputs.read_corpus(SAMPLE / "corpus"),
     }
 
 
 def rows_for(sample, context_kind="real", target_kind="target", **kwargs):
     return list(
-        cv.generate_rows(
+        cv.instances.generate_rows(
             sample["triples"], sample["prompts"], sample["pools"], sample["documents"], context_kind, target_kind, **kwargs
         )
     )
@@ -136,14 +136,14 @@ def test_negative_target_is_centred_on_the_nearest_incorrect_entity(sample):
 
 
 def test_growth_order_switches_side_when_one_runs_out():
-    assert cv.growth_order(10, 7) == [7, 6, 8, 5, 9, 4, 3, 2, 1, 0]
-    assert cv.growth_order(4, 0) == [0, 1, 2, 3]
-    assert cv.growth_order(4, 3) == [3, 2, 1, 0]
-    assert cv.growth_order(1, 0) == [0]
+    assert cv.segmentation.growth_order(10, 7) == [7, 6, 8, 5, 9, 4, 3, 2, 1, 0]
+    assert cv.segmentation.growth_order(4, 0) == [0, 1, 2, 3]
+    assert cv.segmentation.growth_order(4, 3) == [3, 2, 1, 0]
+    assert cv.segmentation.growth_order(1, 0) == [0]
 
 
 def test_matching_is_case_insensitive_whole_word_longest_first_with_aliases():
-    matcher = cv.EntityMatcher(
+    matcher = cv.segmentation.EntityMatcher(
         {
             "nasal discharge": ["nasal discharge"],
             "discolored nasal discharge": ["discolored nasal discharge", "purulent nasal discharge"],
@@ -165,7 +165,7 @@ def test_matching_is_case_insensitive_whole_word_longest_first_with_aliases():
 
 
 def test_longest_match_wins_over_an_earlier_shorter_overlap():
-    matcher = cv.EntityMatcher(
+    matcher = cv.segmentation.EntityMatcher(
         {"sick": ["sick"], "sick feeling": ["sick feeling"], "feeling unwell today": ["feeling unwell today"]}
     )
     assert [m.entity for m in matcher.find("a sick feeling unwell today")] == ["sick", "feeling unwell today"]
@@ -175,7 +175,7 @@ def test_longest_match_wins_over_an_earlier_shorter_overlap():
 
 
 def test_skips_are_counted_and_reported(sample):
-    stats = cv.BuildStats()
+    stats = cv.instances.BuildStats()
     rows = rows_for(sample, stats=stats)
     assert stats.triples_objects_not_in_corpus == ["mp:tuberculosis-has_symptom"]  # night sweats, weight loss never occur
     assert stats.triples_without_subject_document == ["mp:warfarin-may_treat"]  # pulmonary embolism occurs, warfarin never
@@ -189,8 +189,12 @@ def test_skips_are_counted_and_reported(sample):
 
 def test_documents_without_the_subject_give_no_rows(sample):
     documents = {"no_subject": "Wheeze and shortness of breath at night, chest tightness on exertion."}
-    stats = cv.BuildStats()
-    rows = list(cv.generate_rows(sample["triples"], sample["prompts"], sample["pools"], documents, "real", "target", stats=stats))
+    stats = cv.instances.BuildStats()
+    rows = list(
+        cv.instances.generate_rows(
+            sample["triples"], sample["prompts"], sample["pools"], documents, "real", "target", stats=stats
+        )
+    )
     assert rows == [] and stats.pairs_without_subject >= 3
 
 
@@ -297,10 +301,10 @@ def test_config_and_split_names_follow_the_hub_rules():
 
 def test_empty_corpus_and_duplicate_document_ids_are_errors(tmp_path):
     with pytest.raises(ValueError, match="no documents"):
-        cv.read_corpus(Path(tmp_path))
+        cv.inputs.read_corpus(Path(tmp_path))
     (tmp_path / "docs.jsonl").write_text('{"id": "d1", "text": "a"}\n{"id": "d1", "text": "b"}\n')
     with pytest.raises(ValueError, match=r"docs.jsonl, line 2: document id 'd1' occurs twice"):
-        cv.read_corpus(Path(tmp_path))
+        cv.inputs.read_corpus(Path(tmp_path))
 
 
 def test_licence_marker_follows_the_inputs(tmp_path):
@@ -322,3 +326,19 @@ def test_licence_marker_follows_the_inputs(tmp_path):
     assert marker(tmp_path / "umls") == "umls"
     with pytest.raises(ValueError, match="licence must be one of"):
         build("context_variance", tmp_path / "bad", data_dir=user_data, configs=["real-target"], params={"licence": "cc0"})
+
+
+def test_the_card_states_what_the_configs_built_now_read_and_skipped(sample, tmp_path):
+    """The coverage line comes from the statistics of this build; a config kept from an earlier build
+    (here built from a user folder with the umls marker) does not lend the card its own."""
+    from medprobe.resources import dataset_folder
+
+    user_data = str(dataset_folder("context_variance") / "sample")
+    build("context_variance", tmp_path, data_dir=user_data, configs=["real-target"], params={"licence": "umls"})
+    card = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert f"Built from a user data folder: {len(sample['triples'])} triples, {len(sample['documents'])} documents" in card
+    assert "medprobe_licence: umls" in card
+    build("context_variance", tmp_path, data_dir=user_data, configs=["real-negative"], params={"licence": "umls"})
+    card = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "The build statistics were not recorded" not in card and "medprobe_licence: umls" in card
+    assert "`real-target`" in card and "`real-negative`" in card  # the kept config is still in the card

@@ -124,9 +124,9 @@ def test_sources_targets_and_labels(variants, synthetic_disknE):
         assert Counter(ds["source"]).keys() == {"mednli_train", "mednli_dev", "mednli_test", "mediqa_nli_test"}
         assert all(synthetic_disknE.pair_sources[p] == s for p, s in zip(ds["pair_id"], ds["source"]))
         assert {label for label, s in zip(ds["source_label"], ds["source"]) if s == "mediqa_nli_test"} == {"entailment"}
-        targets = set(disknE.variant_targets(variant))
+        targets = set(disknE.annotations.variant_targets(variant))
         assert ds["in_target_list"] == [cui in targets for cui in ds["target_cui"]]
-    assert len(disknE.MEDICAL_TARGETS) == 125 and len(disknE.TERMINOLOGICAL_TARGETS) == 116
+    assert len(disknE.annotations.MEDICAL_TARGETS) == 125 and len(disknE.annotations.TERMINOLOGICAL_TARGETS) == 116
 
 
 def test_card_lists_targets_and_says_private(built_disknE):
@@ -164,9 +164,26 @@ def test_rebuild_and_tsv_route_give_identical_parquet(built_disknE, synthetic_di
 
 
 def test_mention_index_matches_whole_words_in_any_case():
-    index = disknE.MentionIndex({"C1": {"Heart failure", "CHF"}, "C2": {"MI"}, "C3": {"failure (finding)"}})
+    index = disknE.rows.MentionIndex({"C1": {"Heart failure", "CHF"}, "C2": {"MI"}, "C3": {"failure (finding)"}})
     assert index.mentioned("Hx of  HEART   failure, chf.") == ["C1"]
     assert index.mentioned("admitted with an mi") == ["C2"]
     assert index.mentioned("mild chfx; family history") == []
     assert index.mentioned("renal failure (finding) noted") == ["C3"]
     assert index.mentioned("") == []
+
+
+def test_mrconso_is_read_once_for_all_configs_of_a_build(synthetic_disknE, tmp_path, monkeypatch):
+    reads = []
+    real = disknE.umls.read_mrconso
+    monkeypatch.setattr(disknE.umls, "read_mrconso", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    build(
+        "disknE", tmp_path / "hub", data_dir=str(synthetic_disknE.data_dir), configs=["medical_similar", "terminological_random"]
+    )
+    assert reads == [synthetic_disknE.data_dir / "META" / "MRCONSO.RRF"]
+    # the names kept for the next config read back equal; a file that does not read is read again
+    mrconso, cuis, cache = reads[0], set(synthetic_disknE.concepts), str(tmp_path / "cache")
+    first = disknE.umls.umls_names(mrconso, cuis, cache)
+    assert disknE.umls.umls_names(mrconso, cuis, cache) == first and len(reads) == 2
+    (kept,) = (tmp_path / "cache" / "disknE_umls_names").glob("*.json")
+    kept.write_text("[]", encoding="utf-8")  # JSON, but not the kept layout
+    assert disknE.umls.umls_names(mrconso, cuis, cache) == first and len(reads) == 3

@@ -150,9 +150,10 @@ def test_mst_rebuild_by_a_generator_with_a_corrected_table_loads_the_new_rows(tm
 
     def rebuild_with_a_corrected_table() -> None:
         table = tuple(
-            dataclasses.replace(analyte, name=analyte.name.replace("serum ", "Serum ", 1)) for analyte in mst.REFERENCE_RANGES
+            dataclasses.replace(analyte, name=analyte.name.replace("serum ", "Serum ", 1))
+            for analyte in mst.measures.REFERENCE_RANGES
         )
-        monkeypatch.setattr(mst, "REFERENCE_RANGES", table)
+        monkeypatch.setattr(mst.generator, "REFERENCE_RANGES", table)  # the table the row generator draws from
         build("mst", out, configs=[config], params=SMALL_MST)
 
     assert_rebuild_loads_fresh_rows(out, [config], cache, rebuild_with_a_corrected_table)

@@ -111,17 +111,17 @@ def test_rebuild_gives_byte_identical_parquet(built_medlama, medlama_release_dir
 def test_hard_rule_reproduces_released_hard_membership_row_by_row(medlama_release_dir):
     # the rule recomputed from names, relation by relation, selects exactly the released rows
     for relation, size in medlama.HARD_SIZES.items():
-        rows = medlama.read_relation_rows(str(medlama_release_dir / "2021AA" / f"{relation}_1000.csv"), relation)
+        rows = medlama.release.read_relation_rows(str(medlama_release_dir / "2021AA" / f"{relation}_1000.csv"), relation)
         selected = 0
         for row in rows:
             raw = row["raw"]
-            row["avg_match"] = medlama.avg_match(raw["head_name"], raw["tail_names"])
-            row["avg_rouge_l"] = medlama.avg_rouge_l(raw["head_name"], raw["tail_names"])
-            row["hard"] = medlama.is_hard(row["avg_match"], row["avg_rouge_l"])
+            row["avg_match"] = medlama.hardness.avg_match(raw["head_name"], raw["tail_names"])
+            row["avg_rouge_l"] = medlama.hardness.avg_rouge_l(raw["head_name"], raw["tail_names"])
+            row["hard"] = medlama.hardness.is_hard(row["avg_match"], row["avg_rouge_l"])
             selected += row["hard"]
         assert selected == size
         hard_file = medlama_release_dir / "2021AA" / f"{relation}_{size}_hard.csv"
-        medlama.check_hard_rows(relation, "full.csv", str(hard_file), rows)  # raises on any difference
+        medlama.hardness.check_hard_rows(relation, "full.csv", str(hard_file), rows)  # raises on any difference
 
 
 def test_release_rows_are_distinct_though_21_head_cuis_repeat(full):

@@ -16,18 +16,20 @@ medlama = load_builder_module("medlama")
 
 def test_avg_match_counts_names_inside_the_head_with_the_release_padding():
     # split on "||": "Eye " (trailing space) is not inside "Eyelid Carcinoma", " Eyelid" is
-    assert medlama.avg_match("Stage IIA Eyelid Carcinoma", "Eye || Eyelid") == 0.5
+    assert medlama.hardness.avg_match("Stage IIA Eyelid Carcinoma", "Eye || Eyelid") == 0.5
     # a padded name cannot match at the end of the head name
-    assert medlama.avg_match("Verrucous Carcinoma of the Penis", "Penis || Skin") == 0.0
-    assert medlama.avg_match("Fever", "Fever") == 1.0
+    assert medlama.hardness.avg_match("Verrucous Carcinoma of the Penis", "Penis || Skin") == 0.0
+    assert medlama.hardness.avg_match("Fever", "Fever") == 1.0
 
 
 def test_avg_rouge_l_uses_lowercased_distinct_words():
     # head has 7 distinct words ("of" and "the" twice), name 2, LCS 1: F = 2/9; averaged with 0
-    value = medlama.avg_rouge_l("Malignant Neoplasm of the Lower Third of the Esophagus", "Malignant Cell || Neoplastic Cell")
+    value = medlama.hardness.avg_rouge_l(
+        "Malignant Neoplasm of the Lower Third of the Esophagus", "Malignant Cell || Neoplastic Cell"
+    )
     assert value == pytest.approx(1 / 9, abs=1e-7)
     # exactly 0.1 in exact arithmetic falls just below it, as in the release, and is hard
-    value = medlama.avg_rouge_l(
+    value = medlama.hardness.avg_rouge_l(
         "Lymphoid neoplasm", "Other malignant neoplasm of lymphoid and histiocytic tissue || Lymphoreticular tumor"
     )
     assert value < 0.1 and value == pytest.approx(0.1, abs=1e-7)
@@ -299,5 +301,5 @@ def test_card_states_a_relaxed_row_check(release, tmp_path):
 
 
 def test_row_check_notes():
-    assert medlama.row_check_note(1000).startswith("every full release file held exactly 1,000 distinct rows")
-    assert "any number of distinct rows" in medlama.row_check_note(0)
+    assert medlama.card.row_check_note(1000).startswith("every full release file held exactly 1,000 distinct rows")
+    assert "any number of distinct rows" in medlama.card.row_check_note(0)

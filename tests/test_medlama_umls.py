@@ -9,6 +9,7 @@ and answer rules against the real 2021AA release files (skipped where they are a
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import logging
 import shutil
@@ -83,8 +84,8 @@ def check_rows(dataset, expected: dict[str, list[dict]], prompts: dict[str, str]
             assert got["relation"] == relation and got["template"] == prompts[relation]
             assert got["query"] == prompts[relation].replace("[X]", want["head_name"])
             tail_names = " || ".join(want["answers"])
-            assert got["avg_match"] == medlama.avg_match(want["head_name"], tail_names)
-            assert got["avg_rouge_l"] == medlama.avg_rouge_l(want["head_name"], tail_names)
+            assert got["avg_match"] == medlama.hardness.avg_match(want["head_name"], tail_names)
+            assert got["avg_rouge_l"] == medlama.hardness.avg_rouge_l(want["head_name"], tail_names)
 
 
 def read_prompts(folder: Path) -> dict[str, str]:
@@ -146,7 +147,7 @@ def test_hard_is_the_published_rule_on_the_drawn_rows_with_their_full_ids(hub):
         assert row == full[row["id"]]
     hard_ids = set(hard["id"])
     for row_id, row in full.items():
-        assert (row_id in hard_ids) == medlama.is_hard(row["avg_match"], row["avg_rouge_l"])
+        assert (row_id in hard_ids) == medlama.hardness.is_hard(row["avg_match"], row["avg_rouge_l"])
 
 
 def test_head_is_cui2_and_answer_cui1_of_the_mrrel_row(hub, release):
@@ -233,11 +234,41 @@ def test_another_seed_draws_another_sample(hub, release, prompts_dir, tmp_path):
 def test_mrrel_and_mrconso_are_read_once_for_both_configs(release, prompts_dir, tmp_path, monkeypatch):
     calls = []
     for name in ("read_mrrel", "read_concept_names"):
-        real = getattr(medlama, name)
-        monkeypatch.setattr(medlama, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
-    medlama._EXTRACTIONS.clear()
+        real = getattr(medlama.umls_queries, name)
+        monkeypatch.setattr(
+            medlama.umls_queries, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k)
+        )
     build_umls(release[0], prompts_dir, tmp_path, configs=("full", "hard"))
     assert calls == ["read_mrrel", "read_concept_names"]
+
+
+def test_the_extraction_kept_for_the_next_config_reads_back_equal_and_one_that_does_not_read_is_redone(
+    release, tmp_path, monkeypatch
+):
+    queries = medlama.umls_queries
+    settings = medlama.umls_inputs.umls_settings(medlama.MedlamaConfig(umls_dir=str(release[0] / "META")))
+    source = medlama.umls_inputs.umls_source(settings)
+    first = queries.extract_queries(source, settings, str(tmp_path), progress=False)
+    (kept,) = (tmp_path / "medlama_umls_extraction").glob("*.json")
+    reads = []
+    real = queries.read_mrrel
+    monkeypatch.setattr(queries, "read_mrrel", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    assert queries.extract_queries(source, settings, str(tmp_path), progress=False) == first
+    assert reads == []
+    kept.write_text('{"queries": ', encoding="utf-8")  # a file that does not read: the files are read again
+    again = queries.extract_queries(source, settings, str(tmp_path), progress=False)
+    assert dataclasses.replace(again, mrrel=first.mrrel, mrconso=first.mrconso) == first  # all but the timings
+    assert reads == [source.mrrel]
+    other = medlama.umls_inputs.umls_settings(medlama.MedlamaConfig(umls_dir=str(release[0] / "META"), max_answers=3))
+    assert queries.extract_queries(source, other, str(tmp_path), progress=False) != first  # other parameters, other key
+    assert reads == [source.mrrel] * 2 and len(list(kept.parent.glob("*.json"))) == 1  # one extraction kept at most
+
+
+def test_the_card_of_a_umls_build_needs_the_statistics_of_that_build(hub, release):
+    built = {"full": load_dataset(str(hub), "full")}
+    params = {"umls_dir": str(release[0] / "META"), "per_relation": PER_RELATION}
+    with pytest.raises(ValueError, match="must hand its statistics to card_context"):
+        medlama.card_context(built, params)  # it would otherwise describe the official release files
 
 
 # --- a relation with too few heads, and bad input -------------------------------------------------------
@@ -286,7 +317,7 @@ def test_an_mrrel_line_with_a_missing_field_is_named_by_file_and_line(release, p
     path.write_text("".join(lines), encoding="utf-8")
     with pytest.raises(UserError, match=r"MRREL\.RRF, line 37: expected 16 fields, each ended by '\|'.*found 15 '\|'") as err:
         build_umls(copy, prompts_dir, tmp_path / "out")
-    assert isinstance(err.value.__cause__, medlama.UmlsInputError)  # the builder's own error, one line for the CLI
+    assert isinstance(err.value.__cause__, medlama.umls_inputs.UmlsInputError)  # the builder's own error, one line for the CLI
 
 
 def test_an_mrrel_line_without_its_last_separator_is_named(release, prompts_dir, tmp_path):
@@ -484,7 +515,7 @@ def test_the_sampling_rule_reproduces_the_row_order_of_the_release(medlama_relea
     the frame was sorted that way and the draw is sample_indices (pandas' sample) with seed 2021."""
     for relation, frame_size in NOTEBOOK_FRAME_SIZES.items():
         keys = [(row["head_cui"], row["head_name"]) for row in release_rows(medlama_release_dir, relation)]
-        drawn = medlama.sample_indices(frame_size, 1000, 2021)
+        drawn = medlama.umls_queries.sample_indices(frame_size, 1000, 2021)
         assert sorted(range(1000), key=lambda i: keys[i]) == sorted(range(1000), key=lambda i: drawn[i]), relation
 
 
@@ -494,7 +525,7 @@ def test_query_answers_reproduce_the_release_answer_columns(medlama_release_dir)
     for relation in RELATIONS:
         for row in release_rows(medlama_release_dir, relation):
             tails = list(zip(ast.literal_eval(row["tail_cuis_list"]), ast.literal_eval(row["tail_names_list"])))
-            answers, answer_cuis = medlama.query_answers(tails)
+            answers, answer_cuis = medlama.umls_queries.query_answers(tails)
             assert " || ".join(answers) == row["tail_names"] and " || ".join(answer_cuis) == row["tail_cuis"]
             assert len(answers) == int(row["tail_names_len"]) <= 10
 

@@ -1,13 +1,14 @@
 """MST generator: an independent checker re-derives every label from the text, plus determinism,
 balance, the reference-range table, the card, and errors for bad parameters.
 
-The checker below shares no code with datasets/mst/mst.py: it parses the sentences with its own
+The checker below shares no code with the builder (datasets/mst/): it parses the sentences with its own
 patterns and its own prefix table, and decides labels with fractions (the builder uses decimals).
 """
 
 import hashlib
 import re
 from collections import Counter
+from decimal import Decimal
 from fractions import Fraction
 
 import pytest
@@ -192,7 +193,7 @@ def test_every_prefix_unit_and_analyte_is_drawn(loaded):
     assert {p for row in measured for p in row["prefixes"]} == set(EXPONENT)
     assert {u for row in measured for u in row["units"]} == {"g", "L", "m", "mol"}
     reference = loaded["reference_range"]["train"]
-    assert set(reference["entity"]) == {a.name for a in mst.REFERENCE_RANGES}
+    assert set(reference["entity"]) == {a.name for a in mst.measures.REFERENCE_RANGES}
     conventional = sum(r["prefixes"][0] + r["units"][0] == r["reference_unit"] for r in reference)
     assert 0.4 < conventional / reference.num_rows < 0.6  # half in the conventional unit
     below = sum(
@@ -253,10 +254,10 @@ def test_units_and_prefixes_parameters_restrict_the_draws(tmp_path):
 
 
 def test_reference_table_has_20_plus_analytes_with_room_on_both_sides():
-    mst.check_reference_table()
-    assert len(mst.REFERENCE_RANGES) >= 20
-    for analyte in mst.REFERENCE_RANGES:
-        regions = mst.sampling_regions(analyte)
+    mst.measures.check_reference_table()
+    assert len(mst.measures.REFERENCE_RANGES) >= 20
+    for analyte in mst.measures.REFERENCE_RANGES:
+        regions = mst.measures.sampling_regions(analyte)
         assert (
             regions["below"].high
             < analyte.low
@@ -270,9 +271,9 @@ def test_reference_table_has_20_plus_analytes_with_room_on_both_sides():
 def test_card_documents_templates_units_ranges_and_determinism(hub):
     card = (hub / "README.md").read_text(encoding="utf-8")
     assert "license: cc-by-4.0" in card and "extra_gated" not in card
-    for task in mst.TASKS.values():
+    for task in mst.generator.TASKS.values():
         assert task.template in card and " / ".join(task.choices) in card
-    for analyte in mst.REFERENCE_RANGES:
+    for analyte in mst.measures.REFERENCE_RANGES:
         assert f"| {analyte.name} |" in card
     for needle in (
         "vary by laboratory",
@@ -316,11 +317,11 @@ def test_unit_conversion_needs_two_nearby_prefixes(tmp_path):
 
 
 def test_exhausted_value_space_names_the_split_and_row(monkeypatch):
-    constant = mst.Row("1 g is [MASK] than 2 g.", [mst.Measurement(mst.Decimal(1), "", "g")])
-    monkeypatch.setitem(mst.ROW_GENERATORS, "comparison", lambda draws, settings, answer: constant)
+    constant = mst.generator.Row("1 g is [MASK] than 2 g.", [mst.measures.Measurement(Decimal(1), "", "g")])
+    monkeypatch.setitem(mst.generator.ROW_GENERATORS, "comparison", lambda draws, settings, answer: constant)
     settings = mst.settings_of(mst.MstConfig(name="comparison", train_size=3))
     with pytest.raises(ValueError, match="could not draw a new distinct sentence for train row 1"):
-        mst.generate("comparison", settings)
+        mst.generator.generate("comparison", settings)
 
 
 def test_cli_prints_bad_parameters_as_one_line(tmp_path, capsys):

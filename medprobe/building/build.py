@@ -164,8 +164,9 @@ def source_of(benchmark: str, data_dir: str | None) -> str:
 
 def build_config(
     benchmark: str, config: str, data_dir: str | None, cache_dir: str, params: dict
-) -> tuple[datasets.DatasetDict, dict]:
-    """One config built with the builder: its splits and its builder parameters."""
+) -> tuple[datasets.DatasetDict, dict, object]:
+    """One config built with the builder: its splits, its builder parameters and what the builder
+    recorded for the card (its `card_statistics`, None when it keeps none; see `write_card`)."""
     # A builder raises ValueError for bad source files or parameters, with a message naming the file,
     # row or parameter (builders are self-contained and cannot import medprobe.api): shown as user errors.
     try:
@@ -184,7 +185,7 @@ def build_config(
         if isinstance(err, UserError):
             raise
         raise UserError(str(err)) from err
-    return builder.as_dataset(), builder_parameters(builder.config)
+    return builder.as_dataset(), builder_parameters(builder.config), getattr(builder, "card_statistics", None)
 
 
 def build_command(benchmark: str, data_dir: str | None, params: dict) -> str:
@@ -354,8 +355,13 @@ def write_card(
     default: str,
     params: dict,
     command: str,
+    statistics: dict[str, object],
 ) -> None:
+    """The card of the staged folder. The builder module's `card_context(built, params)` gives its
+    benchmark-specific text; a builder that records statistics of the configs it builds (counts of
+    what it read and skipped: `card_statistics`) gets them as `statistics={config: ...}` too."""
     module = builder_module(benchmark)
+    recorded = {config: value for config, value in statistics.items() if value is not None}
     builder_cls = builder_class(benchmark)
     card = render_dataset_card(
         benchmark,
@@ -363,7 +369,9 @@ def write_card(
         {config: {split_of(path): path for path in record["configs"][config]["files"]} for config in built},
         default_config=default,
         # every config of a card was built with the same parameters (checked when configs are kept)
-        context=module.card_context(built, params) if hasattr(module, "card_context") else {},
+        context=module.card_context(built, params, **({"statistics": recorded} if recorded else {}))
+        if hasattr(module, "card_context")
+        else {},
         field_descriptions=getattr(module, "FIELD_DESCRIPTIONS", {}),
         config_descriptions={c.name: c.description or "" for c in builder_cls.BUILDER_CONFIGS},
         build_command=command,
@@ -461,9 +469,10 @@ def write_staged_build(
     folder.mkdir()
     built: dict[str, datasets.DatasetDict] = {}
     configs: dict[str, dict] = {}
+    statistics: dict[str, object] = {}  # what each builder recorded for the card, for the configs built now
     for config in requested:
         start = time.perf_counter()
-        dataset_dict, parameters = build_config(benchmark, config, data_dir, str(cache / "build"), params)
+        dataset_dict, parameters, statistics[config] = build_config(benchmark, config, data_dir, str(cache / "build"), params)
         files = write_config(folder, config, dataset_dict)
         rows = {split: ds.num_rows for split, ds in dataset_dict.items()}
         configs[config] = {
@@ -484,5 +493,5 @@ def write_staged_build(
     record = {"benchmark": benchmark, "configs": {c: configs[c] for c in order}}
     built = {c: built[c] for c in order}
     default = default_config(benchmark, order, previous)
-    write_card(benchmark, folder, built, record, default, params, build_command(benchmark, data_dir, params))
+    write_card(benchmark, folder, built, record, default, params, build_command(benchmark, data_dir, params), statistics)
     check_staged_build(folder, record, str(cache / "check"))

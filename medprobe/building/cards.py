@@ -12,6 +12,11 @@ Placeholders available to every template:
 - `$citation`: the BibTeX of the benchmark's keys in the registry, and medprobe's (medprobe/citations.py);
 - one per file in `hub_cards/_shared/` (e.g. `$umls_licence` from `_shared/umls_licence.md`);
 - whatever the builder module's `card_context(built, params)` returns (`params`: the build's `--set` values).
+  A builder whose instances record statistics of what they built (counts of what was read, kept and
+  skipped, which the rows alone do not show) sets them as its `card_statistics` after generating a
+  config; the build then calls `card_context(built, params, statistics={config: ...})` with those of
+  the configs built now (configs kept from an earlier build have none). Nothing passes through
+  module-level state.
 
 A dataset card has `pretty_name` and `license` in its YAML and, in its body, sections whose
 headings name its configs, fields, how it was built and its citation (`medprobe publish
