@@ -13,8 +13,11 @@ class ToyOrderProbe(Prober):
         self.model, self.reverse = str(model), reverse
 
     @classmethod
-    def from_pretrained(cls, model: str, **options) -> "ToyOrderProbe":
+    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options) -> "ToyOrderProbe":
+        """How medprobe builds a prober (`Prober.create`): nothing to load, no randomness."""
         return cls(model, **options)
+
+    from_pretrained = create  # the construction path of medprobe before `create`
 
     @property
     def settings(self) -> dict:

@@ -10,6 +10,9 @@ from medprobe.tasks import Scored
 
 
 class ToyFactsTask:
+    FIELDS = ("id", "group", "query", "answers")  # what the task reads, its evaluate metric and its groups
+    METRIC = "acc_at_k"
+    GROUP_BY = "group"
     plot_metric = "acc@1"
     outcome_unit = "fact"
     outcome_fields = {"rank": "the rank of the gold answer among the answer space (1 = first)"}
