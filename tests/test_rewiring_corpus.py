@@ -2,6 +2,7 @@
 medprobe cache, or downloaded once at the pinned commit (offline: one error naming the URL)."""
 
 import io
+import os
 import urllib.request
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 import medprobe.models
 from medprobe.api import UserError
-from medprobe.contrastive.rewiring import CORPORA_URL, RELEASE_COMMIT, RELEASE_CORPORA, corpus_cache, corpus_path
+from medprobe.contrastive.rewiring import corpora_named, corpus_cache, corpus_path, release_corpora
 from medprobe.resources import load_builder_module
 
 NAME = "pubmed_sents_no_punkt_10k_0"
@@ -35,9 +36,19 @@ def fake_release(root: Path, layout: str) -> Path:
     return data_dir
 
 
-def test_the_pinned_commit_is_the_medlama_builders():
-    assert RELEASE_COMMIT == load_builder_module("medlama").RELEASE_COMMIT
-    assert len(RELEASE_CORPORA) == 11 and NAME in RELEASE_CORPORA
+def medlama_corpora():
+    """The MedLAMA release's rewiring corpora, as rewiring finds them through the registry."""
+    corpora = corpora_named(NAME)
+    assert corpora is not None
+    return corpora
+
+
+def test_the_release_corpora_are_the_ones_the_medlama_builder_declares_at_its_pinned_commit():
+    [corpora] = release_corpora()  # no other benchmark's release ships rewiring corpora
+    assert corpora == medlama_corpora() and corpora.benchmark == "medlama"
+    assert corpora.commit == load_builder_module("medlama").RELEASE_COMMIT and corpora.commit in corpora.url
+    assert len(corpora.names) == 11 and NAME in corpora.names
+    assert corpora_named("mine.txt") is None
 
 
 def test_a_file_is_used_as_it_is_and_a_missing_one_is_the_old_error(tmp_path):
@@ -61,7 +72,7 @@ def test_a_release_folder_without_the_corpus_says_where_it_looked(tmp_path):
     with pytest.raises(UserError) as raised:
         corpus_path(f"{tmp_path / 'release'}/{NAME}")
     message = str(raised.value)
-    assert f"holds no {NAME}" in message and "elicit_corpora" in message and f"{CORPORA_URL}/{NAME}" in message
+    assert f"holds no {NAME}" in message and "elicit_corpora" in message and f"{medlama_corpora().url}/{NAME}" in message
 
 
 def test_a_bare_name_offline_is_one_error_naming_the_url_and_how_to_pass_a_file(monkeypatch):
@@ -69,7 +80,7 @@ def test_a_bare_name_offline_is_one_error_naming_the_url_and_how_to_pass_a_file(
     with pytest.raises(UserError) as raised:
         corpus_path(NAME)
     message = str(raised.value)
-    assert "HF_DATASETS_OFFLINE set" in message and f"{CORPORA_URL}/{NAME}" in message
+    assert "HF_DATASETS_OFFLINE set" in message and f"{medlama_corpora().url}/{NAME}" in message
     assert "--rewire-corpus FILE" in message and f"--rewire-corpus DIR/{NAME}" in message
 
 
@@ -93,8 +104,15 @@ def test_a_bare_name_is_downloaded_once_at_the_pinned_commit_then_read_from_the_
 
     monkeypatch.setattr(urllib.request, "urlopen", fake_urlopen)
     path = corpus_path(NAME)
-    assert asked == [f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/elicit_corpora/{NAME}"]
-    assert path == corpus_cache() / NAME and path.read_text() == SENTENCES
+    assert asked == [
+        f"https://raw.githubusercontent.com/cambridgeltl/medlama/{medlama_corpora().commit}/data/elicit_corpora/{NAME}"
+    ]
+    assert path == corpus_cache(medlama_corpora()) / NAME and path.read_text() == SENTENCES
+    # the cache folder a download before the corpora moved to the builder's declaration used, so none is fetched twice
+    assert (
+        path.parent
+        == Path(os.environ["XDG_CACHE_HOME"]) / "medprobe" / f"medlama-{medlama_corpora().commit[:12]}" / "elicit_corpora"
+    )
     assert corpus_path(NAME) == path and len(asked) == 1  # the second time from the cache
     assert "downloading the rewiring corpus" in capsys.readouterr().out
 
@@ -110,7 +128,7 @@ def test_a_failed_download_leaves_no_file(monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", refused)
     with pytest.raises(UserError, match="could not download --rewire-corpus"):
         corpus_path(NAME)
-    assert not corpus_cache().exists() or not any(corpus_cache().iterdir())
+    assert not corpus_cache(medlama_corpora()).exists() or not any(corpus_cache(medlama_corpora()).iterdir())
 
 
 def test_the_contrastive_cli_rewires_on_a_release_corpus_by_name(synthetic_medlama_hub, tmp_path, capsys):
@@ -145,7 +163,7 @@ def test_rewire_in_python_takes_a_release_corpus_by_name_too(tmp_path, monkeypat
     from medprobe.contrastive import ContrastiveProbe, rewiring_arguments
     from tiny_bert import save_tiny_bert
 
-    cached = corpus_cache() / NAME  # as a first download would have left it
+    cached = corpus_cache(medlama_corpora()) / NAME  # as a first download would have left it
     cached.parent.mkdir(parents=True)
     cached.write_text(SENTENCES)
     probe = ContrastiveProbe.from_pretrained(str(save_tiny_bert(tmp_path / "tiny_bert")), device="cpu")

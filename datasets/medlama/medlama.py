@@ -52,6 +52,7 @@ from .release import (
     RELATIONS,
     RELEASE_COMMIT,
     RELEASE_URL,
+    REWIRING_CORPORA,
     download_release,
     local_release_files,
     prompts_file,
@@ -63,8 +64,9 @@ from .umls_inputs import umls_settings, umls_source
 from .umls_queries import extract_queries, sample_relations
 
 # What medprobe reads from the builder module: the builder and its features, the card's text
-# (`medprobe build`), the pinned release (the build record names RELEASE_COMMIT, the demo RELEASE_URL)
-# and the relations. The rest is read from the module that holds it (e.g. `medlama.hardness.is_hard`).
+# (`medprobe build`), the pinned release (the build record names RELEASE_COMMIT, the demo RELEASE_URL),
+# the relations and the release's rewiring corpora (`--rewire-corpus NAME`). The rest is read from the
+# module that holds it (e.g. `medlama.hardness.is_hard`).
 __all__ = [
     "FEATURES",
     "FIELD_DESCRIPTIONS",
@@ -72,6 +74,7 @@ __all__ = [
     "RELATIONS",
     "RELEASE_COMMIT",
     "RELEASE_URL",
+    "REWIRING_CORPORA",
     "Medlama",
     "MedlamaConfig",
     "card_context",

@@ -18,6 +18,19 @@ RELEASE_COMMIT = "8a314d11c3b8538a7ec522f668b7fbe0394caa9d"
 RELEASE_URL = f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/medlama"
 RELEASE_TREE = f"https://github.com/cambridgeltl/medlama/tree/{RELEASE_COMMIT}/data/medlama"
 
+# The release's rewiring corpora, the raw sentences Contrastive-Probe rewires an encoder on, in its
+# data/elicit_corpora/: ten PubMed files of 10,000 sentences each (the paper's figures are the mean over
+# these ten) and one Wikipedia file (for general-domain BERT). medprobe.contrastive.rewiring reads this
+# declaration through the registry (the benchmark's builder module), so that `--rewire-corpus NAME`
+# finds, downloads and caches them with no benchmark named in its code.
+REWIRING_CORPORA = {
+    "release": "MedLAMA release",  # the release in words, for messages
+    "commit": RELEASE_COMMIT,  # downloaded at this commit (and cached under it)
+    "url": f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/elicit_corpora",
+    "folder": "elicit_corpora",  # the folder of a release copy that holds them
+    "names": tuple(f"pubmed_sents_no_punkt_10k_{i}" for i in range(10)) + ("wiki_sents_no_punkt_10k.txt",),
+}
+
 # The 19 relations and the size of each released hard file (the N in {relation}_{N}_hard.csv).
 HARD_SIZES = {
     "associated_morphology_of": 158,

@@ -13,11 +13,13 @@ every text to 48 word pieces).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -199,66 +201,101 @@ def logged_losses(trainer: Trainer) -> list[tuple[int, float]]:
     return [(entry["step"], round(entry["loss"], 5)) for entry in trainer.state.log_history if "loss" in entry]
 
 
-# --- the release's rewiring corpora -------------------------------------------------------------------
+# --- a release's rewiring corpora -----------------------------------------------------------------------
 
-# The MedLAMA release (the commit the MedLAMA builder pins, datasets/medlama/medlama.py RELEASE_COMMIT)
-# ships its rewiring sentences in data/elicit_corpora/: ten PubMed files of 10,000 sentences each (the
-# paper's figures are the mean over these ten) and one Wikipedia file (for general-domain BERT).
-RELEASE_COMMIT = "8a314d11c3b8538a7ec522f668b7fbe0394caa9d"
-CORPORA_URL = f"https://raw.githubusercontent.com/cambridgeltl/medlama/{RELEASE_COMMIT}/data/elicit_corpora"
-RELEASE_CORPORA = tuple(f"pubmed_sents_no_punkt_10k_{i}" for i in range(10)) + ("wiki_sents_no_punkt_10k.txt",)
+# A benchmark's release may ship rewiring corpora (the MedLAMA release does: data/elicit_corpora/). Which
+# ones, at which commit and where, is the benchmark's own knowledge: its builder module (the one its
+# registry entry names) declares them as REWIRING_CORPORA, and this module only finds, downloads and
+# caches the files such a declaration names.
+
+
+@dataclass(frozen=True)
+class ReleaseCorpora:
+    """The rewiring corpora of one benchmark's release, as its builder module declares them."""
+
+    benchmark: str  # the registry's benchmark whose builder declares them (it names the cache folder)
+    release: str  # the release in words, for messages
+    commit: str  # the pinned commit they are downloaded at
+    url: str  # the URL of their folder at that commit
+    folder: str  # the folder of a release copy that holds them
+    names: tuple[str, ...]
+
+
+def declared_corpora(benchmark: str) -> ReleaseCorpora | None:
+    """The REWIRING_CORPORA that the builder module of `benchmark` declares, or None."""
+    from medprobe.registry import benchmark_entry
+    from medprobe.resources import load_builder_module
+
+    target = benchmark_entry(benchmark).builder  # a plugin's "module:Class", or "" for the shipped builder
+    module = import_module(target.partition(":")[0]) if target else load_builder_module(benchmark)
+    declared = getattr(module, "REWIRING_CORPORA", None)
+    return ReleaseCorpora(benchmark=benchmark, **{**declared, "names": tuple(declared["names"])}) if declared else None
+
+
+@functools.cache
+def release_corpora() -> tuple[ReleaseCorpora, ...]:
+    """Every benchmark's release corpora, in registry order (builder modules are read once, on first use)."""
+    from medprobe.registry import benchmarks
+
+    return tuple(corpora for corpora in map(declared_corpora, benchmarks()) if corpora is not None)
+
+
+def corpora_named(name: str) -> ReleaseCorpora | None:
+    """The release corpora that hold a corpus called `name`, or None: `name` is not a release corpus."""
+    return next((corpora for corpora in release_corpora() if name in corpora.names), None)
 
 
 def corpus_path(corpus: str | Path) -> Path:
     """The rewiring corpus file for `--rewire-corpus`: a text file, or a release corpus by name.
 
     - a file (one sentence a line): used as it is;
-    - `DIR/NAME`, NAME a release corpus and DIR a MedLAMA release folder (the `--data-dir` of
-      `medprobe build medlama`, or the repository's root or data/ folder): read from DIR's
-      `elicit_corpora/` (or `../elicit_corpora/`, or `data/elicit_corpora/`);
+    - `DIR/NAME`, NAME a release corpus (e.g. MedLAMA's pubmed_sents_no_punkt_10k_0) and DIR a copy of
+      that release (for MedLAMA the `--data-dir` of `medprobe build medlama`, or the repository's root
+      or data/ folder): read from the release's corpus folder in DIR, beside DIR, or in DIR/data;
     - NAME alone: downloaded once at the pinned commit into the medprobe cache
       ($XDG_CACHE_HOME/medprobe, by default ~/.cache/medprobe) and read from there afterwards.
     """
     path = Path(corpus).expanduser()
-    if path.is_file() or path.name not in RELEASE_CORPORA:
+    corpora = None if path.is_file() else corpora_named(path.name)
+    if corpora is None:
         return check_corpus(path)
     if str(corpus) != path.name:  # DIR/NAME: a release folder the user has
-        return from_release_folder(path.parent, path.name)
-    cached = corpus_cache() / path.name
-    return cached if cached.is_file() else download_corpus(path.name, cached)
+        return from_release_folder(corpora, path.parent, path.name)
+    cached = corpus_cache(corpora) / path.name
+    return cached if cached.is_file() else download_corpus(corpora, path.name, cached)
 
 
-def from_release_folder(folder: Path, name: str) -> Path:
+def from_release_folder(corpora: ReleaseCorpora, folder: Path, name: str) -> Path:
     places = [
-        folder / "elicit_corpora" / name,
-        folder.parent / "elicit_corpora" / name,
-        folder / "data" / "elicit_corpora" / name,
+        folder / corpora.folder / name,
+        folder.parent / corpora.folder / name,
+        folder / "data" / corpora.folder / name,
     ]
     for place in places:
         if place.is_file():
             return place
     what = "does not exist" if not folder.is_dir() else f"holds no {name} (looked for {', '.join(map(str, places))})"
     raise UserError(
-        f"--rewire-corpus {folder / name}: the folder {folder} {what}. Give the MedLAMA release folder that has "
-        f"elicit_corpora/ ({CORPORA_URL}/{name} at the pinned commit), the corpus file itself, or the name alone "
+        f"--rewire-corpus {folder / name}: the folder {folder} {what}. Give the {corpora.release} folder that has "
+        f"{corpora.folder}/ ({corpora.url}/{name} at the pinned commit), the corpus file itself, or the name alone "
         f"(--rewire-corpus {name}) to download it"
     )
 
 
-def corpus_cache() -> Path:
+def corpus_cache(corpora: ReleaseCorpora) -> Path:
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "medprobe" / f"medlama-{RELEASE_COMMIT[:12]}" / "elicit_corpora"
+    return Path(root) / "medprobe" / f"{corpora.benchmark}-{corpora.commit[:12]}" / corpora.folder
 
 
-def download_corpus(name: str, target: Path) -> Path:
+def download_corpus(corpora: ReleaseCorpora, name: str, target: Path) -> Path:
     """Download the release corpus `name` at the pinned commit to `target` (atomically: an interrupted
     download leaves nothing behind); offline, one error naming the URL and what to pass instead."""
     from medprobe.models import host_reachable
 
-    url = f"{CORPORA_URL}/{name}"
+    url = f"{corpora.url}/{name}"
     instead = (
         f"download {url} where the network is reachable and pass the file (--rewire-corpus FILE), or pass it "
-        f"from a MedLAMA release folder that has elicit_corpora/ (--rewire-corpus DIR/{name})"
+        f"from a {corpora.release} folder that has {corpora.folder}/ (--rewire-corpus DIR/{name})"
     )
     offline = [
         flag
@@ -269,7 +306,7 @@ def download_corpus(name: str, target: Path) -> Path:
     if offline or not host_reachable(host):
         why = f"{' and '.join(offline)} set" if offline else f"{host} cannot be reached from here"
         raise UserError(
-            f"--rewire-corpus {name} is a MedLAMA release corpus that is not in {target.parent} yet "
+            f"--rewire-corpus {name} is a {corpora.release} corpus that is not in {target.parent} yet "
             f"and cannot be downloaded ({why}): {instead}"
         )
     print(f"downloading the rewiring corpus {name} from {url}")
