@@ -1,0 +1,155 @@
+"""The one-way imports of docs/architecture.md: each module of medprobe/ sits in a layer and imports only
+from its own layer and those below it, so the data never depends on the probers, the probers never on
+the run, and nothing but the commands on the CLI.
+
+The layers are listed here and drawn in docs/architecture.md; change both together. Every import
+statement counts, lazy ones inside functions too (an import that runs late is still a dependency), except
+those under `if TYPE_CHECKING:` (the graph is tests/test_imports.py's). A module that no layer names fails
+the test: a new module is placed on purpose, not by default. Imports by name at run time
+(`registry.load("module:Class")`, `import_module`) are not import statements and are not checked: that is
+how the run reaches tasks and probers, plugins' included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from test_imports import PACKAGE, import_graph, imported_names
+
+# Bottom to top: a layer's modules, or packages whose modules all belong to it.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "foundation",
+        (
+            "medprobe",  # the package: __version__, and the Python API looked up by name on first use
+            "medprobe.api",
+            "medprobe.stats",
+            "medprobe.atomic",
+            "medprobe.atomic_folder",
+            "medprobe.distributed",
+            "medprobe.resources",
+            "medprobe.registry",
+            "medprobe.citations",
+            "medprobe.models",
+        ),
+    ),
+    ("data", ("medprobe.building", "medprobe.results")),
+    ("probers and tasks", ("medprobe.contrastive", "medprobe.lm", "medprobe.tasks", "medprobe.export")),
+    ("run", ("medprobe.run", "medprobe.provenance")),
+    (
+        "uses of runs",
+        (
+            "medprobe.profiling",
+            "medprobe.profile_plan",
+            "medprobe.profile_folder",
+            "medprobe.comparison",
+            "medprobe.compare_inputs",
+            "medprobe.compare_report",
+            "medprobe.hub",
+            "medprobe.python_api",
+        ),
+    ),
+    ("commands", ("medprobe.cli", "medprobe.__main__")),
+]
+
+# Imports that break a rule today, each with why and what removes it. An entry that no import uses any
+# more fails the test too, so that this list only shrinks.
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
+    ("medprobe.lm.rank_change", "medprobe.run"): "the rank-change prober builds its scorer with run.make_prober; "
+    "issue 22 removes the prober (its scorers are the mask-average and causal-lm probers)",
+}
+
+# Modules that import no other module of medprobe: everything may import them, and they stay small.
+LEAVES = ("medprobe.api", "medprobe.stats")
+# The run loop reaches tasks and probers only through the registry (by name), as it reaches a plugin's.
+RUN_DOES_NOT_IMPORT = ("medprobe.contrastive", "medprobe.lm", "medprobe.tasks")
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def holds(name: str, module: str) -> bool:
+    """Whether the LAYERS name `name` covers `module`: itself, or a module of the package `name`
+    (the top package "medprobe" only itself: its modules are placed one by one)."""
+    return module == name or (name != "medprobe" and within(module, name))
+
+
+def layer_of(module: str) -> int | None:
+    """The index of the layer of `module` (None: no layer names it)."""
+    found = [index for index, (_, names) in enumerate(LAYERS) for name in names if holds(name, module)]
+    return found[0] if found else None
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_every_module_has_a_layer(graph):
+    unplaced = sorted(module for module in graph if layer_of(module) is None)
+    assert not unplaced, f"place these modules in a layer of LAYERS here and in docs/architecture.md: {unplaced}"
+
+
+def test_layer_of_takes_the_most_specific_name():
+    assert layer_of("medprobe") == 0 and layer_of("medprobe.api") == 0 and layer_of("medprobe.hub.checks") == 4
+    assert layer_of("medprobe.cli.probe") == 5 and layer_of("medprobe.runner") is None  # a prefix is not a package
+
+
+def upward_imports(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    return {
+        (module, imported)
+        for module, imports in graph.items()
+        for imported in imports
+        if layer_of(module) is not None and layer_of(imported) is not None and layer_of(imported) > layer_of(module)
+    }
+
+
+def test_a_module_imports_only_its_own_layer_and_those_below(graph):
+    upward = upward_imports(graph)
+    breaking = sorted(upward - KNOWN_EXCEPTIONS.keys())
+    lines = [f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})" for a, b in breaking]
+    assert not breaking, "imports against the layers of docs/architecture.md:\n" + "\n".join(lines)
+    stale = sorted(KNOWN_EXCEPTIONS.keys() - upward)
+    assert not stale, f"these imports are gone: remove them from KNOWN_EXCEPTIONS: {stale}"
+
+
+def test_the_check_sees_an_upward_import():
+    """The rule is not vacuous: a data module importing the CLI is caught, the run importing a lower layer is not."""
+    made_up = {"medprobe.building.build": {"medprobe.cli.probe", "medprobe.api"}, "medprobe.run": {"medprobe.lm.loading"}}
+    assert upward_imports(made_up) == {("medprobe.building.build", "medprobe.cli.probe")}
+
+
+def test_nothing_below_the_commands_imports_the_cli(graph):
+    users = sorted(module for module, imports in graph.items() if any(within(i, "medprobe.cli") for i in imports))
+    assert set(users) <= {m for m in graph if within(m, "medprobe.cli") or m == "medprobe.__main__"}, users
+
+
+@pytest.mark.parametrize("leaf", LEAVES)
+def test_leaves_import_nothing_of_medprobe(graph, leaf):
+    assert graph[leaf] == set(), f"{leaf} imports {sorted(graph[leaf])}"
+
+
+def test_the_run_reaches_tasks_and_probers_only_through_the_registry(graph):
+    direct = sorted(i for i in graph["medprobe.run"] if any(within(i, package) for package in RUN_DOES_NOT_IMPORT))
+    assert not direct, f"medprobe.run imports {direct}: name them in the registry and load them with registry.load"
+
+
+def test_builders_and_metrics_import_nothing_of_medprobe():
+    """datasets/<benchmark>/ and metrics/<metric>/ are Hub repos: loaded by path, self-contained."""
+    root = PACKAGE.parent
+    found = []
+    for path in sorted([*(root / "datasets").rglob("*.py"), *(root / "metrics").rglob("*.py")]):
+        names = imported_names(ast.parse(path.read_text(encoding="utf-8")), path.stem, is_package=False)
+        found += [f"{path.relative_to(root)}: {name}" for name in names if within(name, "medprobe")]
+    assert (root / "datasets" / "medlama" / "medlama.py").is_file()  # the folders are the checkout's
+    assert not found, found
+
+
+def test_the_layers_are_the_ones_the_architecture_page_draws():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name, _ in LAYERS:
+        assert f"[{name}]" in page, f"docs/architecture.md does not draw the layer [{name}]"
