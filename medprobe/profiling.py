@@ -30,6 +30,8 @@ Every headline row carries the run's 95% interval and n (`medprobe.stats`) and i
 as the run recorded them (`RunRecord.chance`, e.g. MedLAMA acc@k of a uniformly random order of each
 query's candidates), and, where the plan has a floor run (MST: the same architecture with random
 weights, `--scratch`), the floor's value.
+
+Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

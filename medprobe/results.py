@@ -8,6 +8,9 @@ commit, the citation keys and the `medprobe probe` command that repeats the run.
 outcomes (`outcomes`: e.g. the rank of each query's best gold answer) are a JSON-lines file
 beside the JSON, named and hashed in it, from which `medprobe compare` pairs two runs.
 `medprobe publish results` turns the same record into Hub eval results.
+
+Imports (docs/architecture.md, layer data): the foundation and building/cards (medprobe's version, when a
+record is written); never tasks, probers, the run, hub/, export/ or cli/.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""`medprobe cite [NAME ...]`: the BibTeX of what a run used (benchmarks, probers) and of medprobe."""
+"""`medprobe cite [NAME ...]`: the BibTeX of what a run used (benchmarks, probers) and of medprobe.
+
+Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
+medprobe/__main__.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.comparison)."""
+"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.comparison).
+
+Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
+medprobe/__main__.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""`medprobe export lm-eval BENCHMARK --dataset D --out DIR`: task YAMLs for lm-evaluation-harness."""
+"""`medprobe export lm-eval BENCHMARK --dataset D --out DIR`: task YAMLs for lm-evaluation-harness.
+
+Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
+medprobe/__main__.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profile_plan)."""
+"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profile_plan).
+
+Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
+medprobe/__main__.
+"""
 
 from __future__ import annotations
 

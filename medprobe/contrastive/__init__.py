@@ -2,6 +2,9 @@
 
 Stage 1 rewires an encoder on raw sentences with a contrastive objective (`RewiringTrainer`,
 `InfoNCELoss`, pairs from `build_pairs`); stage 2 probes by retrieval (`ContrastiveProbe.rank`).
+
+Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
+layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from medprobe.contrastive.loss import InfoNCELoss

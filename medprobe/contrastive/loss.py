@@ -1,4 +1,8 @@
-"""InfoNCE / NT-Xent over the 2N embeddings of a batch of N positive pairs."""
+"""InfoNCE / NT-Xent over the 2N embeddings of a batch of N positive pairs.
+
+Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
+layer; never the run, profile, compare, hub/ or cli/.
+"""
 
 from __future__ import annotations
 

@@ -15,6 +15,9 @@ tokens) is encoded once, and the names closest to a query are its predictions.
 A probe loaded from files keeps its embeddings on disk (medprobe.contrastive.embedding_cache), so
 another run of the same model reads them instead of encoding again; `cache=False` (`--no-cache`)
 turns that off. A probe built from an in-memory model, or rewired, uses no disk cache.
+
+Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
+layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations
