@@ -88,7 +88,7 @@ def main() -> None:
         vocab_size=len(tokenizer), hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128
     )
     probe = MaskAverageProbe(
-        BertForMaskedLM(config).eval(), tokenizer, name="tiny-random-bert", batch_size=args.batch_size, progress=False
+        BertForMaskedLM(config).eval(), tokenizer, model_name="tiny-random-bert", batch_size=args.batch_size, progress=False
     )
     start = time.perf_counter()
     lengths = {len(ids) for ids in probe.candidate_token_ids(space).values()}  # once per space, then cached
