@@ -69,6 +69,10 @@ def reproduce_command(args: argparse.Namespace) -> int:
     print(f"{summary['figures']} figures, {summary['run']} measured, {summary['reproduced']} reproduced within tolerance")
     if report["plumbing_check"]:
         print("PLUMBING CHECK, NOT A REPRODUCTION: models were mapped (--model-map) or options changed (--set)")
+    failed = [row["cell"] for row in report["rows"] if row["status"] == "failed"]
+    if failed:
+        print(f"failed cells (see report.md): {', '.join(dict.fromkeys(failed))}")
+        return 1
     return 0
 
 

@@ -64,7 +64,11 @@ def reproduce(options: ReproduceOptions, print_fn=print) -> dict:
             results[cell.id] = {"cell": cell.id, "status": "not runnable", "reason": cell.reason}
             continue
         planned = plan_cell(recipe, cell, options, out)
-        results[cell.id] = run_cell(planned, out, done_by_key, print_fn)
+        try:
+            results[cell.id] = run_cell(planned, out, done_by_key, print_fn)
+        except UserError as err:  # e.g. a model that cannot be loaded here: the other cells still run
+            print_fn(f"cell {cell.id}: failed: {err}")
+            results[cell.id] = {"cell": cell.id, "status": "failed", "reason": str(err)}
     report = build_report(recipe, cells, results, options)
     if distributed.is_main_process():
         write_report(report, out)
@@ -177,7 +181,8 @@ def finished(out: Path, planned: PlannedCell) -> dict | None:
 def run_cell(planned: PlannedCell, out: Path, done_by_key: dict[str, dict], print_fn) -> dict:
     from medprobe.run import run
 
-    stored = finished(out, planned) or done_by_key.get(planned.key)
+    on_disk = finished(out, planned)
+    stored = on_disk or done_by_key.get(planned.key)
     if stored is not None:
         print_fn(f"cell {planned.cell.id}: finished before (same request), not rerun")
         result = {**stored, "cell": planned.cell.id}
@@ -186,7 +191,7 @@ def run_cell(planned: PlannedCell, out: Path, done_by_key: dict[str, dict], prin
         records = [run(request, print_fn=lambda _text: None) for request in planned.requests]
         result = cell_result(planned, records)
     done_by_key[planned.key] = result
-    if distributed.is_main_process():
+    if distributed.is_main_process() and on_disk is None:  # a finished cell's file stays as it was
         write_text_atomically(cell_path(out, planned.cell.id), json.dumps(result, indent=2, sort_keys=True) + "\n")
     return result
 
