@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.probe import add_probe_command
     from medprobe.cli.profile import add_profile_command
     from medprobe.cli.publish import add_publish_command
+    from medprobe.cli.reproduce import add_reproduce_command
     from medprobe.cli.umls_names import add_umls_names_command
 
     parser = argparse.ArgumentParser(
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(subparsers)
     add_export_command(subparsers)
     add_cite_command(subparsers)
+    add_reproduce_command(subparsers)
     return parser
 
 

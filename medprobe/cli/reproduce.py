@@ -1,0 +1,114 @@
+"""`medprobe reproduce`: run a paper's table from its recipe and compare with the paper's figures.
+
+    medprobe reproduce list
+    medprobe reproduce medlama-table5 --data-dir medlama=out/medlama --corpus-dir medlama-release --out repro/t5
+    medprobe reproduce medlama-table4 --cells mask-average-bert --model-map '*=tiny-mlm' --data-dir medlama=...
+
+Imports nothing heavy until a recipe runs (`medprobe --help` stays fast).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from medprobe.api import UserError
+
+
+def pairs(values: list[str] | None, option: str) -> dict[str, str]:
+    """KEY=VALUE arguments as a dict; a malformed one is a UserError naming the option."""
+    found: dict[str, str] = {}
+    for value in values or []:
+        key, sep, rest = value.partition("=")
+        if not sep or not key or not rest:
+            raise UserError(f"{option} expects KEY=VALUE, got {value!r}")
+        found[key] = rest
+    return found
+
+
+def option_value(text: str) -> Any:
+    """--set values as JSON when they parse (numbers, true, lists), else as text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def list_recipes() -> int:
+    from medprobe.reproduce.recipe import load_recipe, recipe_paths
+
+    for name in recipe_paths():
+        recipe = load_recipe(name)
+        runnable = sum(cell.runnable for cell in recipe.cells)
+        figures = sum(len(cell.figures) for cell in recipe.cells)
+        print(
+            f"{name:28} {recipe.title} [{recipe.benchmark}: {len(recipe.cells)} cells ({runnable} runnable), {figures} figures]"
+        )
+    return 0
+
+
+def reproduce_command(args: argparse.Namespace) -> int:
+    if args.recipe == "list":
+        return list_recipes()
+    from medprobe.reproduce.runner import ReproduceOptions, reproduce
+
+    cells = [cell for value in args.cells or [] for cell in value.split(",") if cell]
+    options = ReproduceOptions(
+        recipe=args.recipe,
+        out=args.out or f"reproduce-{args.recipe.rsplit('/', 1)[-1].removesuffix('.json')}",
+        cells=cells or None,
+        model_map=pairs(args.model_map, "--model-map"),
+        data_dirs=pairs(args.data_dir, "--data-dir"),
+        corpus_dir=args.corpus_dir,
+        overrides={key: option_value(value) for key, value in pairs(args.set, "--set").items()},
+        device=args.device,
+    )
+    report = reproduce(options)
+    summary = report["summary"]
+    print(f"{summary['figures']} figures, {summary['run']} measured, {summary['reproduced']} reproduced within tolerance")
+    if report["plumbing_check"]:
+        print("PLUMBING CHECK, NOT A REPRODUCTION: models were mapped (--model-map) or options changed (--set)")
+    failed = [row["cell"] for row in report["rows"] if row["status"] == "failed"]
+    if failed:
+        print(f"failed cells (see report.md): {', '.join(dict.fromkeys(failed))}")
+        return 1
+    return 0
+
+
+def add_reproduce_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "reproduce",
+        help="run a paper's table from its recipe and compare with the paper's figures",
+        description="Run the cells of a reproduction recipe (a paper's table as data: models, prober, task, options, "
+        "the paper's figures with their source and a tolerance) through the run loop, and write "
+        "'paper | measured ± interval | Δ | within tolerance?' as report.json, report.md and report.png under --out. "
+        "Resumable: a cell finished with the same request is not rerun. `medprobe reproduce list` lists the recipes.",
+    )
+    parser.add_argument("recipe", metavar="RECIPE", help="a recipe name (see `medprobe reproduce list`) or a recipe file; 'list'")
+    parser.add_argument("--cells", action="append", metavar="ID,...", help="run only these cells (repeatable)")
+    parser.add_argument(
+        "--model-map",
+        action="append",
+        metavar="ID=PATH",
+        help="load PATH instead of a recipe model (by its recipe name or Hub id; '*' = every model); the report then "
+        "says it is a plumbing check, not a reproduction",
+    )
+    parser.add_argument(
+        "--data-dir", action="append", metavar="BENCHMARK=PATH", help="the folder built by `medprobe build BENCHMARK`"
+    )
+    parser.add_argument(
+        "--corpus-dir",
+        metavar="DIR",
+        help="a MedLAMA release folder with elicit_corpora/: the rewiring corpora are read from it (else downloaded)",
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="OPTION=VALUE",
+        help="change a prober or task option (by its keyword, e.g. rewire_steps=2) in every cell that has it; "
+        "the report then says it is not a reproduction",
+    )
+    parser.add_argument("--out", metavar="DIR", help="output folder (default: reproduce-RECIPE)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: auto)")
+    parser.set_defaults(func=reproduce_command)
