@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "medprobe.compare_inputs",
             "medprobe.compare_report",
             "medprobe.hub",
+            "medprobe.reproduce",
             "medprobe.python_api",
         ),
     ),
