@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.probe import add_probe_command
     from medprobe.cli.profile import add_profile_command
     from medprobe.cli.publish import add_publish_command
+    from medprobe.cli.review import add_review_command
     from medprobe.cli.umls_names import add_umls_names_command
 
     parser = argparse.ArgumentParser(
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_command(subparsers)
     add_export_command(subparsers)
     add_cite_command(subparsers)
+    add_review_command(subparsers)
     return parser
 
 
