@@ -365,6 +365,7 @@ def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RE
         comparisons.append(compare_pair(pair, intersect, resamples, seed))
     for found in comparisons:
         notes += intersect_notes(found)
+    notes += review_notes(inputs)
     return {
         "inputs": [
             {
@@ -387,6 +388,13 @@ def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RE
         "notes": notes,
         "medprobe": __version__,
     }
+
+
+def review_notes(inputs: list[Input]) -> list[str]:
+    """One note per run with an expert review beside its results JSON (`medprobe review import --out RESULTS.review.json`)."""
+    from medprobe.review.report import review_line
+
+    return [f"{run.label}: {line}" for item in inputs for run in item.runs.values() if (line := review_line(run.path))]
 
 
 # --- the command ----------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "medprobe.compare_report",
             "medprobe.hub",
             "medprobe.reproduce",
+            "medprobe.review",
             "medprobe.python_api",
         ),
     ),

@@ -1,4 +1,4 @@
-"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, umls-names, demo, export, cite).
+"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, cite, ...).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see medprobe/cli/probe.py). Errors a user
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.profile import add_profile_command
     from medprobe.cli.publish import add_publish_command
     from medprobe.cli.reproduce import add_reproduce_command
+    from medprobe.cli.review import add_review_command
     from medprobe.cli.umls_names import add_umls_names_command
 
     parser = argparse.ArgumentParser(
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_command(subparsers)
     add_cite_command(subparsers)
     add_reproduce_command(subparsers)
+    add_review_command(subparsers)
     return parser
 
 

@@ -91,6 +91,7 @@ def publish_results(args: argparse.Namespace) -> int:
         record, dataset_id, metrics=args.metric, task_type=args.task_type, source_url=args.source_url, subset=subset
     )
     block = run_block(record, dataset_label(record, subset), dataset_id, repo_id, [r.metric_type for r in results], subset)
+    block = with_review(block, args.results)
     model_name = repo_id.split("/")[1]
     what = f"{len(results)} eval result(s) merged into its model-index, the run's block in its medprobe results section"
     lines = [
@@ -117,6 +118,14 @@ def publish_results(args: argparse.Namespace) -> int:
     url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok else probed)
     print(f"published {len(results)} eval result(s) to {url}")
     return 0
+
+
+def with_review(block: str, results: str) -> str:
+    """The run's card block, plus one line of expert figures when a review lies beside its results JSON."""
+    from medprobe.review.report import review_line
+
+    line = review_line(results)
+    return f"{block}\n- {line}" if line else block
 
 
 def commit_card(args: argparse.Namespace, repo_id: str, message: str, make_card, probed: list | None = None) -> str:

@@ -1,0 +1,157 @@
+"""`medprobe review import`: read and check the ratings of an export folder, all before any is used.
+
+Accepted files: the filled CSV sheets (`raters/<rater>.csv`, header as exported; a spreadsheet may
+add a BOM or write 5 as 5.0) and Label Studio's "JSON" export (a list of tasks, each with `data`
+holding `item` and `rater`, and `annotations[].result[]` whose `value.choices` or `value.rating`
+is the rating; cancelled annotations are skipped). Checked: every row's item id is in the manifest,
+its rater is one of the manifest's, its rating is a whole number on the scale, no rater rates an
+item twice, and every rater rated every item. The first problem found is one error naming the file
+and the row (a CSV line number as a spreadsheet shows it, or a Label Studio task number).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from medprobe.api import UserError
+from medprobe.review.scale import HIGHEST, LOWEST
+
+
+@dataclass(frozen=True)
+class Rating:
+    rater: str
+    item: str
+    value: int
+    where: str  # "FILE, row N" / "FILE, task N": named in errors
+
+
+def read_manifest(folder: str | Path) -> dict:
+    from medprobe.review.sheets import FORMAT
+
+    path = Path(folder) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{folder}: no manifest.json; give the folder `medprobe review export` wrote") from None
+    except json.JSONDecodeError as err:
+        raise UserError(f"{path} is not valid JSON ({err})") from None
+    if manifest.get("format") != FORMAT:
+        raise UserError(f"{path} is not a review manifest (format {manifest.get('format')!r}, expected {FORMAT!r})")
+    return manifest
+
+
+def rating_value(text: object, where: str) -> int:
+    """A whole number on the scale; 5.0 (a spreadsheet's) is 5."""
+    try:
+        number = float(str(text).strip())
+    except ValueError:
+        number = float("nan")
+    if not number.is_integer() or not LOWEST <= number <= HIGHEST:
+        shown = str(text).strip()
+        raise UserError(f"{where}: rating {shown!r} is not on the {LOWEST}-{HIGHEST} scale" if shown else f"{where}: no rating")
+    return int(number)
+
+
+def read_csv(path: Path, header: list[str]) -> list[Rating]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text; save the sheet as CSV UTF-8") from None
+    rows = list(csv.reader(text.splitlines()))
+    if not rows or [cell.strip() for cell in rows[0]] != header:
+        found = ",".join(rows[0]) if rows else "nothing"
+        raise UserError(f"{path}, row 1: the header is {found!r}, expected {','.join(header)!r} (the exported sheet's)")
+    ratings = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue  # a blank line a spreadsheet left at the end
+        where = f"{path}, row {number}"
+        if len(row) != len(header):
+            raise UserError(f"{where}: {len(row)} cells, expected {len(header)}")
+        cells = dict(zip(header, row))
+        value = rating_value(cells["rating"], f"{where} (item {cells['item']})")
+        ratings.append(Rating(cells["rater"].strip(), cells["item"].strip(), value, where))
+    return ratings
+
+
+def annotation_value(annotation: dict, where: str) -> int:
+    """The rating of one Label Studio annotation: its `rating` Choices (or any Choices/Rating result)."""
+    results = [r for r in annotation.get("result") or [] if isinstance(r, dict) and isinstance(r.get("value"), dict)]
+    results.sort(key=lambda r: r.get("from_name") != "rating")  # ours first
+    for result in results:
+        value = result["value"]
+        if value.get("choices"):
+            if len(value["choices"]) != 1:
+                raise UserError(f"{where}: {len(value['choices'])} choices, expected one rating")
+            return rating_value(value["choices"][0], where)
+        if "rating" in value:
+            return rating_value(value["rating"], where)
+    raise UserError(f"{where}: the annotation holds no rating (value.choices or value.rating)")
+
+
+def read_label_studio(path: Path) -> list[Rating]:
+    try:
+        tasks = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise UserError(f"{path}: not a Label Studio JSON export ({err})") from None
+    if not isinstance(tasks, list):
+        raise UserError(f"{path}: not a Label Studio JSON export (expected a list of tasks)")
+    ratings = []
+    for number, task in enumerate(tasks, start=1):
+        where = f"{path}, task {number}"
+        data = task.get("data") if isinstance(task, dict) else None
+        if not isinstance(data, dict) or "item" not in data or "rater" not in data:
+            raise UserError(f"{where}: no data.item and data.rater; import the tasks `medprobe review export` wrote")
+        done = [a for a in task.get("annotations") or [] if isinstance(a, dict) and not a.get("was_cancelled")]
+        if len(done) > 1:
+            raise UserError(f"{where} (item {data['item']}): {len(done)} annotations; each rater rates an item once")
+        for annotation in done:
+            value = annotation_value(annotation, f"{where} (item {data['item']})")
+            ratings.append(Rating(str(data["rater"]), str(data["item"]), value, where))
+    return ratings
+
+
+def read_ratings_file(path: str | Path, manifest: dict) -> list[Rating]:
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such ratings file")
+    if path.suffix.lower() == ".json":
+        return read_label_studio(path)
+    if path.suffix.lower() == ".csv":
+        return read_csv(path, manifest["csv_header"])
+    raise UserError(f"{path}: a ratings file is a filled sheet (.csv) or a Label Studio JSON export (.json)")
+
+
+def check_ratings(ratings: list[Rating], manifest: dict, files: list[str]) -> dict[str, dict[str, int]]:
+    """{rater: {item: rating}}, once every rating is known to fit the manifest and none is missing."""
+    items = [item["item"] for item in manifest["items"]]
+    known, raters = set(items), manifest["raters"]
+    table: dict[str, dict[str, Rating]] = {rater: {} for rater in raters}
+    for rating in ratings:
+        if rating.item not in known:
+            raise UserError(f"{rating.where}: item {rating.item!r} is not in the export's manifest")
+        if rating.rater not in table:
+            raise UserError(f"{rating.where}: rater {rating.rater!r} is not one of the export's ({', '.join(raters)})")
+        first = table[rating.rater].get(rating.item)
+        if first is not None:
+            raise UserError(f"{rating.where}: item {rating.item} rated a second time by {rating.rater} (first at {first.where})")
+        table[rating.rater][rating.item] = rating
+    for rater in raters:
+        missing = [item for item in items if item not in table[rater]]
+        if missing:
+            source = sorted({r.where.rsplit(", ", 1)[0] for r in table[rater].values()}) or files
+            raise UserError(
+                f"{', '.join(source)}: rater {rater} has no rating for {len(missing)} item(s), e.g. {missing[0]}; "
+                "every rater rates every item once"
+            )
+    return {rater: {item: found.value for item, found in table[rater].items()} for rater in raters}
+
+
+def read_all(folder: str | Path, paths: list[str]) -> tuple[dict, dict[str, dict[str, int]]]:
+    """The manifest and every rater's ratings, or the first problem as one UserError."""
+    manifest = read_manifest(folder)
+    ratings = [rating for path in paths for rating in read_ratings_file(path, manifest)]
+    return manifest, check_ratings(ratings, manifest, [str(p) for p in paths])
