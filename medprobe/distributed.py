@@ -12,7 +12,7 @@ data, and each step that costs time is split:
   `gather(local)` puts the shares back together in process order, on every process, so split +
   gather gives back the single-process list in its original order.
 - ranking probers: the tasks rank (or score) each process's share of the queries
-  (`rank_in_shards`, RankChangeProbe.score_queries); a prober that spreads its own work (`collective = True`, Contrastive-Probe:
+  (`rank_in_shards`, the context-variance task's `score_queries`); a prober that spreads its own work (`collective = True`, Contrastive-Probe:
   its encoder splits whole batches of names and queries) is called with all queries everywhere.
 - independent trainings (DisKnE's (disease, seed) jobs, MST's (task, seed) fits) are split as
   whole jobs; each trains alone (`local_training`), results are gathered into one record.

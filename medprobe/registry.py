@@ -134,9 +134,19 @@ class ProberEntry:
     model: str  # which models it takes, for --help and for `medprobe profile`
     default_task: str
     options: tuple[Option, ...] = ()
-    factory: str = "from_pretrained"  # classmethod called as factory(model, device=..., seed=..., **options)
     # keys of hub_cards/citations.bib for the method: its paper, or ("medprobe",) for a method medprobe introduced
     citations: tuple[str, ...] = ()
+
+    def create(self, model: str, *, device: str = "auto", seed: int | None = None, **options: Any) -> Any:
+        """The prober on `model`: its class's `create` (medprobe.api.Prober.create), the one way every
+        prober is built, with only the options given (the class's own defaults fill the rest)."""
+        from medprobe.api import PROTOCOLS
+
+        prober = load(self.target).create(model, device=device, seed=seed, **options)
+        missing = [kind for kind in self.kinds if not isinstance(prober, PROTOCOLS[kind])]
+        if missing:  # an entry that promises more than its class does: a bug, not a user error
+            raise TypeError(f"prober {self.name} ({self.target}) does not implement {', '.join(missing)}")
+        return prober
 
 
 @dataclass(frozen=True)
@@ -293,7 +303,6 @@ PROBERS: dict[str, ProberEntry] = {
                     default=True,
                 ),
             ),
-            factory="from_options",
             citations=("meng-etal-2022-rewire",),
         ),
         ProberEntry(
@@ -392,27 +401,6 @@ PROBERS: dict[str, ProberEntry] = {
             citations=("medprobe",),  # log-likelihood ranking of filled prompts, as medprobe does it
         ),
         ProberEntry(
-            "rank-change",
-            "medprobe.lm.rank_change:RankChangeProbe",
-            ("candidate-scoring",),
-            "scores candidates with mask-average (masked LM) or causal-lm (causal LM), chosen from the model",
-            "a masked LM or a causal LM",
-            "context_variance",
-            options=(
-                batch_size(64),
-                DTYPE,
-                Option(
-                    "--scorer",
-                    "scorer",
-                    "how candidates are scored at the answer slot (auto: causal-lm for causal LMs, else mask-average)",
-                    choices=("auto", "mask-average", "causal-lm"),
-                    default="auto",
-                ),
-            ),
-            factory="scorer_for",
-            citations=("yao-etal-2023-context",),
-        ),
-        ProberEntry(
             "pair-classifier",
             "medprobe.lm.pair_classifier:PairClassifierProbe",
             ("disease-classification",),
@@ -459,7 +447,6 @@ PROBERS: dict[str, ProberEntry] = {
                     metavar="N",
                 ),
             ),
-            factory="__init__",
             citations=("alghanmi-etal-2021-probing",),
         ),
         ProberEntry(
@@ -490,7 +477,6 @@ PROBERS: dict[str, ProberEntry] = {
                     metavar="LR",
                 ),
             ),
-            factory="__init__",
             citations=("park-etal-2022-language",),
         ),
     )
@@ -695,6 +681,14 @@ def load(target: str) -> Any:
     """The object named by "module:attribute" (imported now, not when the registry is read)."""
     module, _, attribute = target.partition(":")
     return getattr(import_module(module), attribute)
+
+
+# probers that are gone, and what to use instead (the CLI still takes --prober rank-change for one
+# release, choosing the scorer from the model: medprobe.cli.probe.replace_removed_prober)
+REMOVED_PROBERS = {
+    "rank-change": "context variance takes any prober that scores candidates: --prober mask-average (a masked LM), "
+    "causal-lm (a causal LM) or contrastive (an encoder), with --task context_variance",
+}
 
 
 def prober_entry(name: str) -> ProberEntry:

@@ -1,14 +1,13 @@
 """The context-variance task: UCM of a candidate scorer on a context-variance dataset.
 
-    medprobe probe --prober rank-change --dataset out/context_variance --config real-target --model smollm2
+    medprobe probe --prober causal-lm --task context_variance --dataset out/context_variance --config real-target --model smollm2
     medprobe probe --prober mask-average --task context_variance --dataset out/context_variance --model <masked LM>
 
 Loads a context-variance folder (or Hub id) with `load_dataset`, scores every context step with
-the prober's `score_candidates` (any candidate scorer: mask-average, causal-lm, contrastive; the
-rank-change prober picks mask-average or causal-lm from the model), pairs each step with the
-previous one, and reports Understand / Confuse / Misunderstand shares per relation (UCM_k) and
-overall (UCM_m) from the `ucm` evaluate module, the mean rank changes, and top-k accuracy without
-and with context.
+the prober's `score_candidates` (any candidate scorer: mask-average, causal-lm, contrastive; see
+medprobe.tasks.context_variance_ranks), pairs each step with the previous one, and reports
+Understand / Confuse / Misunderstand shares per relation (UCM_k) and overall (UCM_m) from the `ucm`
+evaluate module, the mean rank changes, and top-k accuracy without and with context.
 """
 
 from __future__ import annotations
@@ -21,18 +20,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from medprobe.lm.rank_change import (
+from medprobe import distributed
+from medprobe.stats import Estimator, Outcomes, Sample, rank_change_chance
+from medprobe.tasks import Scored
+from medprobe.tasks.context_variance_ranks import (
     CONTEXT_VARIANCE_FIELDS,
-    RankChangeProbe,
     RowRanks,
     UCMSteps,
     dump_row_ranks,
     first_instances_per_relation,
     format_ucm_table,
+    rank_rows,
+    scoring_settings,
     ucm_steps,
 )
-from medprobe.stats import Estimator, Outcomes, Sample, rank_change_chance
-from medprobe.tasks import Scored
 from medprobe.tasks.loading import check_fields, load_probe_dataset
 
 if TYPE_CHECKING:
@@ -85,9 +86,9 @@ class ContextVarianceTask:
     def predict(self, prober: CandidateScorer, data: datasets.Dataset, seed: int | None) -> RankedRows:
         """Ranks of every row's tracked objects under `prober` (deterministic: `seed` is not used).
         The scorer's own batch size is the number of queries per score_candidates call."""
-        probe = RankChangeProbe(prober, batch_size=getattr(prober, "batch_size", 64))
-        row_ranks = probe.rank_rows(data)
-        return RankedRows(row_ranks, {"batch_size": probe.batch_size, **probe.settings})
+        batch_size = getattr(prober, "batch_size", 64)
+        row_ranks = rank_rows(data, prober, batch_size, progress=distributed.is_main_process())
+        return RankedRows(row_ranks, {"batch_size": batch_size, **scoring_settings(prober)})
 
     def score(self, data: datasets.Dataset, outputs: RankedRows) -> Scored:
         import evaluate
