@@ -1,5 +1,6 @@
 """What medprobe can run, as data: the probers (name -> class, kinds, options) and the tasks
-(name -> benchmark fields, metric, accepted prober kinds, grouping, headline metrics, options).
+(name -> class, benchmark, accepted prober kinds, headline metric, options); what a task reads, its
+metric and its groups are its class's FIELDS, METRIC and GROUP_BY (medprobe.tasks.base).
 
 This module imports nothing heavy (no torch, transformers or datasets), so that `medprobe --help`
 and `medprobe probe --prober X --help` stay fast: classes are named by "module:attribute" and
@@ -179,11 +180,8 @@ class TaskEntry:
     name: str
     target: str  # "module:Class" of the task (medprobe.tasks.<benchmark>)
     benchmark: str  # the dataset under datasets/ (and on the Hub) the task reads
-    description: str
-    fields: tuple[str, ...]  # the dataset fields the task reads; the builder's FEATURES must have them
-    metric: str  # the evaluate module under metrics/
+    description: str  # (what it reads, its metric and its groups are the task class's FIELDS, METRIC, GROUP_BY)
     accepts: tuple[str, ...]  # prober kinds it can run
-    group_by: str  # the per-group rows of its table
     headline: str  # the one number `medprobe profile` reports (with its interval and chance level)
     options: tuple[Option, ...] = field(default_factory=tuple)
     # keys of hub_cards/citations.bib: the benchmark's paper, then the papers of the sources its rows come from
@@ -490,10 +488,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.medlama:MedLAMATask",
             "medlama",
             "MedLAMA: rank the answer space for each cloze query; acc@k per relation, micro and macro",
-            ("id", "relation", "head_name", "query", "answers"),
-            "acc_at_k",
             ("ranking",),
-            "relation",
             "acc@10",
             options=(
                 K_OPTION,
@@ -566,10 +561,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.mst:MSTTask",
             "mst",
             "MST measuring skills: train a head on each task's train split, accuracy on --split; without --config, every task",
-            ("text", "choices", "label"),
-            "acc_at_k",
             ("choice-scoring",),
-            "task",
             "accuracy",
             options=(
                 Option("--train-split", "train_split", "split the head is trained on", default="train"),
@@ -597,10 +589,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.context_variance:ContextVarianceTask",
             "context_variance",
             "context variance: rank changes of the target and context objects per added context segment; UCM",
-            ("triple_id", "relation", "target", "step", "text", "candidates"),
-            "ucm",
             ("candidate-scoring",),
-            "relation",
             "understand",
             options=(
                 Option(
@@ -635,10 +624,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.disknE:DisKnETask",
             "disknE",
             "DisKnE: fine-tune a pair classifier per target disease; F1 per disease, macro and weighted",
-            ("pair_id", "premise", "hypothesis", "label", "target_cui", "target_name", "disease_cui"),
-            "disease_f1",
             ("disease-classification",),
-            "disease",
             "macro_f1",
             options=(
                 Option(

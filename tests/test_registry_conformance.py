@@ -276,6 +276,7 @@ def test_task_option_defaults_are_the_class_defaults(name):
     for method in ("load", "predict", "score", "table", "writers"):
         assert callable(getattr(task, method, None)), f"{entry.target} has no {method}"
     assert isinstance(task.plot_metric, str) and isinstance(task.timings, dict)
+    assert cls.FIELDS and cls.METRIC and cls.GROUP_BY, f"{entry.target}: declare what it reads, its metric, its groups"
     assert set(entry.accepts) <= set(PROTOCOLS) and any(set(p.kinds) & set(entry.accepts) for p in PROBERS.values())
     for option in entry.options:  # `publish results` names a subset in the model card with these words
         if option.subset:
@@ -288,7 +289,7 @@ def test_task_metric_folder_loads(name):
 
     from medprobe.resources import metric_path
 
-    metric = evaluate.load(metric_path(TASKS[name].metric))
+    metric = evaluate.load(metric_path(load(TASKS[name].target).METRIC))
     assert metric.name and metric.inputs_description
 
 
@@ -307,7 +308,7 @@ def test_builder_features_hold_the_task_fields_in_every_config(name):
     per_config = builder_features(entry.benchmark)
     assert per_config, f"datasets/{entry.benchmark} has no builder config"
     for config, fields in per_config.items():
-        missing = set(entry.fields) - fields
+        missing = set(load(entry.target).FIELDS) - fields
         assert not missing, f"{entry.benchmark}/{config} has no field {', '.join(sorted(missing))} that task {name} reads"
 
 
@@ -389,14 +390,15 @@ def task_documentation(entry: TaskEntry) -> str:
 @pytest.mark.parametrize("name", TASKS)
 def test_task_grouping_and_headline_are_documented(name):
     entry = TASKS[name]
+    cls = load(entry.target)
     words = lambda text, word: re.search(rf"(?<![\w@]){re.escape(word)}(?![\w@])", text)  # noqa: E731
-    assert entry.group_by in entry.fields or words(task_documentation(entry), entry.group_by), (
-        f"{name} groups by {entry.group_by!r}: neither a field it reads nor named in {entry.target}'s documentation"
+    assert cls.GROUP_BY in cls.FIELDS or words(task_documentation(entry), cls.GROUP_BY), (
+        f"{name} groups by {cls.GROUP_BY!r}: neither a field it reads nor named in {entry.target}'s documentation"
     )
     headline = re.sub(r"\d+$", "k", entry.headline)  # acc@10 is documented as acc@k
-    documented = task_documentation(entry) + documented_outputs(entry.metric)
+    documented = task_documentation(entry) + documented_outputs(cls.METRIC)
     assert words(documented, entry.headline) or words(documented, headline), (
-        f"{name}'s headline {entry.headline!r} is documented neither by {entry.target} nor by the {entry.metric} metric"
+        f"{name}'s headline {entry.headline!r} is documented neither by {entry.target} nor by the {cls.METRIC} metric"
     )
 
 
@@ -429,11 +431,12 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
     )
     assert entry.headline in record.metrics, f"{name}: headline {entry.headline!r} not in {sorted(record.metrics)}"
     assert record.per_group and record.benchmark == entry.benchmark
-    if entry.group_by in entry.fields:  # the groups are values of that field
+    cls = load(entry.target)
+    if cls.GROUP_BY in cls.FIELDS:  # the groups are values of that field
         from datasets import load_dataset
 
-        values = set(load_dataset(str(dataset), config, split="test")[entry.group_by])
-        assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {entry.group_by} values"
+        values = set(load_dataset(str(dataset), config, split="test")[cls.GROUP_BY])
+        assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {cls.GROUP_BY} values"
     # every headline is reportable: its 95% interval with n, and its chance level
     assert entry.headline in record.intervals and record.intervals[entry.headline]["n"] > 0
     assert record.intervals[entry.headline]["low"] <= record.metrics[entry.headline] <= record.intervals[entry.headline]["high"]
@@ -581,10 +584,7 @@ TOY_TASK = TaskEntry(
     f"{__name__}:ToyTask",
     "toy",
     "toy: top-1 equals the label",
-    ("query", "candidates", "label"),
-    "none",
     ("ranking",),
-    "all",
     "hits",
     options=(Option("--limit", "limit", "only the first N rows", type=registry.positive_int),),
 )

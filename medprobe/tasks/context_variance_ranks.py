@@ -23,9 +23,8 @@ ranks, rank changes and UCM shares are the same on every run and machine.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import datasets
 import numpy as np
@@ -306,17 +305,7 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}"
 
 
-def write_row_ranks(path: str | Path, ds: datasets.Dataset, row_ranks: list[RowRanks]) -> Path:
-    """One JSON line per row: its id, step, and the ranks of the objects it tracks; written atomically."""
-    from medprobe.atomic import write_all_atomically
-
-    write_all_atomically([(path, lambda temp: dump_row_ranks(temp, ds, row_ranks))])
-    return Path(path)
-
-
-def dump_row_ranks(path: Path, ds: datasets.Dataset, row_ranks: list[RowRanks]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        for step, ranked in zip(ds["step"], row_ranks):
-            record = {"row_id": ranked.row_id, "step": step, "gold_rank": ranked.gold_rank, "ranks": ranked.ranks}
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return path
+def row_rank_records(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> Iterator[dict]:
+    """One record per row (a line of --predictions): its id, step, best gold rank and the ranks of the objects it tracks."""
+    for step, ranked in zip(ds["step"], row_ranks):
+        yield {"row_id": ranked.row_id, "step": step, "gold_rank": ranked.gold_rank, "ranks": ranked.ranks}

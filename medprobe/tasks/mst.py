@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from medprobe import distributed
 from medprobe.api import UserError
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored
-from medprobe.tasks.loading import check_fields
+from medprobe.tasks.base import BenchmarkTask
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -137,32 +136,26 @@ def fit_and_score_all(
     (`probe.reset(seed)` draws the head, and a scratch encoder, from the seed alone; the Trainer
     reseeds with it; the cached encoder states are the same whichever run encoded them).
     """
-    share = distributed.split(runs)
-    processes, main = distributed.num_processes(), distributed.is_main_process()  # asked before local_training hides the launch
-    desc = f"training heads (process 1 of {processes}'s share)" if processes > 1 else "training heads"
     probe.trainer_progress = False  # one bar over all fits instead of the Trainer's per fit
-    local = []
-    with distributed.local_training(), tqdm(total=len(share), desc=desc, unit="head", disable=not (progress and main)) as bar:
-        for seed, task in share:
-            train, test = tasks[task]
-            bar.set_postfix_str(f"seed {seed}, {task}")
-            probe.reset(seed)
-            probe.fit(train["text"], train["choices"], train["label"])
-            ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
-            gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
-            chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
-            local.append((metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen))
-            bar.update()
-    return distributed.gather(local)
+
+    def fit_and_score(run: tuple[int, str]) -> tuple[float, list[int]]:
+        seed, task = run
+        train, test = tasks[task]
+        probe.reset(seed)
+        probe.fit(train["text"], train["choices"], train["label"])
+        ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
+        gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
+        chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
+        return metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen
+
+    return distributed.train_in_shares(
+        runs, fit_and_score, desc="training heads", unit="head", progress=progress, postfix=lambda run: f"seed {run[0]}, {run[1]}"
+    )
 
 
 def load_accuracy_metric():
     """acc_at_k from its evaluate module: acc@1 of ranked choices against the one gold choice."""
-    import evaluate
-
-    from medprobe.resources import metric_path
-
-    return evaluate.load(metric_path("acc_at_k"))
+    return MSTTask.metric()
 
 
 def rank_choices(scores: list[list[float]], choices: list[list[str]]) -> list[list[str]]:
@@ -206,9 +199,12 @@ class MSTOutputs:
     settings: dict
 
 
-class MSTTask:
+class MSTTask(BenchmarkTask):
     """`medprobe probe --prober mlm-head`: one task (--config) or every task of an MST-format dataset."""
 
+    FIELDS = ITEM_FIELDS
+    METRIC = "acc_at_k"
+    GROUP_BY = "task"
     plot_metric = "accuracy"
     outcome_unit = "item"
     outcome_fields = {
@@ -220,15 +216,14 @@ class MSTTask:
     def __init__(self, train_split: str = "train", seeds: int = 3):
         if seeds < 1:
             raise UserError(f"--seeds must be at least 1, got {seeds}")
+        super().__init__()
         self.train_split = train_split
         self.seeds = seeds
-        self.timings: dict[str, float] = {}
-        self.loaded: list[tuple[str | None, str]] = []
 
     def load(self, dataset: str, config: str | None, split: str) -> dict[str, tuple[datasets.Dataset, datasets.Dataset]]:
         """(train split, evaluated split) per task: `config`, or every config of the dataset, the
         five MST tasks first in their usual order."""
-        from medprobe.tasks.loading import dataset_config_names, load_probe_dataset
+        from medprobe.tasks.loading import dataset_config_names
 
         if config:
             task_names = [config]
@@ -237,12 +232,10 @@ class MSTTask:
             task_names = sorted(names, key=lambda n: (MST_TASKS.index(n) if n in MST_TASKS else len(MST_TASKS), n))
         tasks = {}
         for task in task_names:
-            train = load_probe_dataset(dataset, task, self.train_split)
-            test = load_probe_dataset(dataset, task, split)
-            for name, ds in ((self.train_split, train), (split, test)):
-                check_fields(ds, ITEM_FIELDS, f"dataset {dataset!r} (config {task!r}, split {name!r})")
-            tasks[task] = (train, test)
-        self.loaded = [(task, name) for task in tasks for name in dict.fromkeys((self.train_split, split))]
+            tasks[task] = (
+                self.read(dataset, task, self.train_split, name_split=True),
+                self.read(dataset, task, split, name_split=True),
+            )
         return tasks
 
     def predict(
@@ -300,9 +293,6 @@ class MSTTask:
                 f"probed in {seconds:.0f} s",
             ]
         )
-
-    def writers(self, data: dict, outputs: MSTOutputs) -> list:
-        return []
 
 
 def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], scores: dict[str, TaskScores]) -> Outcomes:
