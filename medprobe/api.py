@@ -109,3 +109,11 @@ class Prober:
     @property
     def settings(self) -> dict:
         return {}
+
+    @classmethod
+    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options: Any) -> Prober:
+        """The one construction call of every prober (`medprobe.registry.ProberEntry.create` makes it):
+        the prober on `model` (a folder, a Hub id or a packaged name), on `device`, with `options` (the
+        keywords of its registry options; left out = the class's own defaults). `seed` seeds what the
+        prober draws itself (a head, a rewiring); a prober that draws nothing ignores it."""
+        raise NotImplementedError(f"{cls.__name__} does not define create(model, *, device, seed, **options)")

@@ -292,7 +292,7 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
             "data": {ref.label: ref.record.data_fingerprint.get("sha256"), run.label: run.record.data_fingerprint.get("sha256")},
             "differing": differing_settings(ref.record, run.record),
             "headline": headline,
-            "group_by": entry.group_by,
+            "group_by": getattr(task_class(ref.record.task), "GROUP_BY", "") or "group",
             "values": {
                 ref.label: run_values(ref, a, estimators, recompute, resamples, seed),
                 run.label: run_values(run, b, estimators, recompute, resamples, seed),

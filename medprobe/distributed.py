@@ -12,7 +12,7 @@ data, and each step that costs time is split:
   `gather(local)` puts the shares back together in process order, on every process, so split +
   gather gives back the single-process list in its original order.
 - ranking probers: the tasks rank (or score) each process's share of the queries
-  (`rank_in_shards`, RankChangeProbe.score_queries); a prober that spreads its own work (`collective = True`, Contrastive-Probe:
+  (`rank_in_shards`, the context-variance task's `score_queries`); a prober that spreads its own work (`collective = True`, Contrastive-Probe:
   its encoder splits whole batches of names and queries) is called with all queries everywhere.
 - independent trainings (DisKnE's (disease, seed) jobs, MST's (task, seed) fits) are split as
   whole jobs; each trains alone (`local_training`), results are gathered into one record.
@@ -96,6 +96,36 @@ def map_split(function: Callable[[list[T]], list[Any]], items: Sequence[T]) -> l
     `function` maps a list to a list of the same length and is not called on an empty share."""
     share = split(items)
     return gather(function(share) if share else [])
+
+
+def train_in_shares(
+    jobs: Sequence[T],
+    train_one: Callable[[T], Any],
+    *,
+    desc: str,
+    unit: str,
+    progress: bool = True,
+    postfix: Callable[[T], str] | None = None,
+) -> list[Any]:
+    """`train_one(job)` for every job, in the order of `jobs`, each process training a contiguous share.
+
+    Each job trains alone, its Trainer a single-process one (`local_training`), and the results are
+    gathered back in job order on every process: the same list as one process makes, as long as a
+    job depends only on itself (it seeds its own model, Trainer and data order). One bar, on the
+    main process, counts its own share (`postfix(job)` names the job being trained)."""
+    from tqdm.auto import tqdm
+
+    share = split(jobs)
+    processes, main = num_processes(), is_main_process()  # asked before local_training hides the launch
+    desc = f"{desc} (process 1 of {processes}'s share)" if processes > 1 else desc
+    local = []
+    with local_training(), tqdm(total=len(share), desc=desc, unit=unit, disable=not (progress and main)) as bar:
+        for job in share:
+            if postfix is not None:
+                bar.set_postfix_str(postfix(job))
+            local.append(train_one(job))
+            bar.update()
+    return gather(local)
 
 
 def rank_in_shards(prober: Any, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:

@@ -1,5 +1,6 @@
 """What medprobe can run, as data: the probers (name -> class, kinds, options) and the tasks
-(name -> benchmark fields, metric, accepted prober kinds, grouping, headline metrics, options).
+(name -> class, benchmark, accepted prober kinds, headline metric, options); what a task reads, its
+metric and its groups are its class's FIELDS, METRIC and GROUP_BY (medprobe.tasks.base).
 
 This module imports nothing heavy (no torch, transformers or datasets), so that `medprobe --help`
 and `medprobe probe --prober X --help` stay fast: classes are named by "module:attribute" and
@@ -134,9 +135,19 @@ class ProberEntry:
     model: str  # which models it takes, for --help and for `medprobe profile`
     default_task: str
     options: tuple[Option, ...] = ()
-    factory: str = "from_pretrained"  # classmethod called as factory(model, device=..., seed=..., **options)
     # keys of hub_cards/citations.bib for the method: its paper, or ("medprobe",) for a method medprobe introduced
     citations: tuple[str, ...] = ()
+
+    def create(self, model: str, *, device: str = "auto", seed: int | None = None, **options: Any) -> Any:
+        """The prober on `model`: its class's `create` (medprobe.api.Prober.create), the one way every
+        prober is built, with only the options given (the class's own defaults fill the rest)."""
+        from medprobe.api import PROTOCOLS
+
+        prober = load(self.target).create(model, device=device, seed=seed, **options)
+        missing = [kind for kind in self.kinds if not isinstance(prober, PROTOCOLS[kind])]
+        if missing:  # an entry that promises more than its class does: a bug, not a user error
+            raise TypeError(f"prober {self.name} ({self.target}) does not implement {', '.join(missing)}")
+        return prober
 
 
 @dataclass(frozen=True)
@@ -169,11 +180,8 @@ class TaskEntry:
     name: str
     target: str  # "module:Class" of the task (medprobe.tasks.<benchmark>)
     benchmark: str  # the dataset under datasets/ (and on the Hub) the task reads
-    description: str
-    fields: tuple[str, ...]  # the dataset fields the task reads; the builder's FEATURES must have them
-    metric: str  # the evaluate module under metrics/
+    description: str  # (what it reads, its metric and its groups are the task class's FIELDS, METRIC, GROUP_BY)
     accepts: tuple[str, ...]  # prober kinds it can run
-    group_by: str  # the per-group rows of its table
     headline: str  # the one number `medprobe profile` reports (with its interval and chance level)
     options: tuple[Option, ...] = field(default_factory=tuple)
     # keys of hub_cards/citations.bib: the benchmark's paper, then the papers of the sources its rows come from
@@ -293,7 +301,6 @@ PROBERS: dict[str, ProberEntry] = {
                     default=True,
                 ),
             ),
-            factory="from_options",
             citations=("meng-etal-2022-rewire",),
         ),
         ProberEntry(
@@ -392,27 +399,6 @@ PROBERS: dict[str, ProberEntry] = {
             citations=("medprobe",),  # log-likelihood ranking of filled prompts, as medprobe does it
         ),
         ProberEntry(
-            "rank-change",
-            "medprobe.lm.rank_change:RankChangeProbe",
-            ("candidate-scoring",),
-            "scores candidates with mask-average (masked LM) or causal-lm (causal LM), chosen from the model",
-            "a masked LM or a causal LM",
-            "context_variance",
-            options=(
-                batch_size(64),
-                DTYPE,
-                Option(
-                    "--scorer",
-                    "scorer",
-                    "how candidates are scored at the answer slot (auto: causal-lm for causal LMs, else mask-average)",
-                    choices=("auto", "mask-average", "causal-lm"),
-                    default="auto",
-                ),
-            ),
-            factory="scorer_for",
-            citations=("yao-etal-2023-context",),
-        ),
-        ProberEntry(
             "pair-classifier",
             "medprobe.lm.pair_classifier:PairClassifierProbe",
             ("disease-classification",),
@@ -459,7 +445,6 @@ PROBERS: dict[str, ProberEntry] = {
                     metavar="N",
                 ),
             ),
-            factory="__init__",
             citations=("alghanmi-etal-2021-probing",),
         ),
         ProberEntry(
@@ -490,7 +475,6 @@ PROBERS: dict[str, ProberEntry] = {
                     metavar="LR",
                 ),
             ),
-            factory="__init__",
             citations=("park-etal-2022-language",),
         ),
     )
@@ -504,10 +488,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.medlama:MedLAMATask",
             "medlama",
             "MedLAMA: rank the answer space for each cloze query; acc@k per relation, micro and macro",
-            ("id", "relation", "head_name", "query", "answers"),
-            "acc_at_k",
             ("ranking",),
-            "relation",
             "acc@10",
             options=(
                 K_OPTION,
@@ -580,10 +561,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.mst:MSTTask",
             "mst",
             "MST measuring skills: train a head on each task's train split, accuracy on --split; without --config, every task",
-            ("text", "choices", "label"),
-            "acc_at_k",
             ("choice-scoring",),
-            "task",
             "accuracy",
             options=(
                 Option("--train-split", "train_split", "split the head is trained on", default="train"),
@@ -611,10 +589,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.context_variance:ContextVarianceTask",
             "context_variance",
             "context variance: rank changes of the target and context objects per added context segment; UCM",
-            ("triple_id", "relation", "target", "step", "text", "candidates"),
-            "ucm",
             ("candidate-scoring",),
-            "relation",
             "understand",
             options=(
                 Option(
@@ -649,10 +624,7 @@ TASKS: dict[str, TaskEntry] = {
             "medprobe.tasks.disknE:DisKnETask",
             "disknE",
             "DisKnE: fine-tune a pair classifier per target disease; F1 per disease, macro and weighted",
-            ("pair_id", "premise", "hypothesis", "label", "target_cui", "target_name", "disease_cui"),
-            "disease_f1",
             ("disease-classification",),
-            "disease",
             "macro_f1",
             options=(
                 Option(
@@ -695,6 +667,14 @@ def load(target: str) -> Any:
     """The object named by "module:attribute" (imported now, not when the registry is read)."""
     module, _, attribute = target.partition(":")
     return getattr(import_module(module), attribute)
+
+
+# probers that are gone, and what to use instead (the CLI still takes --prober rank-change for one
+# release, choosing the scorer from the model: medprobe.cli.probe.replace_removed_prober)
+REMOVED_PROBERS = {
+    "rank-change": "context variance takes any prober that scores candidates: --prober mask-average (a masked LM), "
+    "causal-lm (a causal LM) or contrastive (an encoder), with --task context_variance",
+}
 
 
 def prober_entry(name: str) -> ProberEntry:

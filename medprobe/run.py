@@ -12,7 +12,6 @@ dataset loads and has the task's fields) is checked before the model loads.
 
 from __future__ import annotations
 
-import inspect
 import math
 import shlex
 import time
@@ -21,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from medprobe import distributed
-from medprobe.api import PROTOCOLS, UserError
+from medprobe.api import UserError
 from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
-from medprobe.registry import PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
+from medprobe.registry import PROBERS, REMOVED_PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
 from medprobe.results import RunRecord, format_intervals, outcomes_entry, outcomes_jsonl, outcomes_path, plot_format, save_run
 from medprobe.stats import RESAMPLES
 
@@ -39,7 +38,7 @@ class RunRequest:
     model: str | None = None
     seed: int | None = None  # None: the task's or prober's own default
     device: str = "auto"
-    prober_options: dict = field(default_factory=dict)  # keywords of the prober's factory; left out = its default
+    prober_options: dict = field(default_factory=dict)  # keywords of the prober's create; left out = its default
     task_options: dict = field(default_factory=dict)  # keywords of the task's class; left out = its default
     out: str | None = "results.json"
     plot: str | None = None
@@ -50,6 +49,8 @@ def check_request(request: RunRequest) -> None:
     """What must stop a run before any dataset or model loads."""
     if request.task not in TASKS:
         raise UserError(f"unknown task {request.task!r}; choose one of {', '.join(TASKS)}")
+    if request.prober in REMOVED_PROBERS:
+        raise UserError(f"--prober {request.prober} was removed: {REMOVED_PROBERS[request.prober]}")
     if request.prober not in PROBERS:
         raise UserError(f"unknown prober {request.prober!r}; choose one of {', '.join(PROBERS)}")
     task, prober = task_entry(request.task), prober_entry(request.prober)
@@ -82,18 +83,8 @@ def make_task(request: RunRequest) -> Any:
 
 
 def make_prober(name: str, model: str, *, device: str = "auto", seed: int | None = None, options: dict | None = None) -> Any:
-    """The registered prober `name` on `model`, through its factory, with only the options given
-    (the class's own defaults fill the rest); `seed` and `device` go to factories that take them."""
-    entry = prober_entry(name)
-    cls = load(entry.target)
-    factory: Callable = cls if entry.factory == "__init__" else getattr(cls, entry.factory)
-    accepted = inspect.signature(cls.__init__ if entry.factory == "__init__" else factory).parameters
-    extra = {key: value for key, value in (("device", device), ("seed", seed)) if key in accepted and value is not None}
-    prober = factory(model, **extra, **(options or {}))
-    missing = [kind for kind in entry.kinds if not isinstance(prober, PROTOCOLS[kind])]
-    if missing:  # a registry entry that promises more than its class does: a bug, not a user error
-        raise TypeError(f"prober {name} ({entry.target}) does not implement {', '.join(missing)}")
-    return prober
+    """The registered prober `name` on `model` (`ProberEntry.create`), with only the options given."""
+    return prober_entry(name).create(model, device=device, seed=seed, **(options or {}))
 
 
 def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunRecord:

@@ -60,7 +60,7 @@ def test_every_bib_entry_is_cited_by_some_entry_and_has_title_authors_year():
 def test_citation_keys_are_the_tasks_then_the_probers_then_medprobe_each_once():
     assert citation_keys("medlama", "contrastive") == ["meng-etal-2022-rewire", "bodenreider-2004-unified", MEDPROBE]
     assert citation_keys("mst", "mlm-head") == ["park-etal-2022-language", MEDPROBE]
-    assert citation_keys("context_variance", "rank-change") == ["yao-etal-2023-context", "sung-etal-2021-language", MEDPROBE]
+    assert citation_keys("context_variance", "causal-lm") == ["yao-etal-2023-context", "sung-etal-2021-language", MEDPROBE]
     assert citation_keys() == [MEDPROBE] and citation_keys(prober="causal-lm") == [MEDPROBE]
     with pytest.raises(KeyError, match="no task named 'medlamma'"):
         citation_keys("medlamma")

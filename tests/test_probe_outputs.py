@@ -25,7 +25,14 @@ from medprobe.cli import main
 from medprobe.run import RunRequest, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-PROBERS = ["contrastive", "mask-average", "rank-change", "pair-classifier", "mlm-head"]  # every runner
+# every task, each with a prober of its kinds
+RUNS = [
+    ("contrastive", "medlama"),
+    ("mask-average", "medlama"),
+    ("causal-lm", "context_variance"),
+    ("pair-classifier", "disknE"),
+    ("mlm-head", "mst"),
+]
 
 
 class LookupProber(Prober):
@@ -66,9 +73,9 @@ def one_error_line(capsys) -> str:
 # --- checked before anything loads ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("prober", PROBERS)
-def test_out_that_is_a_folder_fails_before_the_dataset_or_model_loads(tmp_path, prober, nothing_loads, capsys):
-    assert probe(tmp_path, prober, "--out", tmp_path) == 2
+@pytest.mark.parametrize("prober, task", RUNS)
+def test_out_that_is_a_folder_fails_before_the_dataset_or_model_loads(tmp_path, prober, task, nothing_loads, capsys):
+    assert probe(tmp_path, prober, "--task", task, "--out", tmp_path) == 2
     assert f"--out {tmp_path} is a folder" in one_error_line(capsys)
 
 
@@ -104,7 +111,7 @@ def test_refused_write_fails_before_anything_loads_simulated(tmp_path, nothing_l
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkstemp", refused)
-    assert probe(tmp_path, "rank-change", "--out", tmp_path / "new" / "r.json") == 2
+    assert probe(tmp_path, "causal-lm", "--task", "context_variance", "--out", tmp_path / "new" / "r.json") == 2
     assert f"--out {tmp_path / 'new' / 'r.json'}: cannot write in {tmp_path} (Permission denied)" in one_error_line(capsys)
 
 

@@ -1,12 +1,12 @@
-"""RankChangeProbe and the context_variance task (`medprobe probe --prober rank-change`, or any candidate
-scorer with `--task context_variance`) with stand-in scorers (plumbing, no model), and once on a tiny
-random masked LM.
+"""The context_variance task's ranking (medprobe.tasks.context_variance_ranks) with any candidate scorer
+(`medprobe probe --prober mask-average|causal-lm|contrastive --task context_variance`), with stand-in
+scorers (plumbing, no model), and once on a tiny random masked LM and causal LM; the removed
+`--prober rank-change` runs the scorer the model calls for, with a warning.
 
 The real scorers (medprobe.lm.mask_average.MaskAverageProbe, medprobe.lm.causal_lm.CausalLMProbe) share
 the interface the stand-ins implement: score_candidates(queries with [Y], candidates) -> arrays.
 """
 
-import dataclasses
 import json
 import re
 
@@ -15,8 +15,8 @@ import pytest
 
 from medprobe.building.build import build
 from medprobe.cli import main
-from medprobe.lm.rank_change import RankChangeProbe, ranks_from_scores, slot_query, ucm_inputs
 from medprobe.run import RunRequest, run
+from medprobe.tasks.context_variance_ranks import rank_rows, ranks_from_scores, score_queries, slot_query, ucm_inputs
 
 NOTE = "notes/ent_clinic_nasal_polyp.txt"
 FIGURE1 = f"mp:nasal_polyp-has_symptom|discolored nasal discharge|{NOTE}"
@@ -107,7 +107,7 @@ def test_figure1_rank_changes_through_the_probe(hub):
             },
         }
     )
-    row_ranks = RankChangeProbe(scorer, progress=False).rank_rows(rows)
+    row_ranks = rank_rows(rows, scorer, progress=False)
     assert row_ranks[4]["nasal stuffiness"] == 20  # the object added next is ranked before it is added
     inputs = ucm_inputs(rows, row_ranks)
     step5 = 4  # entries are steps 1..10
@@ -140,12 +140,11 @@ def test_figure1_rank_changes_through_the_probe(hub):
 def test_probe_scores_each_distinct_query_once_in_batches(hub):
     ds = load(hub)
     scorer = MentionCountScorer()
-    probe = RankChangeProbe(scorer, batch_size=50, progress=False)
-    row_ranks = probe.rank_rows(ds)
+    row_ranks = rank_rows(ds, scorer, batch_size=50, progress=False)
     distinct = len(set(ds["text"]))
     assert distinct < ds.num_rows  # step 0 (the prompt alone) repeats across documents
     assert scorer.calls == -(-distinct // 50)
-    assert len(row_ranks) == ds.num_rows and probe.settings["tie_break"] == "candidate order"
+    assert len(row_ranks) == ds.num_rows
     # a copying model ranks the target first once S1 (which mentions it) is in the context, unless tied and listed later
     step1 = [rr for rr, step in zip(row_ranks, ds["step"]) if step == 1]
     assert sum(rr[rr.target] == 1 for rr in step1) > len(step1) / 2
@@ -157,9 +156,9 @@ def test_scorer_returning_the_wrong_number_of_scores_is_an_error(hub):
             return [np.zeros(2) for _ in queries]
 
     with pytest.raises(ValueError, match="returned 2 scores for"):
-        RankChangeProbe(Broken(), progress=False).rank_rows(load(hub).select(range(3)))
+        rank_rows(load(hub).select(range(3)), Broken(), progress=False)
     with pytest.raises(TypeError, match="has no score_candidates"):
-        RankChangeProbe(object())
+        score_queries(object(), ["a [Y] ."], [["b"]])
 
 
 @pytest.fixture
@@ -175,7 +174,7 @@ def stand_in(monkeypatch):
     return built
 
 
-def request(hub, tmp_path, prober="rank-change", **task_options):
+def request(hub, tmp_path, prober="mask-average", **task_options):
     return RunRequest(
         task="context_variance",
         prober=prober,
@@ -188,7 +187,7 @@ def request(hub, tmp_path, prober="rank-change", **task_options):
     )
 
 
-def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys, stand_in):
+def test_context_variance_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys, stand_in):
     ds = load(hub)
     run(request(hub, tmp_path, predictions=str(tmp_path / "ranks.jsonl"), plot=str(tmp_path / "ucm.png")))
     record = json.loads((tmp_path / "results.json").read_text())
@@ -207,7 +206,8 @@ def test_rank_change_run_writes_the_ucm_table_and_results(hub, tmp_path, capsys,
     # a copying model gains from context: the answers it is shown rise
     assert metrics["acc@10_with_context"] > metrics["acc@10_without_context"]
     assert metrics["rank_change"]["correct_added"]["RC-Oa"] < 0
-    assert record["prober"] == "rank-change" and record["benchmark"] == "context_variance"
+    assert record["prober"] == "mask-average" and record["benchmark"] == "context_variance"
+    assert record["settings"]["tie_break"] == "candidate order"
     assert record["settings"]["scorer"] == "MentionCountScorer" and record["settings"]["kind"] == "mention-count"
     assert record["settings"]["k"] == [1, 10] and record["settings"]["batch_size"] == 64 and "probe" in record["timings"]
     table = capsys.readouterr().out
@@ -248,38 +248,33 @@ def exit_code(argv: list[str]) -> int:
         return exit_.code
 
 
-def test_cli_rank_change_errors_are_one_line(hub, tmp_path, capsys):
-    assert exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change"]) == 2
+def test_cli_context_variance_errors_are_one_line(hub, tmp_path, capsys):
+    common = ["probe", "--dataset", str(hub), "--prober", "mask-average", "--task", "context_variance"]
+    assert exit_code(common) == 2
     assert "the following arguments are required: --model" in capsys.readouterr().err
     out = str(tmp_path / "r.json")
-    assert (
-        exit_code(["probe", "--dataset", str(hub), "--config", "nope", "--prober", "rank-change", "--model", "x", "--out", out])
-        == 2
-    )
+    assert exit_code([*common, "--config", "nope", "--model", "x", "--out", out]) == 2
     assert "does not load (config 'nope', split 'test'): BuilderConfig 'nope' not found" in capsys.readouterr().err
-    assert (
-        exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change", "--model", "x", "--scorer", "bm25", "--out", out])
-        == 2
-    )
-    assert "argument --scorer: invalid choice: 'bm25'" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
 
 
-def test_missing_scorer_module_is_a_clear_error(tmp_path, monkeypatch):
+def test_removed_rank_change_prober_says_which_prober_to_use(hub, tmp_path, capsys):
+    # without a model (or with an unknown --scorer) there is nothing to choose from: the message names the probers
+    for extra in ([], ["--model", "x", "--scorer", "bm25"]):
+        assert exit_code(["probe", "--dataset", str(hub), "--prober", "rank-change", *extra]) == 2
+        err = capsys.readouterr().err
+        assert "--prober rank-change was removed" in err and "mask-average" in err and "--task context_variance" in err
+    with pytest.raises(ValueError, match="--prober rank-change was removed: .*causal-lm"):
+        run(request(hub, tmp_path, prober="rank-change"))
     from medprobe.registry import PROBERS
 
-    broken = dataclasses.replace(PROBERS["causal-lm"], target="medprobe.not_there:CausalLMProbe")
-    monkeypatch.setitem(PROBERS, "causal-lm", broken)
-    with pytest.raises(ValueError, match=r"the causal-lm scorer \(medprobe.not_there.CausalLMProbe\) is not available"):
-        RankChangeProbe.scorer_for(str(tmp_path), scorer="causal-lm")
-    with pytest.raises(ValueError, match="--scorer must be auto or one of mask-average, causal-lm"):
-        RankChangeProbe.scorer_for(str(tmp_path), scorer="bm25")
+    assert "rank-change" not in PROBERS
 
 
 def test_auto_scorer_follows_the_model_config(tmp_path):
     from transformers import BertConfig, LlamaConfig
 
-    from medprobe.lm.rank_change import scorer_kind
+    from medprobe.tasks.context_variance_ranks import scorer_kind
 
     BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=32).save_pretrained(
         tmp_path / "bert"
@@ -302,7 +297,9 @@ def tiny_mlm(tmp_path_factory):
     return str(folder)
 
 
-def test_mask_average_with_task_context_variance_equals_rank_change_plumbing_tiny_random_bert(hub, tiny_mlm, tmp_path, capsys):
+def test_deprecated_rank_change_runs_mask_average_with_task_context_variance_plumbing_tiny_random_bert(
+    hub, tiny_mlm, tmp_path, capsys
+):
     common = ["--dataset", str(hub), "--config", "real-negative", "--model", tiny_mlm, "--device", "cpu", "--per-relation", "1"]
     assert (
         main(
@@ -337,7 +334,8 @@ def test_mask_average_with_task_context_variance_equals_rank_change_plumbing_tin
         == 0
     )
     rank_change, mask_average = (json.loads((tmp_path / name).read_text()) for name in ("rc.json", "ma.json"))
-    assert (rank_change["prober"], mask_average["prober"]) == ("rank-change", "mask-average")
+    assert "warning: --prober rank-change is deprecated" in capsys.readouterr().err
+    assert (rank_change["prober"], mask_average["prober"]) == ("mask-average", "mask-average")
     assert rank_change["settings"]["scorer"] == mask_average["settings"]["scorer"] == "MaskAverageProbe"
     for key in ("benchmark", "metrics", "per_group", "counts"):
         assert rank_change[key] == mask_average[key], key
@@ -356,18 +354,19 @@ def tiny_causal_lm(tmp_path_factory):
     return str(folder)
 
 
-def test_rank_change_builds_causal_lm_for_a_causal_model_as_the_causal_lm_prober_plumbing_tiny_random_gpt2(hub, tiny_causal_lm):
+def test_causal_lm_and_mask_average_rank_context_steps_plumbing_tiny_random_gpt2(hub, tiny_causal_lm, tiny_mlm):
     from medprobe.run import check_request, make_prober
     from medprobe.tasks.context_variance import ContextVarianceTask
 
-    scorer = RankChangeProbe.scorer_for(tiny_causal_lm, device="cpu", batch_size=8)
-    assert type(scorer).__name__ == "CausalLMProbe" and scorer.batch_size == 8
-    direct = make_prober("causal-lm", tiny_causal_lm, device="cpu")
     rows = load(hub, "real-negative").select(range(2))  # two rows are enough to compare the ranks
     task = ContextVarianceTask()
-    through_rank_change, through_causal_lm = task.predict(scorer, rows, None), task.predict(direct, rows, None)
-    assert [r.ranks for r in through_rank_change.row_ranks] == [r.ranks for r in through_causal_lm.row_ranks]
-    assert through_rank_change.settings["batch_size"] == 8 and through_causal_lm.settings["batch_size"] == 64
+    small = make_prober("causal-lm", tiny_causal_lm, device="cpu", options={"batch_size": 8})
+    direct = make_prober("causal-lm", tiny_causal_lm, device="cpu")
+    through_small, through_causal_lm = task.predict(small, rows, None), task.predict(direct, rows, None)
+    assert [r.ranks for r in through_small.row_ranks] == [r.ranks for r in through_causal_lm.row_ranks]
+    assert through_small.settings["batch_size"] == 8 and through_causal_lm.settings["batch_size"] == 64
     assert through_causal_lm.settings["scorer"] == "CausalLMProbe"
+    masked = task.predict(make_prober("mask-average", tiny_mlm, device="cpu"), rows, None)
+    assert masked.settings["scorer"] == "MaskAverageProbe" and len(masked.row_ranks) == 2
     for prober in ("causal-lm", "mask-average", "contrastive"):  # every candidate scorer may run the task
         check_request(RunRequest(task="context_variance", prober=prober, dataset=str(hub), model="m", out=None))

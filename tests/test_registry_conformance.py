@@ -3,7 +3,7 @@
 One set of checks that every entry of a kind must pass, parametrized over PROBERS and TASKS (the
 models are evaluate's tests/test_metric_common.py and BigBio's hub test): the target imports; a
 prober class is an api.Prober with the registry's name and kinds, its options' defaults are the
-code's own defaults, and built through `make_prober` on a tiny random model it answers every verb
+code's own defaults, and built through its `create` (`make_prober`) on a tiny random model it answers every verb
 of its kinds with the documented shapes; a task's options match its class, its metric folder
 loads, its builder's FEATURES hold its fields in every config, and a run reports its headline. The
 CLI shows each prober's own options only and refuses a foreign one. Last, a toy task and a toy
@@ -40,22 +40,14 @@ from medprobe.tasks import Scored
 
 # --- probers: the entry against its class ---------------------------------------------------------
 
-# Factories whose product is another registered prober (rank-change builds the mask-average or
-# causal-lm scorer); the others return an instance of the entry's class.
-BUILDS_ANOTHER_PROBER = {"scorer_for"}
 
-
-def factory_signature(entry: ProberEntry, dest: str) -> inspect.Signature:
-    """The signature that takes the keyword `dest`: from_pretrained forwards its **options to the
-    class, so for it (and for "__init__") that is the class's __init__; otherwise the classmethod."""
+def option_signature(entry: ProberEntry, dest: str) -> inspect.Signature:
+    """The signature that names the keyword `dest`: `create` (Prober.create, how every prober is built)
+    when it does, else what it forwards its **options to (from_pretrained, then the class's __init__)."""
     cls = load(entry.target)
-    if entry.factory == "__init__":
-        return inspect.signature(cls.__init__)
-    factory = inspect.signature(getattr(cls, entry.factory))
-    forwards = any(p.kind is p.VAR_KEYWORD for p in factory.parameters.values())
-    if entry.factory == "from_pretrained" and dest not in factory.parameters and forwards:
-        return inspect.signature(cls.__init__)
-    return factory
+    chain = [cls.create, *([cls.from_pretrained] if hasattr(cls, "from_pretrained") else []), cls.__init__]
+    signatures = [inspect.signature(function) for function in chain]
+    return next((signature for signature in signatures if dest in signature.parameters), signatures[-1])
 
 
 def same_value(a, b) -> bool:
@@ -77,21 +69,21 @@ def test_prober_class_is_an_api_prober_with_the_registry_name_and_kinds(name):
     assert cls.name == name, f"{entry.target}.name is {cls.name!r}, registered as {name!r}"
     assert set(entry.kinds) <= set(PROTOCOLS), f"unknown kinds {set(entry.kinds) - set(PROTOCOLS)}"
     assert entry.default_task in TASKS and set(entry.kinds) & set(TASKS[entry.default_task].accepts)
-    assert callable(cls if entry.factory == "__init__" else getattr(cls, entry.factory, None))
-    if entry.factory in BUILDS_ANOTHER_PROBER:  # the kinds are those of what it builds (checked on a model below)
-        assert set(cls.kinds) <= set(entry.kinds)
-    else:
-        assert tuple(cls.kinds) == tuple(entry.kinds), f"{entry.target}.kinds is {cls.kinds}, registered {entry.kinds}"
+    assert "create" in vars(cls) or any("create" in vars(base) for base in cls.__mro__[1:] if base is not Prober), (
+        f"{entry.target} has no create(model, *, device, seed, **options) of its own (Prober.create only raises)"
+    )
+    create = inspect.signature(cls.create).parameters
+    for keyword in ("device", "seed"):  # the one construction call: create(model, *, device=..., seed=..., **options)
+        assert create.get(keyword) and create[keyword].kind is inspect.Parameter.KEYWORD_ONLY, f"{entry.target}.create: {keyword}"
+    assert tuple(cls.kinds) == tuple(entry.kinds), f"{entry.target}.kinds is {cls.kinds}, registered {entry.kinds}"
 
 
 @pytest.mark.parametrize("name", PROBERS)
 def test_prober_option_defaults_are_the_code_defaults(name):
     entry = PROBERS[name]
     for option in entry.options:
-        parameters = factory_signature(entry, option.dest).parameters
-        assert option.dest in parameters, (
-            f"{option.flag} passes {option.dest}=, which {entry.target} {entry.factory} does not take"
-        )
+        parameters = option_signature(entry, option.dest).parameters
+        assert option.dest in parameters, f"{option.flag} passes {option.dest}=, which {entry.target}.create does not take"
         code = parameters[option.dest].default
         assert code is not inspect.Parameter.empty, f"{option.flag}: {option.dest} has no default in {entry.target}"
         assert same_value(option.default, code), f"{option.flag}: the registry shows {option.default!r}, the code uses {code!r}"
@@ -261,10 +253,7 @@ def test_prober_built_by_make_prober_answers_every_verb_of_its_kinds_tiny_random
     prober = make_prober(name, tiny_folders[kind], device="cpu", seed=0, options=options)
     for protocol in entry.kinds:
         assert isinstance(prober, PROTOCOLS[protocol]), f"{name} does not implement {protocol}"
-    if entry.factory in BUILDS_ANOTHER_PROBER:  # it built a registered prober that does (at least) these kinds
-        assert isinstance(prober, Prober) and prober.name in PROBERS and set(entry.kinds) <= set(prober.kinds)
-    else:
-        assert type(prober) is load(entry.target)
+    assert type(prober) is load(entry.target)
     assert isinstance(prober.settings, dict) and isinstance(prober.timings, dict)
     for protocol in entry.kinds:
         VERB_CHECKS[protocol](prober, entry)
@@ -287,6 +276,7 @@ def test_task_option_defaults_are_the_class_defaults(name):
     for method in ("load", "predict", "score", "table", "writers"):
         assert callable(getattr(task, method, None)), f"{entry.target} has no {method}"
     assert isinstance(task.plot_metric, str) and isinstance(task.timings, dict)
+    assert cls.FIELDS and cls.METRIC and cls.GROUP_BY, f"{entry.target}: declare what it reads, its metric, its groups"
     assert set(entry.accepts) <= set(PROTOCOLS) and any(set(p.kinds) & set(entry.accepts) for p in PROBERS.values())
     for option in entry.options:  # `publish results` names a subset in the model card with these words
         if option.subset:
@@ -299,7 +289,7 @@ def test_task_metric_folder_loads(name):
 
     from medprobe.resources import metric_path
 
-    metric = evaluate.load(metric_path(TASKS[name].metric))
+    metric = evaluate.load(metric_path(load(TASKS[name].target).METRIC))
     assert metric.name and metric.inputs_description
 
 
@@ -318,7 +308,7 @@ def test_builder_features_hold_the_task_fields_in_every_config(name):
     per_config = builder_features(entry.benchmark)
     assert per_config, f"datasets/{entry.benchmark} has no builder config"
     for config, fields in per_config.items():
-        missing = set(entry.fields) - fields
+        missing = set(load(entry.target).FIELDS) - fields
         assert not missing, f"{entry.benchmark}/{config} has no field {', '.join(sorted(missing))} that task {name} reads"
 
 
@@ -400,14 +390,15 @@ def task_documentation(entry: TaskEntry) -> str:
 @pytest.mark.parametrize("name", TASKS)
 def test_task_grouping_and_headline_are_documented(name):
     entry = TASKS[name]
+    cls = load(entry.target)
     words = lambda text, word: re.search(rf"(?<![\w@]){re.escape(word)}(?![\w@])", text)  # noqa: E731
-    assert entry.group_by in entry.fields or words(task_documentation(entry), entry.group_by), (
-        f"{name} groups by {entry.group_by!r}: neither a field it reads nor named in {entry.target}'s documentation"
+    assert cls.GROUP_BY in cls.FIELDS or words(task_documentation(entry), cls.GROUP_BY), (
+        f"{name} groups by {cls.GROUP_BY!r}: neither a field it reads nor named in {entry.target}'s documentation"
     )
     headline = re.sub(r"\d+$", "k", entry.headline)  # acc@10 is documented as acc@k
-    documented = task_documentation(entry) + documented_outputs(entry.metric)
+    documented = task_documentation(entry) + documented_outputs(cls.METRIC)
     assert words(documented, entry.headline) or words(documented, headline), (
-        f"{name}'s headline {entry.headline!r} is documented neither by {entry.target} nor by the {entry.metric} metric"
+        f"{name}'s headline {entry.headline!r} is documented neither by {entry.target} nor by the {cls.METRIC} metric"
     )
 
 
@@ -440,11 +431,12 @@ def test_task_runs_and_reports_its_headline_and_groups_tiny_random_models(name, 
     )
     assert entry.headline in record.metrics, f"{name}: headline {entry.headline!r} not in {sorted(record.metrics)}"
     assert record.per_group and record.benchmark == entry.benchmark
-    if entry.group_by in entry.fields:  # the groups are values of that field
+    cls = load(entry.target)
+    if cls.GROUP_BY in cls.FIELDS:  # the groups are values of that field
         from datasets import load_dataset
 
-        values = set(load_dataset(str(dataset), config, split="test")[entry.group_by])
-        assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {entry.group_by} values"
+        values = set(load_dataset(str(dataset), config, split="test")[cls.GROUP_BY])
+        assert set(record.per_group) <= values, f"{name}: groups {sorted(record.per_group)} are not {cls.GROUP_BY} values"
     # every headline is reportable: its 95% interval with n, and its chance level
     assert entry.headline in record.intervals and record.intervals[entry.headline]["n"] > 0
     assert record.intervals[entry.headline]["low"] <= record.metrics[entry.headline] <= record.intervals[entry.headline]["high"]
@@ -579,6 +571,10 @@ class ToyProber(Prober):
     def __init__(self, model: str, *, reverse: bool = False):
         self.model, self.reverse = model, reverse
 
+    @classmethod
+    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options) -> ToyProber:
+        return cls(model, **options)
+
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return [sorted(candidates, reverse=self.reverse)[:k] for _ in queries]
 
@@ -588,10 +584,7 @@ TOY_TASK = TaskEntry(
     f"{__name__}:ToyTask",
     "toy",
     "toy: top-1 equals the label",
-    ("query", "candidates", "label"),
-    "none",
     ("ranking",),
-    "all",
     "hits",
     options=(Option("--limit", "limit", "only the first N rows", type=registry.positive_int),),
 )
@@ -603,7 +596,6 @@ TOY_PROBER = ProberEntry(
     "any string",
     "toy",
     options=(Option("--reverse", "reverse", "reverse alphabetical order", switch=True, default=False),),
-    factory="__init__",
 )
 
 

@@ -237,8 +237,10 @@ def probe_mst(ctx: DemoContext) -> None:
         return
     from medprobe.tasks.mst import run_mst_demo
 
-    print(f"$ python -m medprobe.tasks.mst --model {ctx.args.model}   # the same step alone")
-    run_mst_demo(ctx.args.model)
+    # the two runs are `medprobe probe` runs (medprobe.run.run), their results files beside the others
+    result = run_mst_demo(ctx.args.model, out=ctx.out)
+    for name, command in result["commands"].items():
+        print(f"$ {command}   # {name}")
 
 
 DEMO_STEPS: list[DemoStep] = [

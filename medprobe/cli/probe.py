@@ -130,7 +130,37 @@ def refuse_foreign_options(parser: argparse.ArgumentParser, argv: list[str], pro
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
 
 
+def replace_removed_prober(argv: list[str]) -> list[str]:
+    """`--prober rank-change [--scorer S]` (removed; kept for one release): the candidate scorer it would
+    have built (S, or the one the model's config calls for) with --task context_variance, and a warning."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flag in ("--prober", "--model", "--scorer", "--task"):
+        parser.add_argument(flag)
+    known, rest = parser.parse_known_args(argv)
+    if known.prober != "rank-change":
+        return argv
+    from medprobe.api import UserError
+    from medprobe.registry import REMOVED_PROBERS
+
+    if known.scorer in ("mask-average", "causal-lm"):
+        scorer = known.scorer
+    elif known.model and known.scorer in (None, "auto") and not ({"-h", "--help"} & set(argv)):
+        from medprobe.tasks.context_variance_ranks import scorer_kind
+
+        scorer = scorer_kind(known.model)
+    else:
+        raise UserError(f"--prober rank-change was removed: {REMOVED_PROBERS['rank-change']}")
+    task = known.task or "context_variance"
+    print(
+        f"warning: --prober rank-change is deprecated and will be removed; running --prober {scorer} --task {task} "
+        f"(context variance takes any candidate scorer: mask-average, causal-lm or contrastive)",
+        file=sys.stderr,
+    )
+    return ["--prober", scorer, "--task", task, *(["--model", known.model] if known.model else []), *rest]
+
+
 def parse_probe_arguments(argv: list[str]) -> argparse.Namespace:
+    argv = replace_removed_prober(argv)
     known = first_stage(argv)
     parser = probe_parser(known.prober, known.task)
     if known.prober is None or "-h" in argv or "--help" in argv:

@@ -5,7 +5,7 @@
     probe.rank(["Aspirin might treat [Y] ."], names, k=10)      # stage 2: retrieval
     probe.score_candidates(["Aspirin might treat [Y] ."], [["fever", "pain"]])  # one score per name
 
-`ContrastiveProbe.from_options(model, **options)` builds it from the `medprobe probe --prober
+`ContrastiveProbe.create(model, device=..., seed=..., **options)` builds it from the `medprobe probe --prober
 contrastive` options (medprobe.registry), rewiring first when a corpus is given.
 
 Retrieval: each query's [Y] becomes the tokenizer's mask token and the query (at most 50
@@ -146,7 +146,7 @@ class ContrastiveProbe(Prober):
         return probe
 
     @classmethod
-    def from_options(
+    def create(
         cls,
         model: str,
         *,

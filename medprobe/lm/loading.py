@@ -166,9 +166,14 @@ class SelectedLogits:
 
 class FromPretrained:
     """`Prober.from_pretrained(name_or_path, device="auto", dtype="auto", **options)` for a prober class that
-    takes `(model, tokenizer, model_name=..., **options)` and names its `model_kind`."""
+    takes `(model, tokenizer, model_name=..., **options)` and names its `model_kind`, and `Prober.create`
+    through it (these probers draw nothing: the seed is not used)."""
 
     model_kind: str
+
+    @classmethod
+    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options):
+        return cls.from_pretrained(model, device=device, **options)
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, device: str = "auto", dtype: str = "auto", **options):

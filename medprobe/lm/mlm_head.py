@@ -253,6 +253,11 @@ class MLMHeadProbe(Prober):
             self._load_pretrained()
         self.reset(seed)
 
+    @classmethod
+    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options) -> MLMHeadProbe:
+        """The prober on `model`; `seed` (None: the class's default) draws the first head, and a scratch encoder."""
+        return cls(model, device=device, **({} if seed is None else {"seed": seed}), **options)
+
     def _load_pretrained(self) -> None:
         start = time.perf_counter()
         path, extra = resolve_model(self.model_name)

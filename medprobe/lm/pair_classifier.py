@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 import datasets
 import numpy as np
@@ -35,9 +37,17 @@ from transformers.utils import logging as transformers_logging
 from medprobe.api import Prober, UserError
 from medprobe.distributed import pin_training_device
 from medprobe.models import dtype_name, load_tokenizer, resolve_device, resolve_dtype, resolve_model
-from medprobe.tasks.disknE_splits import DiseaseSplits
 
 HYPOTHESES = ("canonical", "full")
+
+
+class PairSplits(Protocol):
+    """The rows (indices into the encoded dataset) of one target's training, validation and test sets."""
+
+    cui: str
+    train: Sequence[int]
+    validation: Sequence[int]
+    test: Sequence[int]
 
 
 @contextmanager
@@ -130,6 +140,11 @@ class PairClassifierProbe(Prober):
             "dtype": dtype_name(self.dtype),
         }
 
+    @classmethod
+    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options) -> PairClassifierProbe:
+        """The prober on `model`; the seeds are the task's, one per fine-tuning (`run_disease`)."""
+        return cls(model, device=device, **options)
+
     @property
     def settings(self) -> dict:
         return dict(self._settings)
@@ -191,10 +206,10 @@ class PairClassifierProbe(Prober):
             logits = trainer.predict(test).predictions
         return np.asarray(logits).argmax(-1).tolist()
 
-    def run_disease(self, encoded: datasets.Dataset, splits: DiseaseSplits, seed: int) -> DiseaseRun:
+    def run_disease(self, encoded: datasets.Dataset, splits: PairSplits, seed: int) -> DiseaseRun:
         """Fine-tune on Train_X (early stopping on validation), then label Test_X."""
         start = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="medprobe-disknE-") as output_dir:
+        with tempfile.TemporaryDirectory(prefix="medprobe-pair-classifier-") as output_dir:
             trainer = self.fit(encoded.select(splits.train), encoded.select(splits.validation), seed, output_dir)
             test = encoded.select(splits.test)
             predictions = self.predict(trainer, test)

@@ -7,7 +7,9 @@
                                                   # and the per-item outcomes and chance levels
     print(task.table(record))                     # the task's table of a RunRecord
 
-`medprobe.run.run` is the one loop that calls these steps for every task; `task.writers(data, outputs)`
+Every built-in task subclasses `medprobe.tasks.base.BenchmarkTask` (the shared loading, field check,
+subset note, metric and predictions writer; its FIELDS, METRIC and GROUP_BY) and keeps only its
+differences. `medprobe.run.run` is the one loop that calls these steps for every task; `task.writers(data, outputs)`
 names the extra files a run writes (e.g. --predictions), written all-or-nothing with the results JSON.
 
 Reportable numbers: `scored.outcomes` holds one row per item (a query, an instance, a test pair)

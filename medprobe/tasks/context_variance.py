@@ -1,39 +1,38 @@
 """The context-variance task: UCM of a candidate scorer on a context-variance dataset.
 
-    medprobe probe --prober rank-change --dataset out/context_variance --config real-target --model smollm2
+    medprobe probe --prober causal-lm --task context_variance --dataset out/context_variance --config real-target --model smollm2
     medprobe probe --prober mask-average --task context_variance --dataset out/context_variance --model <masked LM>
 
 Loads a context-variance folder (or Hub id) with `load_dataset`, scores every context step with
-the prober's `score_candidates` (any candidate scorer: mask-average, causal-lm, contrastive; the
-rank-change prober picks mask-average or causal-lm from the model), pairs each step with the
-previous one, and reports Understand / Confuse / Misunderstand shares per relation (UCM_k) and
-overall (UCM_m) from the `ucm` evaluate module, the mean rank changes, and top-k accuracy without
-and with context.
+the prober's `score_candidates` (any candidate scorer: mask-average, causal-lm, contrastive; see
+medprobe.tasks.context_variance_ranks), pairs each step with the previous one, and reports
+Understand / Confuse / Misunderstand shares per relation (UCM_k) and overall (UCM_m) from the `ucm`
+evaluate module, the mean rank changes, and top-k accuracy without and with context.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from medprobe.lm.rank_change import (
-    CONTEXT_VARIANCE_FIELDS,
-    RankChangeProbe,
-    RowRanks,
-    UCMSteps,
-    dump_row_ranks,
-    first_instances_per_relation,
-    format_ucm_table,
-    ucm_steps,
-)
+from medprobe import distributed
 from medprobe.stats import Estimator, Outcomes, Sample, rank_change_chance
 from medprobe.tasks import Scored
-from medprobe.tasks.loading import check_fields, load_probe_dataset
+from medprobe.tasks.base import BenchmarkTask, Writers
+from medprobe.tasks.context_variance_ranks import (
+    CONTEXT_VARIANCE_FIELDS,
+    RowRanks,
+    UCMSteps,
+    first_instances_per_relation,
+    format_ucm_table,
+    rank_rows,
+    row_rank_records,
+    scoring_settings,
+    ucm_steps,
+)
 
 if TYPE_CHECKING:
     import datasets
@@ -53,7 +52,12 @@ class RankedRows:
 SHARES = ("understand", "confuse", "misunderstand")
 
 
-class ContextVarianceTask:
+class ContextVarianceTask(BenchmarkTask):
+    """Context variance (Yao et al., 2023): UCM and rank changes of any candidate scorer, per relation."""
+
+    FIELDS = CONTEXT_VARIANCE_FIELDS
+    METRIC = "ucm"
+    GROUP_BY = "relation"
     plot_metric = "understand"
     outcome_unit = "instance"
     outcome_fields = {
@@ -64,39 +68,35 @@ class ContextVarianceTask:
     }
 
     def __init__(self, k: list[int] = [1, 10], per_relation: int | None = None, predictions: str | None = None):  # noqa: B006 (copied, never changed)
+        super().__init__()
         self.k = list(k)
         self.per_relation = per_relation
         self.predictions = predictions
-        self.timings: dict[str, float] = {}
-        self.loaded: list[tuple[str | None, str]] = []
-        self.subset_of: dict | None = None  # with --per-relation: {"probed", "total", "unit"}, recorded in the run's subset
 
     def load(self, dataset: str, config: str | None, split: str) -> datasets.Dataset:
-        ds = load_probe_dataset(dataset, config, split)
-        self.loaded = [(config, split)]
-        check_fields(ds, CONTEXT_VARIANCE_FIELDS, f"dataset {dataset!r} (config {config!r})")
+        ds = self.read(dataset, config, split)
         if self.per_relation:
             rows_in, instances_in = ds.num_rows, len(set(ds["instance_id"]))
             ds = first_instances_per_relation(ds, self.per_relation)
-            self.subset_of = {"probed": len(set(ds["instance_id"])), "total": instances_in, "unit": "instances"}
-            print(f"probing the first {self.per_relation} instances of each relation: {ds.num_rows:,} of {rows_in:,} rows")
+            self.note_subset(
+                len(set(ds["instance_id"])),
+                instances_in,
+                "instances",
+                f"probing the first {self.per_relation} instances of each relation: {ds.num_rows:,} of {rows_in:,} rows",
+            )
         return ds
 
     def predict(self, prober: CandidateScorer, data: datasets.Dataset, seed: int | None) -> RankedRows:
         """Ranks of every row's tracked objects under `prober` (deterministic: `seed` is not used).
         The scorer's own batch size is the number of queries per score_candidates call."""
-        probe = RankChangeProbe(prober, batch_size=getattr(prober, "batch_size", 64))
-        row_ranks = probe.rank_rows(data)
-        return RankedRows(row_ranks, {"batch_size": probe.batch_size, **probe.settings})
+        batch_size = getattr(prober, "batch_size", 64)
+        row_ranks = rank_rows(data, prober, batch_size, progress=distributed.is_main_process())
+        return RankedRows(row_ranks, {"batch_size": batch_size, **scoring_settings(prober)})
 
     def score(self, data: datasets.Dataset, outputs: RankedRows) -> Scored:
-        import evaluate
-
-        from medprobe.resources import metric_path
-
         steps = ucm_steps(data, outputs.row_ranks)
         inputs = steps.inputs
-        scores = evaluate.load(metric_path("ucm")).compute(**inputs, k=self.k)
+        scores = self.metric().compute(**inputs, k=self.k)
         per_group = scores["per_group"]
         return Scored(
             metrics={key: value for key, value in scores.items() if key != "per_group"},
@@ -131,8 +131,8 @@ class ContextVarianceTask:
     def table(self, record: RunRecord) -> str:
         return format_ucm_table({**record.metrics, "per_group": record.per_group})
 
-    def writers(self, data: datasets.Dataset, outputs: RankedRows) -> list[tuple[str | Path | None, Callable[[Path], None]]]:
-        return [(self.predictions, lambda temp: dump_row_ranks(temp, data, outputs.row_ranks))]
+    def writers(self, data: datasets.Dataset, outputs: RankedRows) -> Writers:
+        return self.jsonl_writer(self.predictions, lambda: row_rank_records(data, outputs.row_ranks))
 
 
 def instance_outcomes(data: datasets.Dataset, steps: UCMSteps) -> Outcomes:

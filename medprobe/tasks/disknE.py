@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from medprobe import distributed
 from medprobe.api import UserError
 from medprobe.registry import parse_diseases
 from medprobe.stats import Estimator, Outcomes, Sample, always_positive_f1
 from medprobe.tasks import Scored
-from medprobe.tasks.disknE_splits import DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
+from medprobe.tasks.base import BenchmarkTask
+from medprobe.tasks.disknE_splits import DISKNE_FIELDS, DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
 
 if TYPE_CHECKING:  # imported where used, so that importing the task stays light
     import datasets
@@ -59,7 +59,7 @@ class DisKnEOutputs:
     runs: list[DiseaseRun]
 
 
-class DisKnETask:
+class DisKnETask(BenchmarkTask):
     """DisKnE (`medprobe.registry.TASKS["disknE"]`): per-disease fine-tuning, F1 per disease.
 
     `category`: test only the rows of one category (medical variants); `diseases`: the first N
@@ -68,6 +68,9 @@ class DisKnETask:
     standard deviation over them (see `mean_std`).
     """
 
+    FIELDS = ("pair_id", *DISKNE_FIELDS)
+    METRIC = "disease_f1"
+    GROUP_BY = "disease"
     plot_metric = "f1"
     outcome_unit = "test pair"
     outcome_fields = {
@@ -82,20 +85,14 @@ class DisKnETask:
             raise UserError(f"--seeds needs a positive number of seeds, got {seeds!r}")
         if isinstance(diseases, int) and (isinstance(diseases, bool) or diseases < 1):
             raise UserError(f"--diseases N needs N >= 1, got {diseases!r}")
+        super().__init__()
         self.category = category
         self.diseases = diseases
         self.seeds = seeds
-        self.timings: dict[str, float] = {}
-        self.loaded: list[tuple[str | None, str]] = []
-        self.subset_of: dict | None = None  # with --diseases: {"probed", "total", "unit"}, recorded in the run's subset
 
     def load(self, dataset: str, config: str | None, split: str) -> DisKnEData:
         """The rows, checked to be DisKnE's, and the target diseases to probe (printed with how many were skipped)."""
-        from medprobe.tasks.loading import load_probe_dataset
-
-        ds = load_probe_dataset(dataset, config, split)
-        self.loaded = [(config, split)]
-        check_disknE_fields(ds, f"dataset {dataset!r} (config {config!r})")
+        ds = self.read(dataset, config, split)
         eligible, skipped = eligible_diseases(ds, self.category)
         diseases = choose_diseases(eligible, skipped, self.category, self.diseases)
         if self.diseases is not None:
@@ -106,6 +103,9 @@ class DisKnETask:
             f"({len(skipped)} targets have fewer)"
         )
         return DisKnEData(ds=ds, eligible=eligible, skipped=skipped, diseases=diseases)
+
+    def check(self, ds: datasets.Dataset, what: str) -> None:
+        check_disknE_fields(ds, what, self.FIELDS)  # says what a DisKnE dataset is
 
     def predict(self, prober: Any, data: DisKnEData, seed: int | None) -> DisKnEOutputs:
         """Derive each disease's splits, encode every row once, then fine-tune and label per (seed, disease)."""
@@ -163,9 +163,6 @@ class DisKnETask:
     def table(self, record: RunRecord) -> str:
         return format_disease_table(record)
 
-    def writers(self, data: DisKnEData, outputs: DisKnEOutputs) -> list:
-        return []  # the results JSON holds every per-disease number; no predictions file
-
 
 def train_jobs(prober: Any, encoded: Any, splits: dict[str, DiseaseSplits], jobs: list[tuple[int, str]]) -> list[DiseaseRun]:
     """One `DiseaseRun` per (seed, disease) job, in the order of `jobs`.
@@ -175,16 +172,13 @@ def train_jobs(prober: Any, encoded: Any, splits: dict[str, DiseaseSplits], jobs
     back in job order on every process: the same list as one process would make, since each job
     seeds its own model, Trainer and data order and keeps nothing from the job before it.
     """
-    share = distributed.split(jobs)
-    processes, main = distributed.num_processes(), distributed.is_main_process()  # asked before local_training hides the launch
-    desc = f"fine-tuning per disease (process 1 of {processes}'s share)" if processes > 1 else "fine-tuning per disease"
-    local = []
-    with distributed.local_training(), tqdm(total=len(share), desc=desc, unit="disease", disable=not main) as bar:
-        for run_seed, cui in share:
-            bar.set_postfix(disease=cui, seed=run_seed)
-            local.append(prober.run_disease(encoded, splits[cui], run_seed))
-            bar.update()
-    return distributed.gather(local)
+    return distributed.train_in_shares(
+        jobs,
+        lambda job: prober.run_disease(encoded, splits[job[1]], job[0]),
+        desc="fine-tuning per disease",
+        unit="disease",
+        postfix=lambda job: f"disease={job[1]}, seed={job[0]}",
+    )
 
 
 def read_diseases(text: str) -> int | list[str]:
@@ -228,11 +222,7 @@ def mean_std(values: list[float]) -> tuple[float, float]:
 
 def summarise(runs: list[DiseaseRun], splits: dict[str, DiseaseSplits], seeds: list[int]) -> tuple[dict, dict]:
     """(metrics, per_group) from the runs: `disease_f1` per seed, then mean and std over seeds."""
-    import evaluate
-
-    from medprobe.resources import metric_path
-
-    metric = evaluate.load(metric_path("disease_f1"))
+    metric = DisKnETask.metric()
     per_seed = {}
     for seed in seeds:
         seed_runs = [run for run in runs if run.seed == seed]

@@ -72,8 +72,8 @@ class DiseaseSplits:
         )
 
 
-def check_disknE_fields(ds: datasets.Dataset, what: str) -> None:
-    absent = [f for f in DISKNE_FIELDS if f not in ds.column_names]
+def check_disknE_fields(ds: datasets.Dataset, what: str, fields: tuple[str, ...] = DISKNE_FIELDS) -> None:
+    absent = [f for f in fields if f not in ds.column_names]
     if absent:
         raise UserError(
             f"{what} is not a DisKnE dataset: it lacks the field(s) {', '.join(absent)} (built by `medprobe build disknE`)"

@@ -14,11 +14,9 @@ head and answer name, sorted), or only the answers of the query's relation. Scor
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,11 +24,10 @@ import numpy as np
 from medprobe import distributed
 from medprobe.api import CandidateScorer, RankingProber, UserError
 from medprobe.registry import PROBERS
-from medprobe.resources import metric_path
 from medprobe.results import RunRecord, format_table
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
 from medprobe.tasks import Scored
-from medprobe.tasks.loading import check_fields, load_probe_dataset
+from medprobe.tasks.base import BenchmarkTask, Writers
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
@@ -55,10 +52,13 @@ class MedLAMAOutputs:
     settings: dict  # what predicting added to the record (the --rerank shortlist)
 
 
-class MedLAMATask:
+class MedLAMATask(BenchmarkTask):
     """MedLAMA (Meng, Liu et al., ACL 2022) and any set of the same fields; see `medprobe.registry`
     for the options, whose defaults are the defaults of this signature."""
 
+    FIELDS = MEDLAMA_FIELDS
+    METRIC = "acc_at_k"
+    GROUP_BY = "relation"
     outcome_unit = "query"
 
     def __init__(
@@ -80,12 +80,10 @@ class MedLAMATask:
         for flag, value in (("--per-relation", per_relation), ("--rerank-top", rerank_top)):
             if value is not None and value < 1:
                 raise UserError(f"{flag} must be a positive integer, got {value}")
+        super().__init__()
         self.k, self.candidates, self.per_relation, self.exclude_head = cutoffs, candidates, per_relation, exclude_head
         self.predictions, self.rerank, self.rerank_top = predictions, rerank, rerank_top
         self.plot_metric = f"acc@{max(cutoffs)}"
-        self.timings: dict[str, float] = {}
-        self.loaded: list[tuple[str | None, str]] = []
-        self.subset_of: dict | None = None  # with --per-relation: {"probed", "total", "unit"}, recorded in the run's subset
         self.outcome_fields = {
             "rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
             f"null: none in the top {max(cutoffs)}"
@@ -94,16 +92,18 @@ class MedLAMATask:
     def load(self, dataset: str, config: str | None, split: str) -> MedLAMAData:
         """The rows to probe and their candidates, and the --rerank shortlists checked against them,
         all before any model loads (a file that does not fit fails now, not after the model)."""
-        ds = load_probe_dataset(dataset, config, split)
-        self.loaded = [(config, split)]
-        check_fields(ds, MEDLAMA_FIELDS, f"dataset {dataset!r} (config {config!r})")
+        ds = self.read(dataset, config, split)
         # the answer space of the whole set, also when only a subset is probed
         candidates = answer_space(ds) if self.candidates == "set" else relation_answer_spaces(ds)
         rows = ds
         if self.per_relation:
             rows = first_per_group(ds, self.per_relation)
-            self.subset_of = {"probed": rows.num_rows, "total": ds.num_rows, "unit": "queries"}
-            print(f"probing the first {self.per_relation} queries of each relation: {rows.num_rows:,} of {ds.num_rows:,} queries")
+            self.note_subset(
+                rows.num_rows,
+                ds.num_rows,
+                "queries",
+                f"probing the first {self.per_relation} queries of each relation: {rows.num_rows:,} of {ds.num_rows:,} queries",
+            )
         data = MedLAMAData(rows, candidates)
         if self.rerank:
             data.shortlists = load_rerank_shortlists(self.rerank, self.rerank_top, data)
@@ -180,8 +180,8 @@ class MedLAMATask:
     def table(self, record: RunRecord) -> str:
         return format_table(record, [f"acc@{k}" for k in self.k], group_label="relation")
 
-    def writers(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> list[tuple[str | Path | None, Callable[[Path], None]]]:
-        return [(self.predictions, lambda temp: dump_predictions(temp, data.rows, outputs.predictions))]
+    def writers(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Writers:
+        return self.jsonl_writer(self.predictions, lambda: prediction_records(data.rows, outputs.predictions))
 
 
 # --- the answer space and the rows ------------------------------------------------------------------
@@ -319,9 +319,7 @@ def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]
 
 def score_ranking(ds: datasets.Dataset, predictions: list[list[str]], cutoffs: Sequence[int]) -> dict:
     """acc@k (micro), macro_acc@k and per-relation values from the acc_at_k evaluate module."""
-    import evaluate
-
-    metric = evaluate.load(metric_path("acc_at_k"))
+    metric = MedLAMATask.metric()
     return metric.compute(predictions=predictions, references=ds["answers"], groups=ds["relation"], k=list(cutoffs))
 
 
@@ -386,8 +384,7 @@ def candidate_counts(data: MedLAMAData, exclude_head: bool) -> tuple[np.ndarray,
 # --- the --predictions file -------------------------------------------------------------------------
 
 
-def dump_predictions(path: Path, ds: datasets.Dataset, predictions: list[list[str]]) -> None:
-    """The top-k names of every query as JSON lines (`run` writes them atomically with the results JSON)."""
-    with open(path, "w", encoding="utf-8") as handle:
-        for example_id, names in zip(ds["id"], predictions):
-            handle.write(json.dumps({"id": example_id, "predictions": names}, ensure_ascii=False) + "\n")
+def prediction_records(ds: datasets.Dataset, predictions: list[list[str]]) -> Iterator[dict]:
+    """The top-k names of every query, one JSON line each (`run` writes them atomically with the results JSON)."""
+    for example_id, names in zip(ds["id"], predictions):
+        yield {"id": example_id, "predictions": names}

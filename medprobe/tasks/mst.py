@@ -26,13 +26,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from medprobe import distributed
 from medprobe.api import UserError
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored
-from medprobe.tasks.loading import check_fields
+from medprobe.tasks.base import BenchmarkTask
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -65,37 +64,6 @@ class TaskScores:
         return statistics.pstdev(self.accuracy)
 
 
-def probe_tasks(
-    model: str,
-    tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
-    *,
-    seeds: Sequence[int],
-    scratch: bool = False,
-    vocabulary: str = "choices",
-    training_args=None,
-    batch_size: int = 64,
-    device: str = "auto",
-    progress: bool = True,
-    metric=None,
-) -> tuple[dict[str, TaskScores], MLMHeadProbe]:
-    """Build an MLMHeadProbe for `model` and run `probe_with` (the demo's entry; `medprobe probe`
-    builds the probe through the registry and calls `MSTTask`). Returns the scores and the probe."""
-    from medprobe.lm.mlm_head import MLMHeadProbe
-
-    seeds = list(seeds)
-    probe = MLMHeadProbe(
-        model,
-        scratch=scratch,
-        seed=seeds[0],
-        vocabulary=vocabulary,
-        training_args=training_args,
-        batch_size=batch_size,
-        device=device,
-        progress=progress,
-    )
-    return probe_with(probe, tasks, seeds=seeds, progress=progress, metric=metric), probe
-
-
 def probe_with(
     probe: MLMHeadProbe,
     tasks: dict[str, tuple[datasets.Dataset, datasets.Dataset]],
@@ -104,7 +72,7 @@ def probe_with(
     progress: bool = True,
     metric=None,
 ) -> dict[str, TaskScores]:
-    """Train a head per (seed, task) on the first dataset of each pair, score the second.
+    """Train a head per (seed, task) on the first dataset of each pair, score the second (`MSTTask.predict`).
 
     One probe serves every task and seed: a pretrained encoder is encoded once per text; a
     scratch encoder is drawn once per seed. Every (seed, task) starts from `probe.reset(seed)`.
@@ -137,32 +105,26 @@ def fit_and_score_all(
     (`probe.reset(seed)` draws the head, and a scratch encoder, from the seed alone; the Trainer
     reseeds with it; the cached encoder states are the same whichever run encoded them).
     """
-    share = distributed.split(runs)
-    processes, main = distributed.num_processes(), distributed.is_main_process()  # asked before local_training hides the launch
-    desc = f"training heads (process 1 of {processes}'s share)" if processes > 1 else "training heads"
     probe.trainer_progress = False  # one bar over all fits instead of the Trainer's per fit
-    local = []
-    with distributed.local_training(), tqdm(total=len(share), desc=desc, unit="head", disable=not (progress and main)) as bar:
-        for seed, task in share:
-            train, test = tasks[task]
-            bar.set_postfix_str(f"seed {seed}, {task}")
-            probe.reset(seed)
-            probe.fit(train["text"], train["choices"], train["label"])
-            ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
-            gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
-            chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
-            local.append((metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen))
-            bar.update()
-    return distributed.gather(local)
+
+    def fit_and_score(run: tuple[int, str]) -> tuple[float, list[int]]:
+        seed, task = run
+        train, test = tasks[task]
+        probe.reset(seed)
+        probe.fit(train["text"], train["choices"], train["label"])
+        ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
+        gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
+        chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
+        return metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen
+
+    return distributed.train_in_shares(
+        runs, fit_and_score, desc="training heads", unit="head", progress=progress, postfix=lambda run: f"seed {run[0]}, {run[1]}"
+    )
 
 
 def load_accuracy_metric():
     """acc_at_k from its evaluate module: acc@1 of ranked choices against the one gold choice."""
-    import evaluate
-
-    from medprobe.resources import metric_path
-
-    return evaluate.load(metric_path("acc_at_k"))
+    return MSTTask.metric()
 
 
 def rank_choices(scores: list[list[float]], choices: list[list[str]]) -> list[list[str]]:
@@ -206,9 +168,12 @@ class MSTOutputs:
     settings: dict
 
 
-class MSTTask:
+class MSTTask(BenchmarkTask):
     """`medprobe probe --prober mlm-head`: one task (--config) or every task of an MST-format dataset."""
 
+    FIELDS = ITEM_FIELDS
+    METRIC = "acc_at_k"
+    GROUP_BY = "task"
     plot_metric = "accuracy"
     outcome_unit = "item"
     outcome_fields = {
@@ -220,15 +185,14 @@ class MSTTask:
     def __init__(self, train_split: str = "train", seeds: int = 3):
         if seeds < 1:
             raise UserError(f"--seeds must be at least 1, got {seeds}")
+        super().__init__()
         self.train_split = train_split
         self.seeds = seeds
-        self.timings: dict[str, float] = {}
-        self.loaded: list[tuple[str | None, str]] = []
 
     def load(self, dataset: str, config: str | None, split: str) -> dict[str, tuple[datasets.Dataset, datasets.Dataset]]:
         """(train split, evaluated split) per task: `config`, or every config of the dataset, the
         five MST tasks first in their usual order."""
-        from medprobe.tasks.loading import dataset_config_names, load_probe_dataset
+        from medprobe.tasks.loading import dataset_config_names
 
         if config:
             task_names = [config]
@@ -237,12 +201,10 @@ class MSTTask:
             task_names = sorted(names, key=lambda n: (MST_TASKS.index(n) if n in MST_TASKS else len(MST_TASKS), n))
         tasks = {}
         for task in task_names:
-            train = load_probe_dataset(dataset, task, self.train_split)
-            test = load_probe_dataset(dataset, task, split)
-            for name, ds in ((self.train_split, train), (split, test)):
-                check_fields(ds, ITEM_FIELDS, f"dataset {dataset!r} (config {task!r}, split {name!r})")
-            tasks[task] = (train, test)
-        self.loaded = [(task, name) for task in tasks for name in dict.fromkeys((self.train_split, split))]
+            tasks[task] = (
+                self.read(dataset, task, self.train_split, name_split=True),
+                self.read(dataset, task, split, name_split=True),
+            )
         return tasks
 
     def predict(
@@ -287,10 +249,7 @@ class MSTTask:
 
     def table(self, record: RunRecord) -> str:
         """The accuracy table of `format_scores`, rebuilt from the record, and the seconds it took."""
-        scores = {
-            task: TaskScores(task, values["chance"], 0, 0, list(values["accuracy_per_seed"]))
-            for task, values in record.per_group.items()
-        }
+        scores = scores_from_record(record)
         name = f"{Path(record.model or 'model').name}{' (scratch)' if record.settings.get('scratch') else ''}"
         seconds = sum(record.timings.get(phase, 0.0) for phase in ("load_dataset", "load_model", "probe", "score"))
         return "\n".join(
@@ -301,8 +260,16 @@ class MSTTask:
             ]
         )
 
-    def writers(self, data: dict, outputs: MSTOutputs) -> list:
-        return []
+
+def scores_from_record(record: RunRecord) -> dict[str, TaskScores]:
+    """The accuracies per task and seed of a run's record (its rows counted when the record has them)."""
+    scores = {}
+    for task, values in record.per_group.items():
+        rows = record.counts.get(f"{task}_rows", {})
+        scores[task] = TaskScores(
+            task, values["chance"], rows.get("train", 0), rows.get("test", 0), list(values["accuracy_per_seed"])
+        )
+    return scores
 
 
 def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], scores: dict[str, TaskScores]) -> Outcomes:
@@ -333,49 +300,52 @@ def run_mst_demo(
     tasks: Sequence[str] = MST_TASKS,
     vocabulary: str = "choices",
     device: str = "cpu",
+    out: str | Path | None = None,
     print_fn: Callable[[str], None] = print,
 ) -> dict:
     """A small MiniLM-vs-scratch run on every MST task: build, probe, print one table.
 
-    Builds the tasks with the real builder into a temporary Hub folder, loads them with
-    `load_dataset`, and probes `model` and its scratch twin (same architecture, random
-    weights). Returns {"scores": {run: {task: TaskScores}}, "seconds": {phase or run: wall
-    seconds}, "settings": {run: the probe's settings}}. About 40 s on 2 CPU cores with the
-    defaults (most of it encoding 3,000 sentences twice).
+    Builds the tasks with the real builder (into `out`/mst, or a temporary folder) and runs
+    `medprobe probe --prober mlm-head` on `model` and on its scratch twin (same architecture, random
+    weights) through `medprobe.run.run`, the loop of every probe (with `out`, each writes its results
+    file there, mst-<run>.json). Returns {"scores": {run: {task: TaskScores}}, "seconds": {phase or
+    run: wall seconds}, "settings": {run: the run's settings}, "commands": {run: its `medprobe probe`
+    command}}. About 40 s on 2 CPU cores with the defaults (most of it encoding 3,000 sentences twice).
     """
     import datasets
 
     from medprobe.building.build import build
+    from medprobe.run import RunRequest, run
 
     bars_were_on = not datasets.are_progress_bars_disabled()
     datasets.disable_progress_bars()
+    result: dict = {"scores": {}, "seconds": {}, "settings": {}, "commands": {}}
     try:
-        start = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="medprobe-mst-demo-") as folder:
+        with tempfile.TemporaryDirectory(prefix="medprobe-mst-demo-") as scratch_folder:
+            folder = Path(out) / "mst" if out is not None else Path(scratch_folder)
+            start = time.perf_counter()
             sizes = {"train_size": train_size, "validation_size": 1, "test_size": test_size}
             build("mst", folder, configs=list(tasks), params=sizes)
-            data = {
-                task: (datasets.load_dataset(folder, task, split="train"), datasets.load_dataset(folder, task, split="test"))
-                for task in tasks
-            }
-        metric = load_accuracy_metric()
-        seconds = {"build and load": time.perf_counter() - start}
-        columns, settings = {}, {}
-        for scratch in (False, True):
-            name = "scratch" if scratch else Path(model).name
-            start = time.perf_counter()
-            columns[name], probe = probe_tasks(
-                model,
-                data,
-                seeds=range(seeds),
-                scratch=scratch,
-                vocabulary=vocabulary,
-                device=device,
-                progress=False,
-                metric=metric,
-            )
-            seconds[name] = time.perf_counter() - start
-            settings[name] = probe.settings
+            result["seconds"]["build"] = time.perf_counter() - start
+            for scratch in (False, True):
+                name = "scratch" if scratch else Path(model).name
+                request = RunRequest(
+                    task="mst",
+                    prober="mlm-head",
+                    dataset=str(folder),
+                    model=model,
+                    seed=0,
+                    device=device,
+                    prober_options={"vocabulary": vocabulary, **({"scratch": True} if scratch else {})},
+                    task_options={"seeds": seeds},
+                    out=str(Path(out) / f"mst-{name}.json") if out is not None else None,
+                )
+                start = time.perf_counter()
+                record = run(request, print_fn=lambda text: None)  # one table of both runs, below
+                result["seconds"][name] = time.perf_counter() - start
+                result["scores"][name] = scores_from_record(record)
+                result["settings"][name] = record.settings
+                result["commands"][name] = record.command
     finally:
         if bars_were_on:
             datasets.enable_progress_bars()
@@ -383,9 +353,9 @@ def run_mst_demo(
         f"MST: {Path(model).name} vs scratch (same architecture, random weights); frozen encoder, trained MLM head.\n"
         f"{train_size} train / {test_size} test rows per task, {seeds} seed(s); accuracy in %."
     )
-    print_fn(format_scores(columns))
-    print_fn("wall time: " + ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items()))
-    return {"scores": columns, "seconds": seconds, "settings": settings}
+    print_fn(format_scores(result["scores"]))
+    print_fn("wall time: " + ", ".join(f"{name} {s:.1f} s" for name, s in result["seconds"].items()))
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,10 +10,7 @@ TOY_FACTS = TaskEntry(
     target="toy_medprobe.task:ToyFactsTask",
     benchmark="toy_facts",
     description="toy facts: rank the answer space for each cloze query; acc@1 per group, micro and macro",
-    fields=("id", "group", "query", "answers"),
-    metric="acc_at_k",
     accepts=("ranking",),
-    group_by="group",
     headline="acc@1",
     options=(
         Option(

@@ -17,8 +17,6 @@ class ToyOrderProbe(Prober):
         """How medprobe builds a prober (`Prober.create`): nothing to load, no randomness."""
         return cls(model, **options)
 
-    from_pretrained = create  # the construction path of medprobe before `create`
-
     @property
     def settings(self) -> dict:
         return {"reverse": self.reverse}

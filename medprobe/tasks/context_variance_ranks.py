@@ -1,20 +1,20 @@
-"""Rank changes under growing context: the prober of the context-variance benchmark.
+"""Rank changes under growing context: how the context-variance task ranks its rows.
 
 Every row of a context-variance dataset is a cloze query preceded by the segments S1..Si of a
-document (step i). `RankChangeProbe` scores the row's candidates at the answer slot with any
-candidate scorer and turns the scores into ranks; `ucm_inputs` pairs step i with step i-1 of
-the same instance and gives the `ucm` evaluate module its inputs (rank changes of the target,
-the added object and the correct and incorrect objects already in the context).
+document (step i). `rank_rows` scores the row's candidates at the answer slot with any candidate
+scorer and turns the scores into ranks; `ucm_inputs` pairs step i with step i-1 of the same
+instance and gives the `ucm` evaluate module its inputs (rank changes of the target, the added
+object and the correct and incorrect objects already in the context).
 
 A scorer is any object with
 
     score_candidates(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[numpy.ndarray]
 
 (`medprobe.api.CandidateScorer`) where each query holds the answer slot `[Y]` (`medprobe.api.MASK_SLOT`)
-and each array holds one score per candidate of that query, higher = better:
-every prober registered with the candidate-scoring kind, e.g. `medprobe.lm.mask_average.MaskAverageProbe`
-(masked LMs) and `medprobe.lm.causal_lm.CausalLMProbe` (causal LMs). `RankChangeProbe.scorer_for`
-picks one of these two from a model's config (`--prober rank-change`).
+and each array holds one score per candidate of that query, higher = better: every prober registered
+with the candidate-scoring kind (mask-average for masked LMs, causal-lm for causal LMs, contrastive
+for encoders). `scorer_kind` reads which of the first two fits a model from its config (for the
+deprecated `--prober rank-change`, medprobe.cli.probe).
 
 Ranks are 1-based. Equal scores are broken by candidate order: of two candidates with the same
 score, the one listed first in the row's `candidates` (sorted names) gets the better rank, so
@@ -23,17 +23,15 @@ ranks, rank changes and UCM shares are the same on every run and machine.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import ClassVar
 
 import datasets
 import numpy as np
 from tqdm.auto import tqdm
 
 from medprobe import distributed
-from medprobe.api import MASK_SLOT, CandidateScorer, Prober, UserError
+from medprobe.api import MASK_SLOT, CandidateScorer, UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (
@@ -52,10 +50,6 @@ CONTEXT_VARIANCE_FIELDS = (
 )
 
 
-# the registered probers `--prober rank-change --scorer NAME` can build (both score candidates at the slot)
-SCORERS = ("mask-average", "causal-lm")
-
-
 def scorer_kind(model: str) -> str:
     """`causal-lm` for a causal LM, `mask-average` for a masked LM (from the model's config)."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, MODEL_FOR_MASKED_LM_MAPPING_NAMES
@@ -72,7 +66,10 @@ def scorer_kind(model: str) -> str:
         return "mask-average"
     if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
         return "causal-lm"
-    raise UserError(f"cannot tell how to score candidates with {model!r} (model type {config.model_type!r}); pass --scorer")
+    raise UserError(
+        f"cannot tell how to score candidates with {model!r} (model type {config.model_type!r}); "
+        "pass --prober mask-average, causal-lm or contrastive"
+    )
 
 
 def slot_query(text: str, row_id: str) -> str:
@@ -107,105 +104,73 @@ class RowRanks:
         return self.ranks[name]
 
 
-class RankChangeProbe(Prober):
-    """Ranks of the target, the added object and each correct and incorrect object, per row.
+def scoring_settings(scorer: CandidateScorer) -> dict:
+    """What the results file records of the ranking: the scorer's class, the tie break and its settings."""
+    return {"scorer": type(scorer).__name__, "tie_break": "candidate order", **getattr(scorer, "settings", {})}
 
-    >>> probe = RankChangeProbe(scorer)              # any CandidateScorer, e.g. CausalLMProbe or MaskAverageProbe
-    >>> row_ranks = probe.rank_rows(dataset)         # one RowRanks per row, in dataset order
-    >>> inputs = ucm_inputs(dataset, row_ranks)      # the ucm metric's keyword arguments
 
-    A wrapper, not a prober of its own kind: `--prober rank-change` builds its scorer with
-    `RankChangeProbe.scorer_for(model)`, and the context-variance task wraps whatever scorer ran.
-    """
+def score_queries(
+    scorer: CandidateScorer, queries: list[str], candidates: list[list[str]], batch_size: int = 64, progress: bool = True
+) -> list[np.ndarray]:
+    """Scores for each distinct (query, candidates) pair once, in batches of `batch_size` queries.
 
-    name: ClassVar[str] = "rank-change"
-    kinds: ClassVar[tuple[str, ...]] = ()
+    Under a launch each process scores its share of the pairs, gathered back in order
+    (`distributed.map_split`); a collective scorer (it spreads its own encoding) is called with
+    every pair everywhere."""
+    if not callable(getattr(scorer, "score_candidates", None)):
+        raise TypeError(f"{type(scorer).__name__} has no score_candidates(queries, candidates) method")
+    keys = [(query, tuple(names)) for query, names in zip(queries, candidates)]
+    unique = list(dict.fromkeys(keys))
 
-    def __init__(self, scorer: CandidateScorer, batch_size: int = 64, progress: bool = True):
-        if not callable(getattr(scorer, "score_candidates", None)):
-            raise TypeError(f"{type(scorer).__name__} has no score_candidates(queries, candidates) method")
-        self.scorer = scorer
-        self.batch_size = batch_size
-        self.progress = progress
-
-    @property
-    def settings(self) -> dict:
-        return {"scorer": type(self.scorer).__name__, "tie_break": "candidate order", **getattr(self.scorer, "settings", {})}
-
-    @classmethod
-    def scorer_for(
-        cls, model: str, *, scorer: str = "auto", device: str = "auto", batch_size: int = 64, dtype: str = "auto"
-    ) -> CandidateScorer:
-        """The candidate scorer `--prober rank-change` runs: the registered prober named by `scorer`
-        (auto: causal-lm for a causal LM, mask-average otherwise, read from the model's config),
-        built the way `--prober <scorer>` builds it, with its own defaults for everything else."""
-        from medprobe.registry import load, prober_entry
-        from medprobe.run import make_prober
-
-        if scorer not in SCORERS and scorer != "auto":
-            raise UserError(f"--scorer must be auto or one of {', '.join(SCORERS)}, got {scorer!r}")
-        kind = scorer_kind(model) if scorer == "auto" else scorer
-        target = prober_entry(kind).target
-        try:
-            load(target)
-        except ImportError as err:
-            raise UserError(
-                f"the {kind} scorer ({target.replace(':', '.')}) is not available in this installation: {err}"
-            ) from err
-        return make_prober(kind, model, device=device, options={"batch_size": batch_size, "dtype": dtype})
-
-    def score_queries(self, queries: list[str], candidates: list[list[str]]) -> list[np.ndarray]:
-        """Scores for each distinct (query, candidates) pair once, in batches of `batch_size` queries."""
-        keys = [(query, tuple(names)) for query, names in zip(queries, candidates)]
-        unique = list(dict.fromkeys(keys))
-        # under a launch each process scores its share of the pairs, gathered back below; a
-        # collective scorer (it spreads its own encoding) is called with every pair everywhere
-        collective = getattr(self.scorer, "collective", False)
-        share = unique if collective else distributed.split(unique)
-        scores: dict[tuple, np.ndarray] = {}
-        batches = range(0, len(share), self.batch_size)
-        for start in tqdm(batches, desc="scoring context steps", unit="batch", disable=not self.progress):
-            batch = share[start : start + self.batch_size]
-            results = self.scorer.score_candidates([q for q, _ in batch], [list(c) for _, c in batch])
+    def score_share(share: list[tuple[str, tuple[str, ...]]]) -> list[np.ndarray]:
+        scored: list[np.ndarray] = []
+        batches = range(0, len(share), batch_size)
+        for start in tqdm(batches, desc="scoring context steps", unit="batch", disable=not progress):
+            batch = share[start : start + batch_size]
+            results = scorer.score_candidates([q for q, _ in batch], [list(c) for _, c in batch])
             if len(results) != len(batch):
                 raise UserError(
-                    f"{type(self.scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries"
+                    f"{type(scorer).__name__}.score_candidates returned {len(results)} arrays for {len(batch)} queries"
                 )
             for key, values in zip(batch, results):
                 if len(values) != len(key[1]):
                     raise UserError(
-                        f"{type(self.scorer).__name__}.score_candidates returned {len(values)} scores for {len(key[1])} candidates"
+                        f"{type(scorer).__name__}.score_candidates returned {len(values)} scores for {len(key[1])} candidates"
                     )
-                scores[key] = np.asarray(values)
-        if not collective:
-            scores = dict(distributed.gather(list(scores.items())))
-        return [scores[key] for key in keys]
+                scored.append(np.asarray(values))
+        return scored
 
-    def rank_rows(self, ds: datasets.Dataset) -> list[RowRanks]:
-        """One RowRanks per row of a context-variance dataset, in dataset order."""
-        rows = ds.select_columns(list(CONTEXT_VARIANCE_FIELDS)).to_list()
-        next_added = {(r["instance_id"], r["step"]): r["added_object"] for r in rows}
-        queries = [slot_query(r["text"], r["row_id"]) for r in rows]
-        all_scores = self.score_queries(queries, [r["candidates"] for r in rows])
-        ranked = []
-        for row, scores in zip(rows, all_scores):
-            ranks = ranks_from_scores(scores)
-            position = {name: index for index, name in enumerate(row["candidates"])}
-            upcoming = next_added.get((row["instance_id"], row["step"] + 1))
-            tracked = [row["target"], row["added_object"], upcoming, *row["correct_objects"], *row["incorrect_objects"]]
-            missing = [name for name in tracked if name and name not in position]
-            if missing:
-                raise UserError(f"row {row['row_id']!r}: {', '.join(map(repr, missing))} not among the row's candidates")
-            gold = [ranks[position[name]] for name in row["gold_objects"] if name in position]
-            ranked.append(
-                RowRanks(
-                    row_id=row["row_id"],
-                    target=row["target"],
-                    ranks={name: int(ranks[position[name]]) for name in tracked if name},
-                    gold_rank=int(min(gold)) if gold else None,
-                )
-            )
-        return ranked
+    values = score_share(unique) if getattr(scorer, "collective", False) else distributed.map_split(score_share, unique)
+    scores = dict(zip(unique, values))
+    return [scores[key] for key in keys]
+
+
+def rank_rows(ds: datasets.Dataset, scorer: CandidateScorer, batch_size: int = 64, progress: bool = True) -> list[RowRanks]:
+    """One RowRanks per row of a context-variance dataset, in dataset order: the ranks of its target,
+    its added object, the objects in its context and the object the next step adds."""
+    rows = ds.select_columns(list(CONTEXT_VARIANCE_FIELDS)).to_list()
+    next_added = {(r["instance_id"], r["step"]): r["added_object"] for r in rows}
+    queries = [slot_query(r["text"], r["row_id"]) for r in rows]
+    all_scores = score_queries(scorer, queries, [r["candidates"] for r in rows], batch_size, progress)
+    return [rank_row(row, scores, next_added) for row, scores in zip(rows, all_scores)]
+
+
+def rank_row(row: dict, scores: np.ndarray, next_added: dict[tuple[str, int], str]) -> RowRanks:
+    """The ranks one row tracks, from its candidates' scores; every tracked object must be a candidate."""
+    ranks = ranks_from_scores(scores)
+    position = {name: index for index, name in enumerate(row["candidates"])}
+    upcoming = next_added.get((row["instance_id"], row["step"] + 1))
+    tracked = [row["target"], row["added_object"], upcoming, *row["correct_objects"], *row["incorrect_objects"]]
+    missing = [name for name in tracked if name and name not in position]
+    if missing:
+        raise UserError(f"row {row['row_id']!r}: {', '.join(map(repr, missing))} not among the row's candidates")
+    gold = [ranks[position[name]] for name in row["gold_objects"] if name in position]
+    return RowRanks(
+        row_id=row["row_id"],
+        target=row["target"],
+        ranks={name: int(ranks[position[name]]) for name in tracked if name},
+        gold_rank=int(min(gold)) if gold else None,
+    )
 
 
 def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, list]:
@@ -340,17 +305,7 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.2f}"
 
 
-def write_row_ranks(path: str | Path, ds: datasets.Dataset, row_ranks: list[RowRanks]) -> Path:
-    """One JSON line per row: its id, step, and the ranks of the objects it tracks; written atomically."""
-    from medprobe.atomic import write_all_atomically
-
-    write_all_atomically([(path, lambda temp: dump_row_ranks(temp, ds, row_ranks))])
-    return Path(path)
-
-
-def dump_row_ranks(path: Path, ds: datasets.Dataset, row_ranks: list[RowRanks]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        for step, ranked in zip(ds["step"], row_ranks):
-            record = {"row_id": ranked.row_id, "step": step, "gold_rank": ranked.gold_rank, "ranks": ranked.ranks}
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return path
+def row_rank_records(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> Iterator[dict]:
+    """One record per row (a line of --predictions): its id, step, best gold rank and the ranks of the objects it tracks."""
+    for step, ranked in zip(ds["step"], row_ranks):
+        yield {"row_id": ranked.row_id, "step": step, "gold_rank": ranked.gold_rank, "ranks": ranked.ranks}
