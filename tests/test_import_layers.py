@@ -59,10 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 
 # Imports that break a rule today, each with why and what removes it. An entry that no import uses any
 # more fails the test too, so that this list only shrinks.
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("medprobe.lm.rank_change", "medprobe.run"): "the rank-change prober builds its scorer with run.make_prober; "
-    "issue 22 removes the prober (its scorers are the mask-average and causal-lm probers)",
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # Modules that import no other module of medprobe: everything may import them, and they stay small.
 LEAVES = ("medprobe.api", "medprobe.stats")

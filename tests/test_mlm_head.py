@@ -14,8 +14,9 @@ from transformers import BertConfig, BertForMaskedLM, BertModel, BertTokenizer, 
 
 from medprobe.building.build import build
 from medprobe.cli import main
+from medprobe.cli.demo_mst import run_mst_demo
 from medprobe.lm.mlm_head import MLMHeadProbe
-from medprobe.tasks.mst import MSTTask, run_mst_demo
+from medprobe.tasks.mst import MSTTask
 
 WORDS = [
     "[PAD]",

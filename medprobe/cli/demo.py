@@ -235,7 +235,7 @@ def probe_mst(ctx: DemoContext) -> None:
     if ctx.args.skip_mst:
         print("skipped (--skip-mst)")
         return
-    from medprobe.tasks.mst import run_mst_demo
+    from medprobe.cli.demo_mst import run_mst_demo
 
     # the two runs are `medprobe probe` runs (medprobe.run.run), their results files beside the others
     result = run_mst_demo(ctx.args.model, out=ctx.out)

@@ -1,4 +1,4 @@
-"""Probing the measuring-skill tests (MST): `medprobe probe --prober mlm-head`, and a quick demo.
+"""Probing the measuring-skill tests (MST): `medprobe probe --prober mlm-head`.
 
 The protocol of Park, Ryu, Choi (2022): per task, train only a masked-LM head on the frozen
 encoder with the `train` split, report accuracy on the evaluated split (default `test`), mean
@@ -10,17 +10,13 @@ ranked by the prober (for one gold choice per item, acc@1 is accuracy).
     medprobe probe --dataset out/mst --prober mlm-head --model minilm --seeds 3            # all tasks
     medprobe probe --dataset out/mst --config comparison --prober mlm-head --model minilm --scratch
 
-`run_mst_demo()` builds small MST splits with the real builder, probes a model and its scratch
-twin on every task and prints one table (about 40 s on 2 CPU cores).
+The demo's MST step (`medprobe demo`, medprobe/cli/demo_mst.py) runs this task through the run loop.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
-import tempfile
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -289,86 +285,3 @@ def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], sc
 def mean_task_accuracy(sample: Sample) -> np.ndarray:
     correct = sample["prediction"] == sample["label"][..., None]  # (resamples, items, seeds)
     return sample.group_mean(correct).mean(axis=1).mean(axis=1)
-
-
-def run_mst_demo(
-    model: str = "minilm",
-    *,
-    train_size: int = 200,
-    test_size: int = 100,
-    seeds: int = 1,
-    tasks: Sequence[str] = MST_TASKS,
-    vocabulary: str = "choices",
-    device: str = "cpu",
-    out: str | Path | None = None,
-    print_fn: Callable[[str], None] = print,
-) -> dict:
-    """A small MiniLM-vs-scratch run on every MST task: build, probe, print one table.
-
-    Builds the tasks with the real builder (into `out`/mst, or a temporary folder) and runs
-    `medprobe probe --prober mlm-head` on `model` and on its scratch twin (same architecture, random
-    weights) through `medprobe.run.run`, the loop of every probe (with `out`, each writes its results
-    file there, mst-<run>.json). Returns {"scores": {run: {task: TaskScores}}, "seconds": {phase or
-    run: wall seconds}, "settings": {run: the run's settings}, "commands": {run: its `medprobe probe`
-    command}}. About 40 s on 2 CPU cores with the defaults (most of it encoding 3,000 sentences twice).
-    """
-    import datasets
-
-    from medprobe.building.build import build
-    from medprobe.run import RunRequest, run
-
-    bars_were_on = not datasets.are_progress_bars_disabled()
-    datasets.disable_progress_bars()
-    result: dict = {"scores": {}, "seconds": {}, "settings": {}, "commands": {}}
-    try:
-        with tempfile.TemporaryDirectory(prefix="medprobe-mst-demo-") as scratch_folder:
-            folder = Path(out) / "mst" if out is not None else Path(scratch_folder)
-            start = time.perf_counter()
-            sizes = {"train_size": train_size, "validation_size": 1, "test_size": test_size}
-            build("mst", folder, configs=list(tasks), params=sizes)
-            result["seconds"]["build"] = time.perf_counter() - start
-            for scratch in (False, True):
-                name = "scratch" if scratch else Path(model).name
-                request = RunRequest(
-                    task="mst",
-                    prober="mlm-head",
-                    dataset=str(folder),
-                    model=model,
-                    seed=0,
-                    device=device,
-                    prober_options={"vocabulary": vocabulary, **({"scratch": True} if scratch else {})},
-                    task_options={"seeds": seeds},
-                    out=str(Path(out) / f"mst-{name}.json") if out is not None else None,
-                )
-                start = time.perf_counter()
-                record = run(request, print_fn=lambda text: None)  # one table of both runs, below
-                result["seconds"][name] = time.perf_counter() - start
-                result["scores"][name] = scores_from_record(record)
-                result["settings"][name] = record.settings
-                result["commands"][name] = record.command
-    finally:
-        if bars_were_on:
-            datasets.enable_progress_bars()
-    print_fn(
-        f"MST: {Path(model).name} vs scratch (same architecture, random weights); frozen encoder, trained MLM head.\n"
-        f"{train_size} train / {test_size} test rows per task, {seeds} seed(s); accuracy in %."
-    )
-    print_fn(format_scores(result["scores"]))
-    print_fn("wall time: " + ", ".join(f"{name} {s:.1f} s" for name, s in result["seconds"].items()))
-    return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="MST demo: a model vs its scratch twin on every task, small sizes.")
-    parser.add_argument("--model", default="minilm")
-    parser.add_argument("--train-size", type=int, default=200)
-    parser.add_argument("--test-size", type=int, default=100)
-    parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--vocabulary", choices=["choices", "full"], default="choices")
-    args = parser.parse_args(argv)
-    run_mst_demo(args.model, train_size=args.train_size, test_size=args.test_size, seeds=args.seeds, vocabulary=args.vocabulary)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
