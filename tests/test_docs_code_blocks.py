@@ -43,6 +43,7 @@ class Block:
     code: str
     skip: str | None  # the marker's reason, None when the block runs
     marker_error: str | None = None
+    end: int = 0  # 1-based line of the closing fence
 
     @property
     def name(self) -> str:
@@ -66,7 +67,7 @@ def blocks_of(page: Path) -> list[Block]:
         assert end is not None, f"{page.relative_to(ROOT)}:{index + 1}: a code block that is never closed"
         code = "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines[index + 1 : end])
         skip, error = marker_above(lines, index)
-        blocks.append(Block(page, index + 1, opening["language"], code + "\n", skip, error))
+        blocks.append(Block(page, index + 1, opening["language"], code + "\n", skip, error, end + 1))
         index = end + 1
     return blocks
 
@@ -105,8 +106,9 @@ def test_every_marker_has_a_reason_and_a_block():
     errors = [f"{block.name}: {block.marker_error}" for block in ALL_BLOCKS if block.marker_error]
     for page in PAGES:
         lines = page.read_text(encoding="utf-8").splitlines()
+        inside = {n for b in ALL_BLOCKS if b.page == page for n in range(b.line - 1, b.end)}  # 0-based, fences included
         for number, line in enumerate(lines):
-            if not MARKER.match(line):
+            if number in inside or not MARKER.match(line):
                 continue
             following = next((text for text in lines[number + 1 :] if text.strip()), "")
             if not FENCE.match(following):
