@@ -1,4 +1,5 @@
-"""Every `medprobe probe` command of the README parses with the CLI as written (flags, values, choices)."""
+"""Every `medprobe probe` command of the README and the docs pages parses with the CLI as written (flags, values,
+choices), the blocks tests/test_docs_code_blocks.py skips (Hub models, licensed data, long runs) included."""
 
 import re
 from pathlib import Path
@@ -7,13 +8,14 @@ import pytest
 
 from medprobe.cli.probe import parse_probe_arguments
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELL_WORDS = {"$model": "some-org/model", "${model##*/}": "model", "$i": "0", "$category": "symptoms_diseases"}
 
 
 def probe_commands() -> list[str]:
-    """The `medprobe probe` lines of the README's bash blocks, continuation lines joined, comments cut."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), flags=re.S)
+    """The `medprobe probe` lines of the pages' bash blocks, continuation lines joined, comments cut."""
+    blocks = [block for page in PAGES for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)]
     commands = []
     for block in blocks:
         for command in block.replace("\\\n", " ").splitlines():
@@ -23,12 +25,12 @@ def probe_commands() -> list[str]:
     return commands
 
 
-def test_the_readme_has_probe_commands():
-    assert len(probe_commands()) >= 15  # the extraction finds them (19 when written)
+def test_the_pages_have_probe_commands():
+    assert len(probe_commands()) >= 30  # the extraction finds them (35 when written)
 
 
 @pytest.mark.parametrize("command", probe_commands())
-def test_readme_probe_command_parses(command):
+def test_probe_command_parses(command):
     for word, value in SHELL_WORDS.items():
         command = command.replace(word, value)
     command = re.sub(r"<[^>]+>", "placeholder", command)
