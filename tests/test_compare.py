@@ -355,15 +355,16 @@ def test_plot_and_html_are_written_with_the_tables(tmp_path, capsys):
     assert page.count("<table>") == 4  # headline, runs, metrics, per relation
 
 
-def test_the_readme_compare_commands_parse():
+def test_the_documented_compare_commands_parse():
     import re
 
     from medprobe.cli import build_parser
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    root = Path(__file__).resolve().parents[1]
+    pages = "\n".join(path.read_text(encoding="utf-8") for path in (root / "README.md", root / "docs" / "compare.md"))
     commands = [
         line.split(" #", 1)[0].split()
-        for block in re.findall(r"```bash\n(.*?)```", readme, flags=re.S)
+        for block in re.findall(r"```bash\n(.*?)```", pages, flags=re.S)
         for line in block.splitlines()
         if line.startswith("medprobe compare ")
     ]
