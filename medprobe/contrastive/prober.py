@@ -33,7 +33,7 @@ import transformers
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 import medprobe.contrastive.embedding_cache as embedding_cache
-from medprobe import distributed
+from medprobe import distributed, timeline
 from medprobe.api import Prober, UserError, fill_mask_slot
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
@@ -391,9 +391,11 @@ class ContrastiveProbe(Prober):
         for index, row in enumerate(rows):
             members[row].append(index)
         self._add_time("encode_candidates", start)
+        timeline.mark("candidate names encoded")
         start = time.perf_counter()
         query_embeddings = self.encode_queries(queries)
         self._add_time("encode_queries", start)
+        timeline.mark("queries encoded; search starts")
         start = time.perf_counter()
         top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
         ranked = []
@@ -405,6 +407,7 @@ class ContrastiveProbe(Prober):
                     break
             ranked.append(names[:k])
         self._add_time("search", start)
+        timeline.mark("search done")
         return ranked
 
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
