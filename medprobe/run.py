@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from medprobe import distributed
+from medprobe import distributed, timeline
 from medprobe.api import UserError
 from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
@@ -89,6 +89,7 @@ def make_prober(name: str, model: str, *, device: str = "auto", seed: int | None
 
 def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunRecord:
     """Run one prober on one task and write its outputs; returns the RunRecord written to `request.out`."""
+    timeline.mark("run starts (imports and argument parsing done)")
     check_request(request)
     entry = task_entry(request.task)
     task = make_task(request)
@@ -97,19 +98,23 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     start = time.perf_counter()
     data = task.load(request.dataset, request.config, request.split)
     timings["load_dataset"] = time.perf_counter() - start
+    timeline.mark("dataset loaded")
 
     start = time.perf_counter()
     prober = make_prober(request.prober, request.model, device=request.device, seed=request.seed, options=request.prober_options)
     timings["load_model"] = time.perf_counter() - start
+    timeline.mark("model loaded; probing starts")
     distributed.quiet_other_processes(prober, getattr(prober, "scorer", None))  # under a launch: the main one reports
 
     start = time.perf_counter()
     outputs = task.predict(prober, data, request.seed)
     timings["probe"] = time.perf_counter() - start
+    timeline.mark("probed")
 
     start = time.perf_counter()
     scored = task.score(data, outputs)
     timings["score"] = time.perf_counter() - start
+    timeline.mark("scored")
     timings.update(getattr(task, "timings", {}))
     timings.update(getattr(prober, "timings", {}))
 
@@ -138,6 +143,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     start = time.perf_counter()
     describe_measurement(record, request, task, scored)
     record.timings["intervals"] = round(time.perf_counter() - start, 3)
+    timeline.mark("intervals done")
     print_fn(task.table(record))
     if record.intervals:
         print_fn(format_intervals(record))
@@ -149,6 +155,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
             record.outcomes = outcomes_entry(text, request.out, scored.outcomes, task.outcome_unit, task.outcome_fields)
             more = [(outcomes_path(request.out), lambda temp: temp.write_text(text, encoding="utf-8")), *more]
         save_run(record, request.out, plot=request.plot, plot_metric=task.plot_metric, plot_record=plotted, more=more)
+        timeline.mark("outputs written")
     return record
 
 

@@ -295,3 +295,25 @@ def test_smollm2_prefix_tree_scores_equal_one_forward_per_candidate_and_the_plai
             np.testing.assert_allclose(tree_row, expected_row, rtol=0, atol=1e-4)
             np.testing.assert_allclose(tree_row, plain_row, rtol=0, atol=1e-4)
             assert top_k(names, tree_row, 10) == top_k(names, plain_row, 10)
+
+
+def test_a_gguf_file_is_parsed_once_per_load_and_gguf_is_restored_after(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    from medprobe.lm.loading import gguf_parsed_once
+
+    path = tmp_path / "tiny.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(1)
+    writer.add_tensor("token_embd.weight", np.arange(6, dtype=np.float32).reshape(2, 3))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    original_reader, original_map = gguf.GGUFReader, gguf.get_tensor_name_map
+    with gguf_parsed_once():
+        first, again = gguf.GGUFReader(path), gguf.GGUFReader(str(path))
+        assert first is again  # transformers' three reads (tokenizer, config, weights) share one parse
+        assert gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 1) is gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 1)
+    assert (gguf.GGUFReader, gguf.get_tensor_name_map) == (original_reader, original_map)
+    assert gguf.GGUFReader(path) is not first
+    np.testing.assert_array_equal(first.tensors[0].data, np.arange(6, dtype=np.float32).reshape(2, 3))

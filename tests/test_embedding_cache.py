@@ -317,3 +317,29 @@ def test_a_two_process_launch_writes_the_cache_once_and_reads_it_plumbing_tiny_r
     assert len(predictions) == 1
     assert cold["timings"]["embedding_cache_misses"] > 0  # (a few hits: texts repeated across relations)
     assert warm["timings"]["embedding_cache_misses"] == 0 and chunks(cache_dir) == written
+
+
+def test_a_saved_rewiring_is_cached_as_its_folder_so_probing_that_folder_encodes_nothing_plumbing_tiny_random_bert(
+    cache_dir, model_dir, tmp_path
+):
+    corpus, saved = tmp_path / "corpus.txt", tmp_path / "rewired"
+    corpus.write_text("\n".join(toy_corpus(16)) + "\n", encoding="utf-8")
+    rewired = ContrastiveProbe.create(
+        str(model_dir),
+        device="cpu",
+        batch_size=3,
+        rewire_corpus=str(corpus),
+        rewire_steps=2,
+        rewire_batch_size=8,
+        rewire_learning_rate=1e-2,
+        save_rewired=str(saved),
+    )
+    rewired.show_progress = False
+    ranked = rewired.rank(QUERIES, NAMES, 3)
+    assert rewired.settings["embedding_cache"] == "on" and rewired.timings["embedding_cache_misses"] == 7 + 3
+    again = load(saved)  # the demo's second probe of a rewired model (--exclude-head)
+    assert again.rank(QUERIES, NAMES, 3) == ranked
+    assert again.timings["embedding_cache_misses"] == 0 and again.timings["embedding_cache_hits"] == 7 + 3
+    fresh = load(saved, cache=False)  # what the saved folder's model encodes itself: the same vectors
+    assert torch.equal(fresh.encode_names(NAMES), again.encode_names(NAMES))
+    assert torch.equal(fresh.encode_queries(QUERIES), again.encode_queries(QUERIES))

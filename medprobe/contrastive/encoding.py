@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe import distributed
+from medprobe import distributed, timeline
 from medprobe.api import UserError
 
 
@@ -175,6 +175,7 @@ def encode_cls(
             embeddings = layer_at_cls(last, hidden, attention_mask) if last is not None else hidden[:, 0]
             return embeddings.float().cpu()
 
+    timeline.first("first forward pass")
     out = torch.empty((len(sequences), model.config.hidden_size), dtype=torch.float32)
     # under a launch each process encodes every N-th batch (the batches are those of one process,
     # so each text is encoded exactly as it would be alone) and the rows are gathered everywhere

@@ -14,7 +14,9 @@ tokens) is encoded once, and the names closest to a query are its predictions.
 
 A probe loaded from files keeps its embeddings on disk (medprobe.contrastive.embedding_cache), so
 another run of the same model reads them instead of encoding again; `cache=False` (`--no-cache`)
-turns that off. A probe built from an in-memory model, or rewired, uses no disk cache.
+turns that off. A probe built from an in-memory model, or rewired, uses no disk cache, unless the
+rewired model was saved (`--save-rewired`): then its vectors are keyed by the saved files, and a probe
+of that folder reads them.
 
 Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
 layer; never the run, profile, compare, hub/ or cli/.
@@ -33,7 +35,7 @@ import transformers
 from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 import medprobe.contrastive.embedding_cache as embedding_cache
-from medprobe import distributed
+from medprobe import distributed, timeline
 from medprobe.api import Prober, UserError, fill_mask_slot
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
@@ -211,7 +213,19 @@ class ContrastiveProbe(Prober):
         if save_rewired:
             print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
         probe.dtype, probe.model = probing_dtype, probe.model.to(dtype=probing_dtype)
+        if save_rewired and cache:  # the weights are now the saved files': a probe of that folder reads these vectors
+            probe.cache_as_files(save_rewired)
         return probe
+
+    def cache_as_files(self, folder: str | Path) -> None:
+        """Key the disk cache by the weight files in `folder` (where this model was just saved), so that a
+        later probe loading that folder reads the embeddings encoded now instead of encoding them again
+        (the demo probes a rewired model twice, the second time from its --save-rewired folder)."""
+        digest = model_files_digest(str(folder))
+        if digest is not None:
+            embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, as in from_pretrained
+            self.weights_digest = digest
+            self._spaces.clear()
 
     # --- stage 1: rewiring ---------------------------------------------------------------------
 
@@ -391,9 +405,11 @@ class ContrastiveProbe(Prober):
         for index, row in enumerate(rows):
             members[row].append(index)
         self._add_time("encode_candidates", start)
+        timeline.mark("candidate names encoded")
         start = time.perf_counter()
         query_embeddings = self.encode_queries(queries)
         self._add_time("encode_queries", start)
+        timeline.mark("queries encoded; search starts")
         start = time.perf_counter()
         top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
         ranked = []
@@ -405,6 +421,7 @@ class ContrastiveProbe(Prober):
                     break
             ranked.append(names[:k])
         self._add_time("search", start)
+        timeline.mark("search done")
         return ranked
 
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:

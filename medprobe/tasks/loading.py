@@ -23,6 +23,15 @@ def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets
         raise UserError(explain_load_failure(dataset, config, split, err)) from err
 
 
+def column(ds: datasets.Dataset, name: str) -> list:
+    """A column as a plain list, read in one batch.
+
+    `ds[name]` is a lazy `datasets.Column` whose iteration formats one row at a time: 150 ms per pass
+    over MedLAMA's 19,000 rows, against 8 ms for the slice; a task that walks its columns a dozen
+    times lost seconds to it."""
+    return ds[name][:]
+
+
 def dataset_config_names(dataset: str) -> list[str]:
     """The configs of --dataset (for probers that run every config), with the errors of `load_probe_dataset`."""
     import datasets

@@ -28,6 +28,7 @@ from medprobe.results import RunRecord, format_table
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask, Writers
+from medprobe.tasks.loading import column
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
@@ -116,7 +117,7 @@ class MedLAMATask(BenchmarkTask):
             prober = self.shortlist_prober(prober, data)
             settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
         predictions = rank_queries(prober, data.rows, max(self.k), data.candidates, exclude_head=self.exclude_head)
-        return MedLAMAOutputs(predictions, report_unanswered(data.rows["id"], predictions), settings)
+        return MedLAMAOutputs(predictions, report_unanswered(column(data.rows, "id"), predictions), settings)
 
     def shortlist_prober(self, prober: Any, data: MedLAMAData) -> Any:
         from medprobe.lm.candidate_scoring import ShortlistProber
@@ -133,7 +134,7 @@ class MedLAMATask(BenchmarkTask):
     def score(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Scored:
         scores = score_ranking(data.rows, outputs.predictions, self.k)
         candidates = data.candidates
-        ranks = best_gold_ranks(outputs.predictions, data.rows["answers"])
+        ranks = best_gold_ranks(outputs.predictions, column(data.rows, "answers"))
         return Scored(
             metrics={key: value for key, value in scores.items() if key != "per_group"},
             per_group=scores["per_group"],
@@ -149,7 +150,7 @@ class MedLAMATask(BenchmarkTask):
                 "per_relation": self.per_relation,
                 **outputs.settings,
             },
-            outcomes=Outcomes.build(data.rows["id"], data.rows["relation"], {"rank": ranks}),
+            outcomes=Outcomes.build(column(data.rows, "id"), column(data.rows, "relation"), {"rank": ranks}),
             chance=self.chance(data),
         )
 
@@ -171,7 +172,7 @@ class MedLAMATask(BenchmarkTask):
         for k in self.k:
             per_query = hit_chance(sizes, golds, k)
             by_relation: dict[str, list[float]] = {}
-            for relation, value in zip(data.rows["relation"], per_query.tolist()):
+            for relation, value in zip(column(data.rows, "relation"), per_query.tolist()):
                 by_relation.setdefault(relation, []).append(value)
             chance[f"acc@{k}"] = {"value": float(np.mean(per_query)), "method": method}
             chance[f"macro_acc@{k}"] = {"value": float(np.mean([np.mean(v) for v in by_relation.values()])), "method": method}
@@ -194,8 +195,8 @@ def answer_space(ds: datasets.Dataset) -> list[str]:
     tokenize identically under an uncased vocabulary), and probers break ties by candidate
     order, so a sorted space gives the same winners on every run and machine.
     """
-    names = set(ds["head_name"])
-    for answers in ds["answers"]:
+    names = set(column(ds, "head_name"))
+    for answers in column(ds, "answers"):
         names.update(answers)
     names.discard("")
     if not names:
@@ -206,7 +207,7 @@ def answer_space(ds: datasets.Dataset) -> list[str]:
 def relation_answer_spaces(ds: datasets.Dataset) -> dict[str, list[str]]:
     """Per relation, the sorted union of its answer names (a restricted candidate set)."""
     spaces: dict[str, set[str]] = {}
-    for relation, answers in zip(ds["relation"], ds["answers"]):
+    for relation, answers in zip(column(ds, "relation"), column(ds, "answers")):
         spaces.setdefault(relation, set()).update(answers)
     return {relation: sorted(names) for relation, names in sorted(spaces.items())}
 
@@ -232,8 +233,8 @@ def load_rerank_shortlists(path: str, top: int, data: MedLAMAData) -> dict[str, 
         allowed = [set(candidates)] * rows.num_rows
     else:
         per_relation = {relation: set(names) for relation, names in candidates.items()}
-        allowed = [per_relation.get(relation, set()) for relation in rows["relation"]]
-    probed = list(zip(rows["id"], rows["query"], allowed))
+        allowed = [per_relation.get(relation, set()) for relation in column(rows, "relation")]
+    probed = list(zip(column(rows, "id"), column(rows, "query"), allowed))
     return shortlists_by_query(read_shortlists(path, top), probed, f"--rerank {path}")
 
 
@@ -255,17 +256,17 @@ def rank_queries(
     """
     if exclude_head:
         ranked = rank_queries(prober, ds, k + 1, candidates)
-        return [[name for name in names if name != head][:k] for names, head in zip(ranked, ds["head_name"])]
+        return [[name for name in names if name != head][:k] for names, head in zip(ranked, column(ds, "head_name"))]
     if isinstance(candidates, list):
-        return distributed.rank_in_shards(prober, ds["query"], candidates, k)
+        return distributed.rank_in_shards(prober, column(ds, "query"), candidates, k)
     predictions: list[list[str] | None] = [None] * ds.num_rows
     by_relation: dict[str, list[int]] = {}
-    for index, relation in enumerate(ds["relation"]):
+    for index, relation in enumerate(column(ds, "relation")):
         by_relation.setdefault(relation, []).append(index)
     missing = [relation for relation in by_relation if relation not in candidates]
     if missing:
         raise UserError(f"no candidate list for relation {missing[0]!r}")
-    queries = ds["query"]
+    queries = column(ds, "query")
     # under a launch each process ranks its share of every relation's queries (rank_in_shards);
     # the bar of the main process counts its own share
     own = {
@@ -320,7 +321,9 @@ def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]
 def score_ranking(ds: datasets.Dataset, predictions: list[list[str]], cutoffs: Sequence[int]) -> dict:
     """acc@k (micro), macro_acc@k and per-relation values from the acc_at_k evaluate module."""
     metric = MedLAMATask.metric()
-    return metric.compute(predictions=predictions, references=ds["answers"], groups=ds["relation"], k=list(cutoffs))
+    return metric.compute(
+        predictions=predictions, references=column(ds, "answers"), groups=column(ds, "relation"), k=list(cutoffs)
+    )
 
 
 def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
@@ -366,11 +369,11 @@ def candidate_counts(data: MedLAMAData, exclude_head: bool) -> tuple[np.ndarray,
         spaces = [set(data.candidates)] * rows.num_rows
     else:
         by_relation = {relation: set(names) for relation, names in data.candidates.items()}
-        spaces = [by_relation.get(relation, set()) for relation in rows["relation"]]
+        spaces = [by_relation.get(relation, set()) for relation in column(rows, "relation")]
     if data.shortlists is not None:
-        spaces = [space & set(data.shortlists.get(query, ())) for space, query in zip(spaces, rows["query"])]
+        spaces = [space & set(data.shortlists.get(query, ())) for space, query in zip(spaces, column(rows, "query"))]
     sizes, golds = np.zeros(rows.num_rows), np.zeros(rows.num_rows)
-    for row, (space, answers, head) in enumerate(zip(spaces, rows["answers"], rows["head_name"])):
+    for row, (space, answers, head) in enumerate(zip(spaces, column(rows, "answers"), column(rows, "head_name"))):
         gold = set(answers) & space
         if exclude_head and head in space:
             sizes[row] = len(space) - 1
@@ -386,5 +389,5 @@ def candidate_counts(data: MedLAMAData, exclude_head: bool) -> tuple[np.ndarray,
 
 def prediction_records(ds: datasets.Dataset, predictions: list[list[str]]) -> Iterator[dict]:
     """The top-k names of every query, one JSON line each (`run` writes them atomically with the results JSON)."""
-    for example_id, names in zip(ds["id"], predictions):
+    for example_id, names in zip(column(ds, "id"), predictions):
         yield {"id": example_id, "predictions": names}
