@@ -85,7 +85,7 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
         help="a model folder, a Hub id, or a packaged model: minilm (encoder), smollm2 (causal LM)",
     )
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
-    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (needs medprobe[plot])")
+    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (matplotlib)")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     parser.add_argument(

@@ -37,7 +37,7 @@ def status_of(fragment: str) -> str:
     if bar is None:
         return text
     done = f"{bar['n']}/{bar['total']}" if bar["total"] else bar["n"]
-    return f"{bar['desc'].strip() or 'step'} {done}"
+    return f"{(bar['desc'] or '').strip() or 'step'} {done}"
 
 
 class _Capture:
