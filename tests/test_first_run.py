@@ -39,6 +39,15 @@ def test_a_step_s_library_output_goes_to_the_log_and_one_line_stays(tmp_path, ca
     assert "wrote runs/x.json" in log.read_text() and "12/30" in log.read_text()
 
 
+def test_a_stream_kept_by_a_logging_handler_writes_to_stderr_after_the_step(tmp_path, capsys):
+    """absl makes a logging handler on the stream of the moment; at exit logging closes it and may still write."""
+    with StepProgress("mst", tmp_path / "demo.log"):
+        kept = sys.stderr
+    kept.write("late log line\n")
+    kept.close()
+    assert "late log line" in capsys.readouterr().err and "late log line" not in (tmp_path / "demo.log").read_text()
+
+
 def test_warnings_inside_a_step_reach_stderr_not_the_log(tmp_path, capsys):
     log = tmp_path / "demo.log"
     with StepProgress("untuned", log):

@@ -47,6 +47,8 @@ class _Capture:
         self.step = step
 
     def write(self, text: str) -> int:
+        if self.step.finished:  # a logging handler made during the step keeps this stream: after it, stderr
+            return self.step.errors.write(text)
         if self.step.log_file is not None:
             self.step.log_file.write(text)
         for fragment in reversed(re.split(r"[\r\n]", text)):
@@ -60,6 +62,9 @@ class _Capture:
         if self.step.log_file is not None:
             self.step.log_file.flush()
 
+    def close(self) -> None:  # logging.shutdown closes the handlers made during the step; the log has its own end
+        pass
+
     def isatty(self) -> bool:  # libraries draw their bars as for a file: whole lines, no cursor movement
         return False
 
@@ -70,6 +75,7 @@ class StepProgress:
     def __init__(self, label: str, log: Path | None = None, *, interval: float = 0.5) -> None:
         self.label, self.log, self.interval = label, log, interval
         self.status = ""
+        self.finished = False
         self.log_file: TextIO | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -98,6 +104,7 @@ class StepProgress:
         if self.tty:
             self._ticker.join()
         self._stack.close()
+        self.finished, self.log_file = True, None
         seconds = time.perf_counter() - self.start
         outcome = "done" if exc_type is None else ("interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed")
         where = f" (library output in {self.log})" if self.log is not None and exc_type is not None else ""
