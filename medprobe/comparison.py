@@ -433,7 +433,7 @@ def html_figure(comparison: dict) -> tuple[bytes | None, str]:
     try:
         return forest_png(comparison), ""
     except UserError:
-        return None, "The forest plot is left out: matplotlib is not installed (pip install 'medprobe[plot]')."
+        return None, "The forest plot is left out: matplotlib is not installed (pip install matplotlib)."
 
 
 def write_outputs(comparison: dict, outputs: Outputs) -> list[Path]:

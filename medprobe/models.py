@@ -16,14 +16,15 @@ import importlib.util
 import os
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
-
-import torch
-from transformers import AutoConfig, AutoTokenizer, PreTrainedTokenizerBase
 
 from medprobe import distributed
 from medprobe.api import UserError
+
+if TYPE_CHECKING:  # torch and transformers load in seconds: imported where used, so that a wrong --model fails at once
+    import torch
+    from transformers import PreTrainedTokenizerBase
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _PACKAGED = {
@@ -77,7 +78,9 @@ def check_model(name_or_path: str) -> None:
     A packaged name must be installed and a local folder must hold a model (resolve_model). A Hub id
     is looked up in the local Hub cache first; without a cached copy it needs the Hub, and when the
     Hub evidently cannot be reached (HF_HUB_OFFLINE=1, or no network) this is one UserError at once
-    instead of transformers' ~52 s of retries ending in a message about offline mode.
+    instead of transformers' ~52 s of retries ending in a message about offline mode. Neither torch
+    nor transformers is imported here (they take seconds to load): the commands call it first.
+    The errors are two lines, what is wrong and what to give instead.
     """
     path, _ = resolve_model(name_or_path)
     if name_or_path in _PACKAGED or Path(path).expanduser().exists():
@@ -88,8 +91,8 @@ def check_model(name_or_path: str) -> None:
         validate_repo_id(name_or_path)
     except HFValidationError as err:
         raise UserError(
-            f"--model {name_or_path!r} is not a model folder, a packaged model name or a Hub id ({err}); "
-            f"give a folder, a Hub id such as microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract, or one of {PACKAGED_HELP}"
+            f"--model {name_or_path!r} is not a model folder, a packaged model name or a Hub id ({err})\n"
+            f"give a model folder, a Hub id such as microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract, or one of {PACKAGED_HELP}"
         ) from err
     if hub_cached(name_or_path):
         if not hub_reachable():  # cached: load from the cache without a round of retries per file
@@ -101,8 +104,8 @@ def check_model(name_or_path: str) -> None:
         why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"{hub_host()} cannot be reached from here"
         raise UserError(
             f"--model {name_or_path!r} is not a model folder or a packaged model name, and as a Hub id it is neither "
-            f"in the local Hub cache nor downloadable ({why}); give a model folder, one of {PACKAGED_HELP}, or "
-            f"download it where the Hub is reachable (hf download {name_or_path}) and run again"
+            f"in the local Hub cache nor downloadable ({why})\n"
+            f"give a model folder, one of {PACKAGED_HELP}, or run `hf download {name_or_path}` where the Hub is reachable"
         )
 
 
@@ -167,6 +170,8 @@ def check_model_folder(folder: Path) -> None:
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    from transformers import AutoTokenizer
+
     check_model(name_or_path)  # every prober loads its tokenizer or config first: fail fast here
     path, extra = resolve_model(name_or_path)
     try:
@@ -178,6 +183,8 @@ def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
 
 
 def load_config(name_or_path: str):
+    from transformers import AutoConfig
+
     check_model(name_or_path)
     path, extra = resolve_model(name_or_path)
     try:
@@ -236,6 +243,8 @@ def resolve_device(name: str = "auto") -> torch.device:
     Under `accelerate launch` / `torchrun`, `auto` and `cuda` are this process's own device
     (cuda:<local rank>), so N processes use N GPUs rather than all sharing cuda:0.
     """
+    import torch
+
     if name in ("auto", "cuda") and distributed.launched():
         return distributed.device()
     if name == "auto":
@@ -260,6 +269,8 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     float16 is refused on CPU: many CPU kernels lack it or run it slower than float32, and its
     narrow range overflows in LayerNorm/softmax; bfloat16 is the CPU half precision.
     """
+    import torch
+
     if name not in DTYPES:
         raise UserError(f"unknown --dtype {name!r}; expected one of {', '.join(DTYPES)}")
     if name == "auto":

@@ -130,7 +130,7 @@ def figure_available() -> str:
     try:
         plot_format("profile.png")
     except UserError:
-        return "matplotlib is not installed, so profile.png was not drawn: pip install 'medprobe[plot]'"
+        return "matplotlib is not installed, so profile.png was not drawn: pip install matplotlib"
     return ""
 
 

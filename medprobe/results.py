@@ -225,7 +225,7 @@ def require_matplotlib():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as err:
-        raise UserError("--plot needs matplotlib: pip install 'medprobe[plot]'") from err
+        raise UserError("--plot needs matplotlib: pip install matplotlib") from err
     return plt
 
 

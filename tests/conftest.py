@@ -21,7 +21,7 @@ def shared_path(*parts: str) -> Path:
     """A path under ../shared/data, or skip the test with the reason when it is absent."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
-        pytest.skip(f"{path} is absent: the real release files are only on development and CI machines")
+        pytest.skip(f"needs the release files: set MEDPROBE_SHARED_DATA or put them at ../shared/data ({path} is absent)")
     return path
 
 

@@ -369,4 +369,6 @@ def test_demo_runs_minilm_against_scratch_on_the_real_builder(capsys):
     for run in result["scores"].values():
         assert set(run) == {"comparison", "unit_conversion"} and all(len(s.accuracy) == 1 for s in run.values())
     table = capsys.readouterr().out
-    assert "comparison" in table and "scratch" in table and "wall time" in table
+    assert "comparison" in table and "scratch" in table and "Time: build" in table
+    # the line under the table: what the numbers are, chance, and each run's 95% interval of the mean
+    assert "chance = 1 / number of choices" in table and "95% intervals of the mean: minilm " in table

@@ -159,6 +159,7 @@ def test_cli_fails_on_an_unreachable_model_before_transformers_tries(
         str(tmp_path / "r.json"),
     ]
     assert main(argv) == 2
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith("medprobe: error: --model 'no-such-model' is not a model folder") and "minilm" in last
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("medprobe: error: --model 'no-such-model' is not a model folder")
+    assert "minilm" in lines[1] and "hf download no-such-model" in lines[1]
     assert not (tmp_path / "r.json").exists()

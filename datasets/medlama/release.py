@@ -258,12 +258,14 @@ def local_release_files(data_dir: str, want_hard: bool) -> dict:
             else:
                 missing.append(f"2021AA/{relation}_{HARD_SIZES[relation]}_hard.csv")
     if missing:
-        raise FileNotFoundError(
-            f"{root} is missing {len(missing)} MedLAMA release file(s): {', '.join(missing)}. "
-            f"Expected the release layout of {RELEASE_TREE}: prompts.csv, "
-            f"2021AA/{{relation}}_1000.csv and 2021AA/{{relation}}_{{N}}_hard.csv for the "
-            f"{len(RELATIONS)} relations."
+        shown = ", ".join(missing[:4]) + (f" and {len(missing) - 4} more" if len(missing) > 4 else "")
+        inside = sorted(p.parent for p in root.glob("*/prompts.csv") if (p.parent / "2021AA").is_dir())
+        fix = (
+            f"use {inside[0]}, the release folder inside it"
+            if inside
+            else f"give the folder with prompts.csv and 2021AA/{{relation}}_1000.csv, as in {RELEASE_TREE}"
         )
+        raise FileNotFoundError(f"{root} is missing {len(missing)} MedLAMA release file(s): {shown}\n{fix}")
     if ambiguous:
         raise MedlamaFormatError(
             "more than one hard file for a relation, keep exactly one {relation}_{N}_hard.csv each: " + "; ".join(ambiguous)

@@ -44,6 +44,8 @@ import os
 import shlex
 import shutil
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
@@ -424,12 +426,16 @@ def build(
     configs: list[str] | None = None,
     params: dict | None = None,
     overwrite: bool = False,
+    progress: Callable[[str, dict[str, int], float], None] | None = None,
 ) -> BuildReport:
     """Build `configs` (default: all) of `benchmark` into `out`, replacing it in one rename.
 
     `params` are builder-config parameters (e.g. sizes and seed for generated benchmarks). The
     other configs of a previous build of the same benchmark in `out` are kept. `overwrite`
-    replaces whatever `out` holds instead of refusing it.
+    replaces whatever `out` holds instead of refusing it. `progress(config, rows per split,
+    seconds)` is called as each config is built (`medprobe build` prints one line for each);
+    datasets' own progress bars (a "Generating ... split" and a "Creating parquet" bar per split,
+    three times over) are off during the build.
     """
     out = Path(out).resolve()
     requested = check_configs(benchmark, configs)
@@ -445,7 +451,8 @@ def build(
         stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
         try:
             stage.mkdir()
-            write_staged_build(benchmark, out, stage, requested, previous, data_dir, params, source, report)
+            with datasets_bars_off():
+                write_staged_build(benchmark, out, stage, requested, previous, data_dir, params, source, report, progress)
             with signals_deferred():
                 swap_into_place(stage, out)
                 shutil.rmtree(stage)
@@ -454,6 +461,18 @@ def build(
                 shutil.rmtree(stage, ignore_errors=True)
             raise
     return report
+
+
+@contextmanager
+def datasets_bars_off() -> Iterator[None]:
+    """datasets' progress bars off for the block, as they were after it."""
+    were_on = not datasets.are_progress_bars_disabled()
+    datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if were_on:
+            datasets.enable_progress_bars()
 
 
 def write_staged_build(
@@ -466,6 +485,7 @@ def write_staged_build(
     params: dict,
     source: str,
     report: BuildReport,
+    progress: Callable[[str, dict[str, int], float], None] | None = None,
 ) -> None:
     """Write the whole new OUT into `stage/out` (caches in `stage/cache`) and check it loads."""
     folder, cache = stage / "out", stage / "cache"
@@ -488,6 +508,8 @@ def write_staged_build(
         built[config] = dataset_dict
         report.rows[config] = rows
         report.seconds[config] = time.perf_counter() - start
+        if progress is not None:
+            progress(config, rows, report.seconds[config])
     for config in report.kept:
         recorded = previous[RECORD_KEY]["configs"][config]
         built[config], files = copy_kept_config(out, folder, recorded, str(cache / "kept"))

@@ -18,6 +18,7 @@ import sys
 from medprobe import distributed
 from medprobe.api import UserError
 from medprobe.atomic_folder import Terminated, sigterm_raises
+from medprobe.cli.quiet import filter_known_warnings
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     and exits 143 (the shell's codes for the two signals), after the same cleanup: temporary files and
     staging folders are removed on the way out."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    filter_known_warnings()  # known, harmless library warnings (medprobe/cli/quiet.py says which and why)
     if distributed.launched():  # one of several processes (accelerate launch / torchrun): the main one reports
         distributed.quiet_other_processes()
     try:

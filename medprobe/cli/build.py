@@ -101,6 +101,10 @@ def run_build(args: argparse.Namespace) -> int:
 
     check_build_options(args.benchmark, dict(args.params))
 
+    def built(config: str, splits: dict[str, int], seconds: float) -> None:  # one line per config, as it is done
+        sizes = ", ".join(f"{split} {rows:,} rows" for split, rows in splits.items())
+        print(f"{args.benchmark}/{config}: {sizes} ({seconds:.1f} s)", flush=True)
+
     report = build(
         args.benchmark,
         args.out,
@@ -108,12 +112,10 @@ def run_build(args: argparse.Namespace) -> int:
         configs=args.configs,
         params=dict(args.params),
         overwrite=args.overwrite,
+        progress=built,
     )
     for note in report.notes:
         print(f"medprobe: {note}", file=sys.stderr)
-    for config, splits in report.rows.items():
-        sizes = ", ".join(f"{split} {rows:,} rows" for split, rows in splits.items())
-        print(f"{args.benchmark}/{config}: {sizes} ({report.seconds[config]:.1f} s)")
     for config in report.kept:
         print(f"{args.benchmark}/{config}: kept as it was")
     print(f"wrote {report.out}/README.md and the Parquet files; load with load_dataset({str(report.out)!r}, config)")

@@ -52,7 +52,7 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="also write DIR/compare.json (every number) and DIR/compare.md (the tables); default: print only",
     )
-    parser.add_argument("--plot", metavar="FILE", help="a forest plot of the differences, e.g. forest.png (needs medprobe[plot])")
+    parser.add_argument("--plot", metavar="FILE", help="a forest plot of the differences, e.g. forest.png (matplotlib)")
     parser.add_argument(
         "--html",
         metavar="FILE",

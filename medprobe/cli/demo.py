@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from medprobe.cli.step_progress import StepProgress
 from medprobe.results import RunRecord, load_record, percent
 
 DEMO_DATA = Path(__file__).resolve().parent.parent / "demo_data"
@@ -44,6 +45,15 @@ class DemoContext:
     seconds: dict[str, float] = field(default_factory=dict)  # step name -> wall time
     rewire_corpus: str = str(SAMPLE_CORPUS)  # the real MedLAMA rewires on the release's first PubMed corpus
     rewire_corpus_label: str = "the 103 sentences shipped with the demo"
+    step: StepProgress | None = None  # the running step: its library output goes to demo.log, one line shows progress
+
+    def say(self, text: str) -> None:
+        """Print on the terminal (above the step's progress line)."""
+        (self.step.say if self.step else print)(text)
+
+    def phase(self, text: str) -> None:
+        if self.step:
+            self.step.phase(text)
 
 
 @dataclass(frozen=True)
@@ -71,38 +81,67 @@ def choose_dataset(ctx: DemoContext) -> None:
 
     args = ctx.args
     if args.sample:
-        print(f"using the {ctx.dataset_label} (--sample)")
+        ctx.say(f"using the {ctx.dataset_label} (--sample)")
         return
     if not args.data_dir:
         release = load_builder_module("medlama").RELEASE_URL
+        ctx.phase(f"asking {release.split('/')[2]} for the MedLAMA release")
         if not network_reaches(f"{release}/prompts.csv"):
-            print(f"no MedLAMA release folder given (--data-dir) and {release} is not reachable:")
-            print(f"using the {ctx.dataset_label}")
+            ctx.say(f"no MedLAMA release folder given (--data-dir) and {release} is not reachable:")
+            ctx.say(f"using the {ctx.dataset_label}")
             return
     target = ctx.out / "medlama"
     source = args.data_dir or "the official release (download)"
-    print(f"building MedLAMA from {source} into {target} ...")
+    ctx.say(time_estimate(args))
+    ctx.say(f"building MedLAMA from {source} into {target} ...")
+    ctx.phase("building MedLAMA")
     try:
         report = build("medlama", target, data_dir=args.data_dir, configs=[args.config])
     except ConnectionError as err:
         if args.data_dir:
             raise
-        print(f"the download failed ({err}); using the {ctx.dataset_label}")
+        ctx.say(f"the download failed ({err}); using the {ctx.dataset_label}")
         return
     rows = sum(report.rows[args.config].values())
     ctx.dataset, ctx.dataset_label = str(target), f"MedLAMA {args.config} ({rows:,} queries), built in {target}"
-    print(f"built MedLAMA {args.config}: {rows:,} queries")
+    ctx.say(f"built MedLAMA {args.config}: {rows:,} queries")
     # The paper rewires on its PubMed sentences: read from the release folder, or downloaded by name.
     ctx.rewire_corpus = f"{args.data_dir}/{RELEASE_CORPUS}" if args.data_dir else RELEASE_CORPUS
     ctx.rewire_corpus_label = f"the release's {RELEASE_CORPUS} (PubMed sentences, as in the paper)"
 
 
-# Said once before every table of numbers: the paper's figure, and the one a first-time reader expects.
+# The real MedLAMA's size (per config: queries, names in the answer space) and how fast MiniLM encodes on a
+# CPU: what the estimate printed before a --data-dir run is made of. Measured on 2 shared, loaded CPU cores with
+# medprobe's embedding cache empty: `medprobe probe` of MedLAMA full encoded 41,810 texts in 312 s.
+MEDLAMA_SIZES = {"full": (19_000, 22_923), "hard": (15_329, 17_532)}  # medprobe.tasks.medlama.answer_space
+RELATIONS = 19
+TEXTS_PER_SECOND = 135.0  # MiniLM on 2 CPU cores (names ~270/s, the longer queries ~95/s)
+REWIRE_STEP_SECONDS_PER_PAIR = 0.1  # 30 steps of 32 pairs: 60-140 s on 2 loaded cores
+
+
+def time_estimate(args: argparse.Namespace) -> str:
+    """One line before a run on the real MedLAMA: what it encodes and about how long that takes here.
+
+    Untuned, the --exclude-head rerun reads the embedding cache; rewired, the model is encoded twice
+    (the rewired run, then its saved copy for --exclude-head)."""
+    queries, names = MEDLAMA_SIZES[args.config]
+    if args.per_relation:
+        queries = min(queries, RELATIONS * args.per_relation)
+    encodes = 3 if args.rewire_steps else 1
+    seconds = encodes * (queries + names) / TEXTS_PER_SECOND
+    seconds += args.rewire_steps * args.rewire_batch_size * REWIRE_STEP_SECONDS_PER_PAIR
+    return (
+        f"the real MedLAMA {args.config}: {queries:,} queries against {names:,} names, encoded {encodes} time(s): "
+        f"about {max(1, round(seconds / 60))} min on 2 CPU cores (a GPU takes a fraction of that; "
+        "--per-relation N probes N queries per relation)"
+    )
+
+
+# Said under every per-relation table: what the numbers are, and why the two rankings differ.
 COLUMNS_SENTENCE = (
-    'acc@k is the share of queries with a gold answer among their top k names; "as in the paper" ranks the '
-    "whole answer space, as MedLAMA scores it, where an encoder's nearest name to a query is usually the query's "
-    'own head ("Metformin" for "Metformin might treat [MASK] ."), so acc@1 is near 0; "head left out" is '
-    "the same ranking without that name (`medprobe probe --exclude-head`)."
+    'acc@k = % of queries with a right answer among the model\'s k nearest names; "as in the paper" ranks all names, '
+    'and the nearest is nearly always the query\'s own subject, so its acc@1 is ~0; "head left out" drops that name '
+    "(--exclude-head)."
 )
 HEADLESS_SUFFIX = "-exclude-head"  # the results file of the --exclude-head run beside each run's own
 
@@ -132,21 +171,47 @@ def run_probe(ctx: DemoContext, out_name: str, extra: list[str], model: str | No
     from medprobe.cli.probe import parse_probe_arguments, run_probe_command
 
     command = probe_command(ctx, out_name, extra, model)
-    print("$ medprobe " + shlex.join(command))
+    ctx.say("$ medprobe " + shlex.join(command))
+    ctx.phase(f"probe {out_name}")
     run_probe_command(command[1:], print_fn=lambda table: None)
     return Path(parse_probe_arguments(command[1:]).out)
 
 
-def run_probe_step(ctx: DemoContext, label: str, extra: list[str], headless_model: str | None = None) -> None:
+def run_probe_step(
+    ctx: DemoContext,
+    label: str,
+    extra: list[str],
+    headless_model: str | None = None,
+    after_first: Callable[[DemoContext, RunRecord], None] | None = None,
+) -> None:
     """The probe as in the paper, then the same model with --exclude-head, then both per relation.
 
     Ranking again is cheap (seconds: the answer space and queries are encoded once more); the
     rewired model is probed again from the folder the first run saved it to.
     """
     ctx.results[label] = run_probe(ctx, label, extra)
+    if after_first is not None:
+        after_first(ctx, load_record(ctx.results[label]))
     ctx.headless[label] = run_probe(ctx, label + HEADLESS_SUFFIX, ["--exclude-head"], model=headless_model)
-    print(COLUMNS_SENTENCE)
-    print(side_by_side(load_record(ctx.results[label]), load_record(ctx.headless[label])))
+    paper, headless = load_record(ctx.results[label]), load_record(ctx.headless[label])
+    ctx.say(side_by_side(paper, headless))
+    ctx.say(COLUMNS_SENTENCE + " " + chance_sentence(paper))
+
+
+def chance_sentence(record: RunRecord) -> str:
+    """`Chance (k random names of 223): acc@1 0.46, acc@10 4.48.`"""
+    chance = {name: found["value"] for name, found in record.chance.items() if not name.startswith("macro_")}
+    names = record.counts.get("candidates")
+    values = ", ".join(f"{name} {100 * value:.2f}" for name, value in chance.items())
+    return f"Chance (k random names{f' of {names:,}' if names else ''}): {values}." if chance else ""
+
+
+def interval_cell(record: RunRecord, metric: str) -> str:
+    """`[38, 56]`: the 95% interval in whole %, to fit a column of the tables."""
+    found = record.intervals.get(metric) or {}
+    if found.get("low") is None:
+        return ""
+    return f"[{100 * found['low']:.0f}, {100 * found['high']:.0f}]"
 
 
 def side_by_side(paper: RunRecord, headless: RunRecord) -> str:
@@ -165,6 +230,9 @@ def side_by_side(paper: RunRecord, headless: RunRecord) -> str:
         lines.append(row(group, values, headless.per_group[group]))
     lines.append("-" * len(header))
     lines.append(row("micro (all)", paper.metrics, headless.metrics))
+    if any(paper.intervals.get(c) for c in columns):  # how sure the micro figures are, on this many queries
+        cells = [interval_cell(paper, c) for c in columns] + [interval_cell(headless, c) for c in columns]
+        lines.append(f"{'  95% interval':<{width}}  " + "  ".join(f"{cell:>8}" for cell in cells))
     if all(f"macro_{c}" in paper.metrics for c in columns):
         lines.append(row("macro", paper.metrics, headless.metrics, prefix="macro_"))
     return "\n".join(lines)
@@ -177,13 +245,13 @@ def probe_untuned(ctx: DemoContext) -> None:
 def probe_rewired(ctx: DemoContext) -> None:
     args = ctx.args
     if args.rewire_steps == 0:
-        print("skipped (--rewire-steps 0)")
+        ctx.say("skipped (--rewire-steps 0)")
         return
     saved = str(ctx.out / "rewired_model")  # probed again with --exclude-head, without rewiring twice
     corpus = args.rewire_corpus or ctx.rewire_corpus
     if args.rewire_corpus:
         ctx.rewire_corpus_label = args.rewire_corpus
-    print(f"rewiring on {ctx.rewire_corpus_label}: {args.rewire_steps} steps of {args.rewire_batch_size} sentence pairs")
+    ctx.say(f"rewiring on {ctx.rewire_corpus_label}: {args.rewire_steps} steps of {args.rewire_batch_size} sentence pairs")
     run_probe_step(
         ctx,
         "rewired",
@@ -202,45 +270,69 @@ def probe_rewired(ctx: DemoContext) -> None:
             saved,
         ],
         headless_model=saved,
+        after_first=report_rewiring,
+    )
+
+
+def report_rewiring(ctx: DemoContext, record: RunRecord) -> None:
+    """What the rewiring read and did: the lines the probe wrote to the log, in one."""
+    rewiring = record.settings.get("rewiring", {})
+    counts = rewiring.get("corpus_counts", {})
+    corpus = Path(rewiring.get("corpus", "?")).name
+    losses = rewiring.get("losses") or []
+    loss = f", loss {losses[0][1]:.2f} -> {losses[-1][1]:.2f}" if len(losses) > 1 else ""
+    ctx.say(
+        f"{corpus}: {counts.get('lines', '?')} lines -> {counts.get('pairs', '?')} pairs; rewired for "
+        f"{rewiring.get('steps_done', '?')} steps in {record.timings.get('rewire', 0.0):.1f} s{loss}"
     )
 
 
 def summarize(ctx: DemoContext) -> None:
-    print(f"dataset: {ctx.dataset_label}; model: {ctx.args.model}")
+    ctx.say(f"dataset: {ctx.dataset_label}; model: {ctx.args.model}")
     if "rewired" in ctx.results:
         args = ctx.args
-        print(
+        ctx.say(
             f"rewired = {args.rewire_steps} steps of {args.rewire_batch_size} sentence pairs on {ctx.rewire_corpus_label} "
             "(a brief rewiring for the demo; the paper's is 150 steps of 192 pairs)"
         )
-    print(COLUMNS_SENTENCE)
     columns = ["acc@1", "acc@10", "macro_acc@1", "macro_acc@10"]
     rankings = [("as in the paper", ctx.results), ("head left out", ctx.headless)]
     width = max([len("run"), *map(len, ctx.results)])
-    header = f"{'run':<{width}}  {'ranking':<15}  " + "  ".join(f"{c:>12}" for c in columns) + f"  {'probe s':>8}"
-    print(header)
-    print("-" * len(header))
+    header = (
+        f"{'run':<{width}}  {'ranking':<15}  " + "  ".join(f"{c:>12}" for c in columns) + f"  {'acc@10 95%':>10}  {'probe s':>8}"
+    )
+    lines = [header, "-" * len(header)]
+    records = {}
     for label in ctx.results:
         for ranking, paths in rankings:
-            record = load_record(paths[label])
+            record = records[label, ranking] = load_record(paths[label])
             values = "  ".join(f"{percent(record.metrics[c]):>12}" for c in columns)
             probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
-            print(f"{label:<{width}}  {ranking:<15}  {values}  {probe_seconds:8.1f}")
+            lines.append(
+                f"{label:<{width}}  {ranking:<15}  {values}  {interval_cell(record, 'acc@10'):>10}  {probe_seconds:8.1f}"
+            )
+    ctx.say("\n".join(lines))
+    first = next(iter(records.values()))
+    ctx.say(
+        "acc in %, micro over queries and macro over relations; acc@10 95% = bootstrap interval over queries. "
+        "probe s includes the rewiring: the rewired run trains first, its head-left-out rerun loads the saved "
+        f"model and only ranks, hence seconds. {chance_sentence(first)}"
+    )
     files = [str(paths[label]) for label in ctx.results for _, paths in rankings]
-    print(f"results files: {', '.join(files)}")
+    ctx.say(f"results files: {', '.join(files)}")
 
 
 def probe_mst(ctx: DemoContext) -> None:
     """MST is generated, so the demo always has real data for it: the model against its scratch twin."""
     if ctx.args.skip_mst:
-        print("skipped (--skip-mst)")
+        ctx.say("skipped (--skip-mst)")
         return
     from medprobe.cli.demo_mst import run_mst_demo
 
     # the two runs are `medprobe probe` runs (medprobe.run.run), their results files beside the others
-    result = run_mst_demo(ctx.args.model, out=ctx.out)
+    result = run_mst_demo(ctx.args.model, out=ctx.out, print_fn=ctx.say, phase=ctx.phase)
     for name, command in result["commands"].items():
-        print(f"$ {command}   # {name}")
+        ctx.say(f"$ {command}   # {name}")
 
 
 DEMO_STEPS: list[DemoStep] = [
@@ -287,20 +379,49 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         "--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)"
     )
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
-    parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 40 s on 2 CPU cores)")
+    parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 1.5 min on 2 CPU cores)")
     parser.set_defaults(func=run_demo)
 
 
+def check_data_dir(data_dir: str) -> None:
+    """A --data-dir that is no MedLAMA release folder: two lines, before any step (the build would name
+    every missing file, 20 of them). Where a subfolder is the release, the error names it."""
+    from medprobe.api import UserError
+
+    folder = Path(data_dir).expanduser()
+    if (folder / "prompts.csv").is_file() and (folder / "2021AA").is_dir():
+        return
+    what = "does not exist" if not folder.exists() else "is not a folder" if not folder.is_dir() else None
+    found = sorted(p.parent for p in folder.glob("*/prompts.csv") if (p.parent / "2021AA").is_dir()) if not what else []
+    fix = (
+        f"use --data-dir {found[0]}, the release folder inside it"
+        if found
+        else "give the folder of the MedLAMA release (github.com/cambridgeltl/medlama, data/medlama), or leave "
+        "--data-dir out to probe the shipped sample"
+    )
+    raise UserError(f"--data-dir {data_dir} {what or 'holds no MedLAMA release (prompts.csv and 2021AA/)'}\n{fix}")
+
+
 def run_demo(args: argparse.Namespace) -> int:
+    """The steps in order, each with its header line and one progress line; the libraries' output goes to
+    OUT/demo.log. What a user can get wrong (--out, --model, --data-dir) is checked before any step."""
     from medprobe.atomic import check_writable
+    from medprobe.models import check_model
 
     ctx = DemoContext(args=args, out=Path(args.out))
     check_writable(ctx.out / "untuned.json", "--out")  # a file at --out, or no right to write there: stop now
+    check_model(args.model)  # a wrong name fails in a fraction of a second, not after the dataset step
+    if args.data_dir:
+        check_data_dir(args.data_dir)
     ctx.out.mkdir(parents=True, exist_ok=True)
+    log = ctx.out / "demo.log"
+    log.unlink(missing_ok=True)
     for number, step in enumerate(DEMO_STEPS, start=1):
-        print(f"\n== {number}/{len(DEMO_STEPS)} {step.name}: {step.title}")
-        start = time.perf_counter()
-        step.run(ctx)
-        ctx.seconds[step.name] = time.perf_counter() - start
-    print("\nsteps took " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in ctx.seconds.items()))
+        print(f"\n== {number}/{len(DEMO_STEPS)} {step.name}: {step.title}", flush=True)
+        with StepProgress(step.name, log) as ctx.step:
+            start = time.perf_counter()
+            step.run(ctx)
+            ctx.seconds[step.name] = time.perf_counter() - start
+        ctx.step = None
+    print(f"\nthe demo took {sum(ctx.seconds.values()):.0f} s; what the libraries printed is in {log}")
     return 0

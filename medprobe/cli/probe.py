@@ -85,7 +85,7 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
         help="a model folder, a Hub id, or a packaged model: minilm (encoder), smollm2 (causal LM)",
     )
     parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
-    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (needs medprobe[plot])")
+    parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (matplotlib)")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     parser.add_argument(
@@ -172,7 +172,7 @@ def parse_probe_arguments(argv: list[str]) -> argparse.Namespace:
 
 def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = print) -> int:
     """`medprobe probe ARGV`; `print_fn` receives the results table (the demo prints its own)."""
-    from medprobe.run import RunRequest, run
+    from medprobe.run import RunRequest, check_request, run
 
     args = parse_probe_arguments(argv)
     prober, task = prober_entry(args.prober), task_entry(args.task)
@@ -192,8 +192,19 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
         plot=args.plot,
         **({"resamples": args.resamples} if args.resamples else {}),
     )
+    check_request(request)  # the outputs first (run() checks them again, at no cost)
+    check_model_first(args.prober, args.model)
     run(request, print_fn=print_fn)
     return 0
+
+
+def check_model_first(prober: str, model: str) -> None:
+    """A --model that cannot load fails here, in a fraction of a second, not after the dataset and torch
+    have loaded (seconds). Only medprobe's own probers: a plugin's may take a model that is no model folder."""
+    if prober_entry(prober).target.startswith("medprobe."):
+        from medprobe.models import check_model
+
+        check_model(model)
 
 
 if __name__ == "__main__":

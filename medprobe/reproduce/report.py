@@ -1,5 +1,5 @@
 """The reproduction report: 'paper | measured ± interval | Δ | within tolerance?' per figure, as
-OUT/report.json, OUT/report.md and OUT/report.png (the figure needs matplotlib: medprobe[plot]).
+OUT/report.json, OUT/report.md and OUT/report.png (the figure needs matplotlib, a dependency of medprobe).
 
 A figure counts as reproduced only when the paper's own model ran (no --model-map), with the
 recipe's options (no --set), on the whole data (no subset), and the measured value is within the
@@ -169,7 +169,7 @@ def write_report(report: dict, out: Path) -> list[Path]:
         import matplotlib  # noqa: F401
     except ImportError:
         report["figure"] = None
-        report["figure_skipped"] = "matplotlib is not installed (pip install 'medprobe[plot]')"
+        report["figure_skipped"] = "matplotlib is not installed (pip install matplotlib)"
     else:
         report["figure"] = "report.png"
     text = json.dumps(report, indent=2, sort_keys=True) + "\n"
