@@ -133,7 +133,7 @@ def sample_queries(
     outcomes = read_outcomes(record, run)
     ranks = dict(zip(outcomes.ids, outcomes.columns["rank"])) if "rank" in outcomes.columns else None
     if ranks is None:
-        raise UserError(f"{run}: its outcomes have no `rank` column; review export needs a ranking task's run (e.g. MedLAMA)")
+        raise UserError(f"{run}: its outcomes have no `rank` column; review export needs a ranking task's run")
     kept = max((len(names) for names in predictions.values()), default=0)
     if top_k > kept:
         raise UserError(f"--top-k {top_k}: the run kept only {kept} predictions per query")
