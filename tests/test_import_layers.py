@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from test_imports import PACKAGE, import_graph, imported_names
+from test_imports import import_graph, imported_names
 
 # Bottom to top: a layer's modules, or packages whose modules all belong to it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
@@ -84,9 +84,15 @@ def layer_of(module: str) -> int | None:
     return found[0] if found else None
 
 
+# An installed wheel carries the builders, metrics and card templates as data under medprobe/_resources
+# (pyproject's force-include): Hub repos loaded by path, not modules of the package; their own rule is
+# test_builders_and_metrics_import_nothing_of_medprobe.
+RESOURCES = "medprobe._resources"
+
+
 @pytest.fixture(scope="module")
 def graph() -> dict[str, set[str]]:
-    return import_graph()
+    return {module: imports for module, imports in import_graph().items() if not within(module, RESOURCES)}
 
 
 def test_every_module_has_a_layer(graph):
@@ -140,7 +146,7 @@ def test_the_run_reaches_tasks_and_probers_only_through_the_registry(graph):
 
 def test_builders_and_metrics_import_nothing_of_medprobe():
     """datasets/<benchmark>/ and metrics/<metric>/ are Hub repos: loaded by path, self-contained."""
-    root = PACKAGE.parent
+    root = Path(__file__).resolve().parents[1]  # the checkout's folders (an installed wheel has copies)
     found = []
     for path in sorted([*(root / "datasets").rglob("*.py"), *(root / "metrics").rglob("*.py")]):
         names = imported_names(ast.parse(path.read_text(encoding="utf-8")), path.stem, is_package=False)
