@@ -9,6 +9,10 @@ Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medpro
 
     file-digests.json            sha256 of each weight file seen, by (path, inode, size, times): a
                                  big model is hashed once, not on every run
+    model-spaces.json            the space parts of each model identity (weights digest, config file,
+                                 layers, dtype, device, versions) a run has loaded: a later run of
+                                 the same model opens its space without loading the model, which it
+                                 then loads only at its first miss (a warm run never does)
     <space>/space.json           what the space key was made of (for people; never read back), among
                                  it the embeddings' width (the model's hidden size) and dtype (float32)
     <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
@@ -69,6 +73,8 @@ DEFAULT_MAX_GB = 2.0
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
 STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
 DIGESTS = "file-digests.json"
+SPACES = "model-spaces.json"
+REMEMBERED_SPACES = 256  # model identities kept in SPACES (the latest; a forgotten one costs one model load)
 RACY_SECONDS = 3.0  # a weight file changed this recently is re-hashed on every load
 
 Key = tuple[int, ...]
@@ -167,6 +173,37 @@ def write_digests(root: Path, known: dict[str, str]) -> None:
     kept = {entry: digest for entry, digest in known.items() if Path(entry.split("|")[0]).exists()}
     try:
         write_text_atomically(root / DIGESTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass
+
+
+def remembered_space(root: Path, identity: str) -> dict | None:
+    """The space parts remembered for a model identity (medprobe.contrastive.prober.model_identity), or None."""
+    try:
+        spaces = json.loads((root / SPACES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    parts = spaces.get(identity) if isinstance(spaces, dict) else None
+    return parts if isinstance(parts, dict) else None
+
+
+def remember_space(root: Path, identity: str, parts: dict) -> None:
+    """Remember the space parts a loaded model gave for `identity` (a best effort: failing costs a model load).
+
+    Two processes writing at once may lose one's entry (the file is replaced whole and atomically, never
+    torn): that run's model is loaded once more next time."""
+    try:
+        spaces = json.loads((root / SPACES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        spaces = {}
+    if not isinstance(spaces, dict):
+        spaces = {}
+    spaces.pop(identity, None)
+    spaces[identity] = parts  # the latest last: the oldest are forgotten first
+    kept = dict(list(spaces.items())[-REMEMBERED_SPACES:])
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(root / SPACES, json.dumps(kept, indent=1, default=str) + "\n")
     except OSError:
         pass
 

@@ -24,39 +24,43 @@ layer; never the run, profile, compare, hub/ or cli/.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-import transformers
-from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 import medprobe.contrastive.embedding_cache as embedding_cache
 from medprobe import distributed, timeline
 from medprobe.api import Prober, UserError, fill_mask_slot
+from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS, TEMPERATURE, RewiringReport, corpus_path
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
-from medprobe.contrastive.rewiring import (
-    MASK_RATIO,
-    MAX_LENGTH,
-    PAPER_SETTINGS,
-    TEMPERATURE,
-    RewiringReport,
-    corpus_path,
-    logged_losses,
-    rewiring_arguments,
-    train_pairs,
-)
 from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
 from medprobe.lm.candidate_scoring import check_candidate_lists
 from medprobe.models import dtype_name, load_tokenizer, require_mask_token, resolve_device, resolve_dtype, resolve_model
 
+if TYPE_CHECKING:  # transformers' model code takes seconds to import: a warm probe (every vector cached) never needs it
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
+
 QUERY_MAX_LENGTH = 50
 NAME_MAX_LENGTH = 25
 SCORE_CHUNK = 512  # queries scored against every distinct name at once (512 x 22,923 floats = 47 MB)
+
+
+@dataclass
+class DeferredModel:
+    """An encoder to load on first use: `from_pretrained` with a warm embedding cache reads every vector
+    from disk, and then neither imports transformers' model code nor loads the weights."""
+
+    load: Callable[[], PreTrainedModel]
 
 
 class ContrastiveProbe(Prober):
@@ -82,7 +86,7 @@ class ContrastiveProbe(Prober):
 
     def __init__(
         self,
-        model: PreTrainedModel,
+        model: PreTrainedModel | DeferredModel,
         tokenizer: PreTrainedTokenizerBase,
         *,
         similarity: str = "cos",
@@ -100,6 +104,8 @@ class ContrastiveProbe(Prober):
             raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
         if batch_size < 1:
             raise UserError(f"batch size must be positive, got {batch_size}")
+        if isinstance(model, DeferredModel) and not model_name:
+            raise ValueError("a DeferredModel needs model_name")
         self.model_name = model_name or getattr(model, "name_or_path", type(model).__name__)
         self.mask_token = require_mask_token(tokenizer, self.model_name)
         if tokenizer.pad_token_id is None:
@@ -107,10 +113,10 @@ class ContrastiveProbe(Prober):
         self.tokenizer = tokenizer
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        self.model = model.to(self.device, dtype=self.dtype).eval()
-        check_layers(self.model, layers)  # now, not after a long rewiring
         self.similarity = similarity
         self.layers = layers
+        self._deferred = model if isinstance(model, DeferredModel) else None
+        self._model = None if isinstance(model, DeferredModel) else self._ready(model)  # layers checked now, not after a rewiring
         self.batch_size = batch_size
         self.query_max_length = query_max_length
         self.name_max_length = name_max_length
@@ -126,6 +132,30 @@ class ContrastiveProbe(Prober):
         self.weights_digest: str | None = None
         self._cache_off = "off: --no-cache" if not cache else "off: the model was not loaded from files"
         self._spaces: dict[str, embedding_cache.Space] = {}
+        # what identifies this model as probed without loading it (`model_identity`), and the space parts
+        # remembered for that identity by an earlier run that loaded it: set by from_pretrained
+        self._identity: str | None = None
+        self._remembered_parts: dict | None = None
+
+    def _ready(self, model: PreTrainedModel) -> PreTrainedModel:
+        model = model.to(self.device, dtype=self.dtype).eval()
+        check_layers(model, self.layers)
+        return model
+
+    @property
+    def model(self) -> PreTrainedModel:
+        """The encoder; a probe made by `from_pretrained` with a warm cache loads it at the first vector it misses."""
+        if self._model is None:
+            assert self._deferred is not None  # __init__ sets one of the two
+            start = time.perf_counter()
+            self._model, self._deferred = self._ready(self._deferred.load()), None
+            self._add_time("load_model", start)
+            timeline.mark("model loaded (a vector the cache does not hold)")
+        return self._model
+
+    @model.setter
+    def model(self, model: PreTrainedModel) -> None:
+        self._model, self._deferred = model, None
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, **kwargs) -> ContrastiveProbe:
@@ -134,16 +164,27 @@ class ContrastiveProbe(Prober):
         path, extra = resolve_model(name_or_path)
         tokenizer = load_tokenizer(name_or_path)
         require_mask_token(tokenizer, name_or_path)
-        try:
-            model = AutoModel.from_pretrained(path, **extra)
-        except OSError as err:
-            raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
-        probe = cls(model, tokenizer, model_name=name_or_path, **kwargs)
+
+        def load() -> PreTrainedModel:
+            from transformers import AutoModel
+
+            try:
+                return AutoModel.from_pretrained(path, **extra)
+            except OSError as err:
+                raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
+
+        probe = cls(DeferredModel(load), tokenizer, model_name=name_or_path, **kwargs)
         if probe.cache:
             embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, not after encoding
             probe.weights_digest = model_files_digest(path)
+            folder = model_folder(path)
             if probe.weights_digest is None:
                 probe._cache_off = f"off: no weight files found for {name_or_path}"
+            elif folder is not None:
+                probe._identity = model_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
+                probe._remembered_parts = embedding_cache.remembered_space(embedding_cache.cache_root(), probe._identity)
+        if probe._remembered_parts is None:
+            probe.model  # noqa: B018 (loaded now: without remembered space parts the cache cannot be read without it)
         probe.timings["load_model"] = time.perf_counter() - start
         return probe
 
@@ -189,6 +230,8 @@ class ContrastiveProbe(Prober):
         )
         if corpus is None:
             return probe
+        from medprobe.contrastive.rewiring import rewiring_arguments
+
         probing_dtype = resolve_dtype(dtype, probe.device)  # a bad --dtype fails before the rewiring
         seed = PAPER_SETTINGS["seed"] if seed is None else seed
         with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
@@ -225,6 +268,9 @@ class ContrastiveProbe(Prober):
         if digest is not None:
             embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, as in from_pretrained
             self.weights_digest = digest
+            # remembered (at the next _space) as that folder's: a probe of it reads these vectors without loading it
+            self._identity = model_identity(Path(folder), {}, digest, self.layers, self.dtype, self.device)
+            self._remembered_parts = None
             self._spaces.clear()
 
     # --- stage 1: rewiring ---------------------------------------------------------------------
@@ -246,6 +292,8 @@ class ContrastiveProbe(Prober):
         settings); their `seed` also draws the masked spans. With `save_to`, the rewired model
         and tokenizer are saved there, ready for `from_pretrained`.
         """
+        from medprobe.contrastive.rewiring import logged_losses, rewiring_arguments, train_pairs
+
         start = time.perf_counter()
         if isinstance(corpus, (str, Path)):  # a file, or a MedLAMA release corpus by name (found or downloaded)
             corpus = corpus_path(corpus)
@@ -276,6 +324,7 @@ class ContrastiveProbe(Prober):
         self._name_embeddings.clear()  # the encoder changed: cached names are stale
         if self.weights_digest is not None:  # and the weights are no longer the files': no disk cache
             self.weights_digest, self._cache_off = None, "off: rewired (the weights are not the model files')"
+        self._identity = self._remembered_parts = None
         self._spaces.clear()
         self.seed = args.seed
         self.rewiring = RewiringReport(
@@ -340,6 +389,10 @@ class ContrastiveProbe(Prober):
         keys = [tuple(ids) for ids in sequences]
         found = agreed_hits(list(dict.fromkeys(keys)), space.lookup(keys))
         missing = [key for key in dict.fromkeys(keys) if key not in found]
+        if missing and self._model is None:  # the space came from remembered parts: check them against the model
+            self.model  # noqa: B018 (loads it)
+            if self._space() is not space:  # remembered parts that no longer fit (never expected): read again
+                return self._encode(sequences, desc)
         if missing:
             fresh = self._encode_all(missing, desc)
             found.update(zip(missing, fresh.numpy()))
@@ -351,6 +404,17 @@ class ContrastiveProbe(Prober):
         """The disk-cache space of this model as it is probed now, or None when the disk cache is off."""
         if self.weights_digest is None:
             return None
+        parts = self._remembered_parts if self._model is None else self._space_parts()
+        assert parts is not None  # from_pretrained loads the model when it remembers no parts
+        key = embedding_cache.space_key(parts)
+        if key not in self._spaces:
+            self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
+        return self._spaces[key]
+
+    def _space_parts(self) -> dict:
+        """What the space key is made of, from the loaded model (remembered for `model_identity` when there is one)."""
+        import transformers
+
         config = self.model.config.to_dict()
         config.pop("_name_or_path", None)
         parts = {
@@ -368,10 +432,10 @@ class ContrastiveProbe(Prober):
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
-        key = embedding_cache.space_key(parts)
-        if key not in self._spaces:
-            self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
-        return self._spaces[key]
+        if self._identity is not None and parts != self._remembered_parts:
+            embedding_cache.remember_space(embedding_cache.cache_root(), self._identity, parts)
+            self._remembered_parts = parts
+        return parts
 
     def _report_cache(self, space: embedding_cache.Space, hits: int, total: int, desc: str) -> None:
         self.timings["embedding_cache_hits"] = self.timings.get("embedding_cache_hits", 0) + hits
@@ -499,6 +563,12 @@ def agreed_hits(keys: list[tuple[int, ...]], found: dict) -> dict:
 def model_files_digest(path: str) -> str | None:
     """The content hash of the weight files of a model folder or of a Hub model's cached snapshot
     (`resolve_model`'s path), None when there are none to hash (then the disk cache stays off)."""
+    folder = model_folder(path)
+    return None if folder is None else embedding_cache.weights_digest(folder, embedding_cache.cache_root())
+
+
+def model_folder(path: str) -> Path | None:
+    """A model folder, or the Hub cache's snapshot of a Hub id (None: not cached)."""
     folder = Path(path).expanduser()
     if not folder.is_dir():  # a Hub id: the snapshot transformers loaded from the Hub cache
         from huggingface_hub import try_to_load_from_cache
@@ -507,7 +577,28 @@ def model_files_digest(path: str) -> str | None:
         if not isinstance(config, str):
             return None
         folder = Path(config).parent
-    return embedding_cache.weights_digest(folder, embedding_cache.cache_root())
+    return folder
+
+
+def model_identity(folder: Path, extra: dict, weights: str, layers: int | None, dtype: torch.dtype, device: torch.device) -> str:
+    """A digest of everything the embedding space of `AutoModel.from_pretrained(folder, **extra)` depends on,
+    read without loading it: the weights digest, the config file's bytes (AutoModel picks the class from
+    it), the probed layers, dtype, device type and library versions. A run that loaded the model remembers
+    the space parts under it (embedding_cache.remember_space), so a later run reads its vectors unloaded."""
+    config = folder / "config.json"
+    parts = {
+        "weights": weights,
+        "config_sha256": hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None,
+        "load_options": extra,
+        "layers": layers,
+        "dtype": dtype_name(dtype),
+        "device": device.type,
+        "torch": torch.__version__,
+        "transformers": importlib.metadata.version("transformers"),
+        "encoding_version": embedding_cache.ENCODING_VERSION,
+        "chunk_format": embedding_cache.CHUNK_FORMAT,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def check_rewiring_options(
