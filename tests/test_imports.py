@@ -164,6 +164,25 @@ def test_no_help_of_any_command_loads_a_heavy_library():
     assert loaded_after(code) == []
 
 
+def test_probe_help_of_every_prober_and_task_loads_no_heavy_library():
+    """`medprobe probe --prober X [--task T] --help` goes through the command (run_probe_command), not only
+    the parser: neither it nor anything it reaches on the way may import evaluate, transformers, torch, ..."""
+    code = (
+        "import contextlib, io\nfrom medprobe.cli import main\nfrom medprobe.registry import PROBERS, tasks_for\n"
+        "shown = 0\n"
+        "for p in PROBERS:\n"
+        "    for extra in [[], *[['--task', t] for t in tasks_for(p)]]:\n"
+        "        out = io.StringIO()\n"
+        "        with contextlib.redirect_stdout(out):\n"
+        "            try:\n                main(['probe', '--prober', p, *extra, '--help'])\n"
+        "            except SystemExit:\n                pass\n"
+        "        shown += out.getvalue().startswith('usage: medprobe probe')\n"
+        "print('shown', shown, file=__import__('sys').stderr)\n"
+        "assert shown >= len(PROBERS) * 2, shown"
+    )
+    assert loaded_after(code) == []
+
+
 def test_every_registered_class_and_the_python_api_are_exported_lazily():
     registered = {
         target.split(":")[1]: target.split(":")[0] for target in (e.target for e in [*PROBERS.values(), *TASKS.values()])

@@ -150,7 +150,7 @@ class ContrastiveProbe(Prober):
             start = time.perf_counter()
             self._model, self._deferred = self._ready(self._deferred.load()), None
             self._add_time("load_model", start)
-            timeline.mark("model loaded (a vector the cache does not hold)")
+            timeline.mark("model weights loaded")
         return self._model
 
     @model.setter
