@@ -53,6 +53,27 @@ def metric_path(name: str) -> str:
     return str(_module_folder("metrics", name))
 
 
+def import_evaluate() -> ModuleType:
+    """`import evaluate`, without the transformers pipelines that its Evaluator imports.
+
+    `import evaluate` imports `evaluate.evaluator`, which imports `transformers.pipelines` and with it
+    transformers' model code (torch.distributed, ...): 1.5 s of a warm probe, which never builds a
+    model. Loading and computing metric modules does not use the Evaluator, so when transformers'
+    pipelines are not imported yet they are hidden while evaluate imports (its Evaluator then takes
+    transformers as absent: `evaluate.evaluator(...)` raises in this process) and visible again after."""
+    if "evaluate" in sys.modules or "transformers.pipelines" in sys.modules:
+        import evaluate
+
+        return evaluate
+    sys.modules["transformers.pipelines"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    try:
+        import evaluate
+    finally:
+        if sys.modules.get("transformers.pipelines", 0) is None:
+            del sys.modules["transformers.pipelines"]
+    return evaluate
+
+
 def card_template(name: str) -> Path:
     """A file in `hub_cards/`, e.g. `card_template("medlama.md")`."""
     path = resource_root() / "hub_cards" / name
