@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -45,7 +45,15 @@ from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_kee
 from medprobe.contrastive.pairs import build_pairs, read_sentences
 from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
 from medprobe.lm.candidate_scoring import check_candidate_lists
-from medprobe.models import dtype_name, load_tokenizer, require_mask_token, resolve_device, resolve_dtype, resolve_model
+from medprobe.models import (
+    check_model,
+    dtype_name,
+    load_tokenizer,
+    require_mask_token,
+    resolve_device,
+    resolve_dtype,
+    resolve_model,
+)
 
 if TYPE_CHECKING:  # transformers' model code takes seconds to import: a warm probe (every vector cached) never needs it
     from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
@@ -56,11 +64,12 @@ SCORE_CHUNK = 512  # queries scored against every distinct name at once (512 x 2
 
 
 @dataclass
-class DeferredModel:
-    """An encoder to load on first use: `from_pretrained` with a warm embedding cache reads every vector
-    from disk, and then neither imports transformers' model code nor loads the weights."""
+class Deferred:
+    """A model or tokenizer to load on first use: `from_pretrained` with a warm embedding cache reads every
+    token id and vector from disk, and then neither imports transformers' model code nor loads the weights
+    or the tokenizer."""
 
-    load: Callable[[], PreTrainedModel]
+    load: Callable[[], Any]
 
 
 class ContrastiveProbe(Prober):
@@ -86,8 +95,8 @@ class ContrastiveProbe(Prober):
 
     def __init__(
         self,
-        model: PreTrainedModel | DeferredModel,
-        tokenizer: PreTrainedTokenizerBase,
+        model: PreTrainedModel | Deferred,
+        tokenizer: PreTrainedTokenizerBase | Deferred,
         *,
         similarity: str = "cos",
         layers: int | None = None,
@@ -104,19 +113,17 @@ class ContrastiveProbe(Prober):
             raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
         if batch_size < 1:
             raise UserError(f"batch size must be positive, got {batch_size}")
-        if isinstance(model, DeferredModel) and not model_name:
-            raise ValueError("a DeferredModel needs model_name")
+        if isinstance(model, Deferred) and not model_name:
+            raise ValueError("a Deferred model needs model_name")
         self.model_name = model_name or getattr(model, "name_or_path", type(model).__name__)
-        self.mask_token = require_mask_token(tokenizer, self.model_name)
-        if tokenizer.pad_token_id is None:
-            raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
-        self.tokenizer = tokenizer
+        self._deferred_tokenizer = tokenizer if isinstance(tokenizer, Deferred) else None
+        self._tokenizer = None if isinstance(tokenizer, Deferred) else self._checked(tokenizer)
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
         self.similarity = similarity
         self.layers = layers
-        self._deferred = model if isinstance(model, DeferredModel) else None
-        self._model = None if isinstance(model, DeferredModel) else self._ready(model)  # layers checked now, not after a rewiring
+        self._deferred = model if isinstance(model, Deferred) else None
+        self._model = None if isinstance(model, Deferred) else self._ready(model)  # layers checked now, not after a rewiring
         self.batch_size = batch_size
         self.query_max_length = query_max_length
         self.name_max_length = name_max_length
@@ -136,6 +143,33 @@ class ContrastiveProbe(Prober):
         # remembered for that identity by an earlier run that loaded it: set by from_pretrained
         self._identity: str | None = None
         self._remembered_parts: dict | None = None
+        # what the token ids of a text depend on besides the text (`tokenizer_identity`), None: not remembered
+        self._tokens_identity: str | None = None
+
+    def _checked(self, tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+        require_mask_token(tokenizer, self.model_name)
+        if tokenizer.pad_token_id is None:
+            raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
+        return tokenizer
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        """The tokenizer; a probe made by `from_pretrained` with a warm cache loads it at the first text it has
+        no remembered token ids for."""
+        if self._tokenizer is None:
+            assert self._deferred_tokenizer is not None  # __init__ sets one of the two
+            start = time.perf_counter()
+            self._tokenizer, self._deferred_tokenizer = self._checked(self._deferred_tokenizer.load()), None
+            self._add_time("load_model", start)
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer: PreTrainedTokenizerBase) -> None:
+        self._tokenizer, self._deferred_tokenizer = self._checked(tokenizer), None
+
+    @property
+    def mask_token(self) -> str:
+        return require_mask_token(self.tokenizer, self.model_name)
 
     def _ready(self, model: PreTrainedModel) -> PreTrainedModel:
         model = model.to(self.device, dtype=self.dtype).eval()
@@ -162,28 +196,30 @@ class ContrastiveProbe(Prober):
         """Load an encoder by folder, Hub id or packaged name (`minilm`)."""
         start = time.perf_counter()
         path, extra = resolve_model(name_or_path)
-        tokenizer = load_tokenizer(name_or_path)
-        require_mask_token(tokenizer, name_or_path)
+        folder = model_folder(path) if kwargs.get("cache", True) else None
+        tokenizer = Deferred(lambda: load_tokenizer(name_or_path)) if folder is not None else load_tokenizer(name_or_path)
 
         def load() -> PreTrainedModel:
             from transformers import AutoModel
 
+            check_model(name_or_path)  # a cached Hub model without a network: offline at once, as load_tokenizer does
             try:
                 return AutoModel.from_pretrained(path, **extra)
             except OSError as err:
                 raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
 
-        probe = cls(DeferredModel(load), tokenizer, model_name=name_or_path, **kwargs)
+        probe = cls(Deferred(load), tokenizer, model_name=name_or_path, **kwargs)
         if probe.cache:
             embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, not after encoding
             probe.weights_digest = model_files_digest(path)
-            folder = model_folder(path)
             if probe.weights_digest is None:
                 probe._cache_off = f"off: no weight files found for {name_or_path}"
             elif folder is not None:
                 probe._identity = model_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
                 probe._remembered_parts = embedding_cache.remembered_space(embedding_cache.cache_root(), probe._identity)
+                probe._tokens_identity = tokenizer_identity(folder, extra, probe.weights_digest)
         if probe._remembered_parts is None:
+            probe.tokenizer  # noqa: B018 (loaded now, as the model: a probe that encodes anyway fails early on a bad one)
             probe.model  # noqa: B018 (loaded now: without remembered space parts the cache cannot be read without it)
         probe.timings["load_model"] = time.perf_counter() - start
         return probe
@@ -355,9 +391,29 @@ class ContrastiveProbe(Prober):
 
     def encode_queries(self, queries: Sequence[str]) -> torch.Tensor:
         """[CLS] embeddings of cloze queries whose [Y] slot becomes the mask token."""
-        texts = [fill_mask_slot(query, self.mask_token) for query in queries]
-        sequences = tokenize_keeping_mask(self.tokenizer, texts, self.query_max_length)
+        sequences = self._token_ids(
+            queries,
+            f"queries, [Y] as the mask token, the mask kept within {self.query_max_length}",
+            lambda: tokenize_keeping_mask(
+                self.tokenizer, [fill_mask_slot(query, self.mask_token) for query in queries], self.query_max_length
+            ),
+        )
         return self._encode(sequences, "encoding queries")
+
+    def _token_ids(self, texts: Sequence[str], how: str, tokenize: Callable[[], list[list[int]]]) -> list[list[int]]:
+        """`tokenize()`, or the token ids remembered in the disk cache for these texts tokenized this way
+        (`how`, with the tokenizer's identity): a warm run loads no tokenizer and tokenizes nothing."""
+        if self._tokens_identity is None or self.weights_digest is None or not texts:
+            return tokenize()
+        root = embedding_cache.cache_root()
+        key = embedding_cache.tokens_key(self._tokens_identity, how, texts)
+        remembered = embedding_cache.read_tokens(root, key, len(texts))
+        if remembered is not None:
+            return remembered
+        sequences = tokenize()
+        if distributed.is_main_process():  # one process writes
+            embedding_cache.write_tokens(root, key, sequences)
+        return sequences
 
     def encode_names(self, names: Sequence[str]) -> torch.Tensor:
         """[CLS] embeddings of candidate names (one row per name)."""
@@ -371,7 +427,14 @@ class ContrastiveProbe(Prober):
         vocabulary) share one embedding, so their scores tie exactly and the tie goes to the
         earlier name. Embeddings are cached by token ids until the encoder changes.
         """
-        sequences = [tuple(ids) for ids in tokenize_truncated(self.tokenizer, names, self.name_max_length)]
+        sequences = [
+            tuple(ids)
+            for ids in self._token_ids(
+                names,
+                f"names, cut at {self.name_max_length}",
+                lambda: tokenize_truncated(self.tokenizer, names, self.name_max_length),
+            )
+        ]
         distinct = list(dict.fromkeys(sequences))
         cache = self._name_embeddings.setdefault(self.layers, {})
         missing = [ids for ids in distinct if ids not in cache]
@@ -578,6 +641,23 @@ def model_folder(path: str) -> Path | None:
             return None
         folder = Path(config).parent
     return folder
+
+
+TOKENIZATION_VERSION = 1  # bump when tokenize_keeping_mask / tokenize_truncated change the ids of a text
+
+
+def tokenizer_identity(folder: Path, extra: dict, weights: str) -> str:
+    """A digest of what the tokenizer loaded from `folder` depends on: every file of the folder but the
+    weights (the tokenizer files and the configs, whatever the tokenizer class reads), the weights digest
+    (a GGUF file holds its tokenizer), the load options and the versions of transformers, tokenizers and
+    medprobe's tokenization."""
+    digest = hashlib.sha256(f"{weights}\n".encode())
+    weights = set(embedding_cache.weight_files(folder))
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and p not in weights):
+        digest.update(f"{path.name}|{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    versions = {name: importlib.metadata.version(name) for name in ("transformers", "tokenizers")}
+    digest.update(json.dumps([extra, versions, TOKENIZATION_VERSION], sort_keys=True, default=str).encode())
+    return digest.hexdigest()
 
 
 def model_identity(folder: Path, extra: dict, weights: str, layers: int | None, dtype: torch.dtype, device: torch.device) -> str:
