@@ -148,12 +148,17 @@ def weights_digest(folder: Path, root: Path) -> str | None:
 
 def weight_file_digests(folder: Path, root: Path) -> dict[str, dict]:
     """{file name: {"size", "sha256"}} of `folder`'s weight files, per-file digests remembered under `root`."""
+    return file_digests(weight_files(folder), root)
+
+
+def file_digests(paths: Iterable[Path], root: Path) -> dict[str, dict]:
+    """{file name: {"size", "sha256"}} of files, per-file digests remembered under `root` (see `file_digest`)."""
     known = read_digests(root)
     before = dict(known)
-    weights = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in weight_files(folder)}
+    digests = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in paths}
     if known != before:
         write_digests(root, known)
-    return weights
+    return digests
 
 
 def combined_digest(weights: dict[str, dict]) -> str:

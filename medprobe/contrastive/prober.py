@@ -652,9 +652,11 @@ def tokenizer_identity(folder: Path, extra: dict, weights: str) -> str:
     (a GGUF file holds its tokenizer), the load options and the versions of transformers, tokenizers and
     medprobe's tokenization."""
     digest = hashlib.sha256(f"{weights}\n".encode())
-    weights = set(embedding_cache.weight_files(folder))
-    for path in sorted(p for p in folder.iterdir() if p.is_file() and p not in weights):
-        digest.update(f"{path.name}|{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    weight_files = set(embedding_cache.weight_files(folder))
+    others = [path for path in folder.iterdir() if path.is_file() and path not in weight_files]
+    # remembered per file as the weights are: a folder that also holds other formats' weights (tf_model.h5) is read once
+    files = embedding_cache.file_digests(others, embedding_cache.cache_root())
+    digest.update(json.dumps(files, sort_keys=True).encode())
     versions = {name: importlib.metadata.version(name) for name in ("transformers", "tokenizers")}
     digest.update(json.dumps([extra, versions, TOKENIZATION_VERSION], sort_keys=True, default=str).encode())
     return digest.hexdigest()
