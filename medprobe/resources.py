@@ -54,23 +54,26 @@ def metric_path(name: str) -> str:
 
 
 def import_evaluate() -> ModuleType:
-    """`import evaluate`, without the transformers pipelines that its Evaluator imports.
+    """`import evaluate`, without the transformers that its Evaluator imports.
 
-    `import evaluate` imports `evaluate.evaluator`, which imports `transformers.pipelines` and with it
-    transformers' model code (torch.distributed, ...): 1.5 s of a warm probe, which never builds a
-    model. Loading and computing metric modules does not use the Evaluator, so when transformers'
-    pipelines are not imported yet they are hidden while evaluate imports (its Evaluator then takes
-    transformers as absent: `evaluate.evaluator(...)` raises in this process) and visible again after."""
-    if "evaluate" in sys.modules or "transformers.pipelines" in sys.modules:
+    `import evaluate` imports `evaluate.evaluator`, which imports transformers and its pipelines, and with
+    them transformers' model code (torch.distributed, ...): 1.5 s of a warm probe, which builds no model
+    and, its token ids remembered, may not import transformers at all. Loading and computing metric
+    modules does not use the Evaluator, so what of transformers is not imported yet (all of it, or its
+    pipelines) is hidden while evaluate imports (its Evaluator then takes transformers as absent:
+    `evaluate.evaluator(...)` raises in this process) and importable again after."""
+    if "evaluate" in sys.modules:
         import evaluate
 
         return evaluate
-    sys.modules["transformers.pipelines"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    hidden = next((name for name in ("transformers", "transformers.pipelines") if name not in sys.modules), None)
+    if hidden is not None:
+        sys.modules[hidden] = None  # type: ignore[assignment]  # an import of it raises ImportError
     try:
         import evaluate
     finally:
-        if sys.modules.get("transformers.pipelines", 0) is None:
-            del sys.modules["transformers.pipelines"]
+        if hidden is not None and sys.modules.get(hidden, 0) is None:
+            del sys.modules[hidden]
     return evaluate
 
 

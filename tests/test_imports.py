@@ -236,14 +236,15 @@ def test_importing_a_submodule_reads_no_registry():
 def test_evaluate_loads_a_metric_without_transformers_model_code():
     """medprobe.resources.import_evaluate: evaluate's Evaluator would import transformers.pipelines (and its
     model code, 1.5 s); a metric loads and computes without it, and the pipelines import normally afterwards."""
-    script = (
-        "import sys\nimport transformers\nfrom medprobe.resources import import_evaluate, metric_path\n"
-        "metric = import_evaluate().load(metric_path('acc_at_k'))\n"
-        "scores = metric.compute(predictions=[['a', 'b']], references=[['b']], groups=['r'], k=[1, 2])\n"
-        "print(scores['acc@2'], 'transformers.modeling_utils' in sys.modules)\n"
-        "import transformers.pipelines\nprint('transformers.modeling_utils' in sys.modules)"
-    )
     env = {**os.environ, "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-3:] == ["1.0", "False", "True"]
+    for before in ("", "import transformers\n"):  # transformers not imported yet (a warm probe), or without its pipelines
+        script = (
+            f"import sys\n{before}from medprobe.resources import import_evaluate, metric_path\n"
+            "metric = import_evaluate().load(metric_path('acc_at_k'))\n"
+            "scores = metric.compute(predictions=[['a', 'b']], references=[['b']], groups=['r'], k=[1, 2])\n"
+            "print(scores['acc@2'], 'transformers.modeling_utils' in sys.modules, 'transformers' in sys.modules)\n"
+            "import transformers.pipelines\nprint('transformers.modeling_utils' in sys.modules)"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-4:] == ["1.0", "False", str(bool(before)), "True"]
