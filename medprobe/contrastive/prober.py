@@ -218,9 +218,11 @@ class ContrastiveProbe(Prober):
                 probe._identity = model_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
                 probe._remembered_parts = embedding_cache.remembered_space(embedding_cache.cache_root(), probe._identity)
                 probe._tokens_identity = tokenizer_identity(folder, extra, probe.weights_digest)
-        if probe._remembered_parts is None:
+        # loaded now without remembered space parts (the cache cannot be read without the model), and under a
+        # launch (every process must take the same path through _encode's collective steps)
+        if probe._remembered_parts is None or distributed.launched():
             probe.tokenizer  # noqa: B018 (loaded now, as the model: a probe that encodes anyway fails early on a bad one)
-            probe.model  # noqa: B018 (loaded now: without remembered space parts the cache cannot be read without it)
+            probe.model  # noqa: B018
         probe.timings["load_model"] = time.perf_counter() - start
         return probe
 
