@@ -16,7 +16,9 @@ A probe loaded from files keeps its embeddings on disk (medprobe.contrastive.emb
 another run of the same model reads them instead of encoding again; `cache=False` (`--no-cache`)
 turns that off. A probe built from an in-memory model, or rewired, uses no disk cache, unless the
 rewired model was saved (`--save-rewired`): then its vectors are keyed by the saved files, and a probe
-of that folder reads them.
+of that folder reads them. A warm probe (`from_pretrained`, every token id and vector in the cache)
+neither loads the model and its tokenizer nor imports transformers: they load at the first text or
+vector the cache does not hold (`Deferred`).
 
 Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
 layer; never the run, profile, compare, hub/ or cli/.
