@@ -675,6 +675,7 @@ REMOVED_PROBERS = {
     "rank-change": "context variance takes any prober that scores candidates: --prober mask-average (a masked LM), "
     "causal-lm (a causal LM) or contrastive (an encoder), with --task context_variance",
 }
+REMOVED_PROBER_TASKS = {"rank-change": "context_variance"}  # the task a removed prober's alias runs by default
 
 
 def prober_entry(name: str) -> ProberEntry:

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "medprobe.registry",
             "medprobe.citations",
             "medprobe.models",
+            "medprobe.timeline",
         ),
     ),
     ("data", ("medprobe.building", "medprobe.results")),

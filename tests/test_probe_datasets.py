@@ -82,9 +82,10 @@ def test_unknown_config_keeps_the_list_of_configs(folder):
 
 
 def test_cli_prints_the_stale_card_as_one_line_before_any_model_loads(folder, capsys, monkeypatch):
-    from medprobe import models
+    from medprobe.registry import ProberEntry
 
-    monkeypatch.setattr(models, "resolve_model", lambda *a: pytest.fail("the model was loaded"))
+    # the command checks the model's name first (a fraction of a second); loading it comes after the data
+    monkeypatch.setattr(ProberEntry, "create", lambda *a, **k: pytest.fail("the model was loaded"))
     set_card_rows(folder, "hard", 1)
     assert (
         main(

@@ -253,7 +253,7 @@ def test_cli_context_variance_errors_are_one_line(hub, tmp_path, capsys):
     assert exit_code(common) == 2
     assert "the following arguments are required: --model" in capsys.readouterr().err
     out = str(tmp_path / "r.json")
-    assert exit_code([*common, "--config", "nope", "--model", "x", "--out", out]) == 2
+    assert exit_code([*common, "--config", "nope", "--model", "minilm", "--out", out]) == 2
     assert "does not load (config 'nope', split 'test'): BuilderConfig 'nope' not found" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
 

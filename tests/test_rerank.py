@@ -60,6 +60,8 @@ def scorer_loads(monkeypatch):
         return ShortlistOrderScorer()
 
     monkeypatch.setattr(MaskAverageProbe, "from_pretrained", fake_from_pretrained)
+    # the stand-in's --model "tiny" names no model: skip the command's early check of the name
+    monkeypatch.setattr("medprobe.cli.probe.check_model_first", lambda prober, model: None)
     return loaded
 
 
@@ -191,6 +193,7 @@ def test_rerank_with_a_prober_that_cannot_use_it_is_an_error(synthetic_medlama_h
     from medprobe.lm.mask_predict import MaskPredictProbe
 
     monkeypatch.setattr(MaskPredictProbe, "from_pretrained", lambda *args, **kwargs: RankOnlyProber())
+    monkeypatch.setattr("medprobe.cli.probe.check_model_first", lambda prober, model: None)  # "tiny" names no model
     path = write_lines(tmp_path / "p.jsonl", gold_first(rows))
     assert (
         main(

@@ -140,7 +140,7 @@ def replace_removed_prober(argv: list[str]) -> list[str]:
     if known.prober != "rank-change":
         return argv
     from medprobe.api import UserError
-    from medprobe.registry import REMOVED_PROBERS
+    from medprobe.registry import REMOVED_PROBER_TASKS, REMOVED_PROBERS
 
     if known.scorer in ("mask-average", "causal-lm"):
         scorer = known.scorer
@@ -150,7 +150,7 @@ def replace_removed_prober(argv: list[str]) -> list[str]:
         scorer = scorer_kind(known.model)
     else:
         raise UserError(f"--prober rank-change was removed: {REMOVED_PROBERS['rank-change']}")
-    task = known.task or "context_variance"
+    task = known.task or REMOVED_PROBER_TASKS["rank-change"]
     print(
         f"warning: --prober rank-change is deprecated and will be removed; running --prober {scorer} --task {task} "
         f"(context variance takes any candidate scorer: mask-average, causal-lm or contrastive)",

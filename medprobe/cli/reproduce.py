@@ -100,7 +100,7 @@ def add_reproduce_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--corpus-dir",
         metavar="DIR",
-        help="a MedLAMA release folder with elicit_corpora/: the rewiring corpora are read from it (else downloaded)",
+        help="a release folder holding the rewiring corpora a recipe names (elicit_corpora/): read from it, else downloaded",
     )
     parser.add_argument(
         "--set",

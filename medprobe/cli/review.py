@@ -48,7 +48,7 @@ def add_review_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "review",
         help="expert review of a ranking run: blinded rating sheets out, ratings in (acc@k under gold and experts)",
-        description=f"Clinicians rate a run's top predictions on MedLAMA's 1-5 scale: {SCALE_TEXT}.",
+        description=f"Clinicians rate a run's top predictions on the 1-5 scale of the Contrastive-Probe paper (§5.3): {SCALE_TEXT}.",
     )
     commands = parser.add_subparsers(title="step", metavar="STEP", required=True)
 
@@ -62,7 +62,7 @@ def add_review_command(subparsers: argparse._SubParsersAction) -> None:
             "manifest.json (gold answers and sha256 of every file and of the run: keep it from the raters)."
         ),
     )
-    export.add_argument("run", help="results JSON of a ranking run (medprobe probe --task medlama --out ... --predictions ...)")
+    export.add_argument("run", help="results JSON of a ranking run (medprobe probe --task TASK --out ... --predictions ...)")
     export.add_argument("--sample", type=positive, required=True, metavar="N", help="queries to rate")
     export.add_argument("--top-k", type=positive, required=True, metavar="K", help="predictions per query to rate")
     export.add_argument("--raters", required=True, metavar="R", help="a number of raters (rater1..R) or their names, a,b,c")

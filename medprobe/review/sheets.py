@@ -133,7 +133,7 @@ def sample_queries(
     outcomes = read_outcomes(record, run)
     ranks = dict(zip(outcomes.ids, outcomes.columns["rank"])) if "rank" in outcomes.columns else None
     if ranks is None:
-        raise UserError(f"{run}: its outcomes have no `rank` column; review export needs a ranking task's run (e.g. MedLAMA)")
+        raise UserError(f"{run}: its outcomes have no `rank` column; review export needs a ranking task's run")
     kept = max((len(names) for names in predictions.values()), default=0)
     if top_k > kept:
         raise UserError(f"--top-k {top_k}: the run kept only {kept} predictions per query")
@@ -209,20 +209,23 @@ def sheet_rows(queries: list[Query], items: list[dict], rater_seed: int) -> list
     return rows
 
 
+def shown(rater: str, query: Query, item: dict) -> dict[str, str]:
+    """What a rater sees of one prediction, in a sheet and in Label Studio alike (the gold only with --show-gold)."""
+    return {
+        "item": item["item"],
+        "rater": rater,
+        "query": query.text,
+        "relation": query.relation,
+        "prediction": item["prediction"],
+    }
+
+
 def sheet_csv(rater: str, rows: list[tuple[Query, dict]], header: list[str]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(header)
     for query, item in rows:
-        values = {
-            "item": item["item"],
-            "rater": rater,
-            "query": query.text,
-            "relation": query.relation,
-            "prediction": item["prediction"],
-            "gold": "yes" if item["in_gold"] else "no",
-            "rating": "",
-        }
+        values = {**shown(rater, query, item), "gold": "yes" if item["in_gold"] else "no", "rating": ""}
         writer.writerow([values[name] for name in header])
     return buffer.getvalue()
 
@@ -231,13 +234,7 @@ def label_studio_tasks(rater: str, rows: list[tuple[Query, dict]], show_gold: bo
     """Label Studio's JSON import: one task per row, `data` holds what the config shows and the ids to match."""
     tasks = []
     for query, item in rows:
-        data = {
-            "item": item["item"],
-            "rater": rater,
-            "query": query.text,
-            "relation": query.relation,
-            "prediction": item["prediction"],
-        }
+        data = shown(rater, query, item)
         if show_gold:
             data["gold"] = "in the UMLS gold answers" if item["in_gold"] else "not in the UMLS gold answers"
         tasks.append({"data": data})
