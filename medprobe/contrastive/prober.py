@@ -297,6 +297,7 @@ class ContrastiveProbe(Prober):
             print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
         probe.dtype, probe.model = probing_dtype, probe.model.to(dtype=probing_dtype)
         if save_rewired and cache:  # the weights are now the saved files': a probe of that folder reads these vectors
+            distributed.wait_for_everyone()  # the main process saved them: every process keys its cache by the same files
             probe.cache_as_files(save_rewired)
         return probe
 
