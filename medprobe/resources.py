@@ -53,6 +53,30 @@ def metric_path(name: str) -> str:
     return str(_module_folder("metrics", name))
 
 
+def import_evaluate() -> ModuleType:
+    """`import evaluate`, without the transformers that its Evaluator imports.
+
+    `import evaluate` imports `evaluate.evaluator`, which imports transformers and its pipelines, and with
+    them transformers' model code (torch.distributed, ...): 1.5 s of a warm probe, which builds no model
+    and, its token ids remembered, may not import transformers at all. Loading and computing metric
+    modules does not use the Evaluator, so what of transformers is not imported yet (all of it, or its
+    pipelines) is hidden while evaluate imports (its Evaluator then takes transformers as absent:
+    `evaluate.evaluator(...)` raises in this process) and importable again after."""
+    if "evaluate" in sys.modules:
+        import evaluate
+
+        return evaluate
+    hidden = next((name for name in ("transformers", "transformers.pipelines") if name not in sys.modules), None)
+    if hidden is not None:
+        sys.modules[hidden] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    try:
+        import evaluate
+    finally:
+        if hidden is not None and sys.modules.get(hidden, 0) is None:
+            del sys.modules[hidden]
+    return evaluate
+
+
 def card_template(name: str) -> Path:
     """A file in `hub_cards/`, e.g. `card_template("medlama.md")`."""
     path = resource_root() / "hub_cards" / name

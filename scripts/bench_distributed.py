@@ -57,6 +57,11 @@ import time
 from pathlib import Path
 
 from medlama_release import built_medlama
+from phases import Phases
+
+# phases of a results file's timings that another one holds (not shown: the shares would count them twice),
+# and timings that are not phases
+NOT_PHASES = ("probe", "per_disease_mean", "embedding_cache_hits", "embedding_cache_misses")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DISKNE_ANNOTATIONS = "/work/shared/data/disknE/annotation_files"
@@ -141,8 +146,26 @@ def bench_medlama(dataset: str, model: str, nproc: int, out: Path) -> tuple[floa
             str(out / f"medlama_{n}.jsonl"),
         ]
         seconds[n] = medprobe(args, n)
+        print(record_phases(out / f"medlama_{n}.json", f"MedLAMA, {n} process(es): time per phase"), flush=True)
     same = (out / "medlama_1.jsonl").read_bytes() == (out / f"medlama_{nproc}.jsonl").read_bytes()
     return seconds[1], seconds[nproc], same
+
+
+def record_phases(path: Path, title: str) -> str:
+    """The phases of a results file's timings, with items per second where the counts say how many."""
+    record = json.loads(path.read_text())
+    counts = record.get("counts", {})
+    items = {
+        "encode_candidates": (counts.get("candidates"), "name"),
+        "encode_queries": (counts.get("queries"), "query"),
+        "search": (counts.get("queries"), "query"),
+        "score": (counts.get("queries"), "query"),
+    }
+    phases = Phases()
+    for name, seconds in record.get("timings", {}).items():
+        if name not in NOT_PHASES and isinstance(seconds, (int, float)):
+            phases.add(name, seconds, *items.get(name, (None, "item")))
+    return phases.report(title)
 
 
 def disease_records(path: Path) -> tuple[dict, dict]:
@@ -175,6 +198,7 @@ def bench_disknE(dataset: str, model: str, diseases: int, epochs: float, nproc: 
             str(out / f"disknE_{n}.json"),
         ]
         seconds[n] = medprobe(args, n)
+        print(record_phases(out / f"disknE_{n}.json", f"DisKnE, {n} process(es): time per phase"), flush=True)
     same = disease_records(out / "disknE_1.json") == disease_records(out / f"disknE_{nproc}.json")
     return seconds[1], seconds[nproc], same
 

@@ -29,12 +29,35 @@ import time
 from pathlib import Path
 
 from medlama_release import built_medlama
+from phases import Phases
 
 from medprobe.run import RunRequest, run
 
+# the run's timings, in order, with what each phase handles (None: no count)
+PHASES = (
+    ("load_dataset", None),
+    ("load_model", None),
+    ("encode_candidates", "name"),
+    ("encode_queries", "query"),
+    ("search", "query"),
+    ("score", "query"),
+    ("intervals", None),
+)
 
-def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple[float, dict, dict]:
-    """(wall seconds, metrics, timings) of one untuned full probe in `dtype`."""
+
+def phase_report(dtype: str, timings: dict, counts: dict) -> str:
+    """The run's phases with items per second (scripts/phases.py)."""
+    phases = Phases()
+    items = {"name": counts.get("candidates"), "query": counts.get("queries")}
+    for name, unit in PHASES:
+        if name in timings:
+            phases.add(name, timings[name], items.get(unit) if unit else None, unit or "item")
+    return phases.report(f"{dtype}: time per phase")
+
+
+def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple[float, dict, dict, dict]:
+    """(wall seconds, metrics, timings, counts) of one untuned full probe in `dtype` (the embedding cache off:
+    the encoding is what is measured)."""
     request = RunRequest(
         task="medlama",
         prober="contrastive",
@@ -42,12 +65,12 @@ def probe(dataset: str, model: str, device: str, dtype: str, out: Path) -> tuple
         config="full",
         model=model,
         device=device,
-        prober_options={"dtype": dtype},
+        prober_options={"dtype": dtype, "cache": False},
         out=str(out / f"{dtype}.json"),
     )
     start = time.perf_counter()
     record = run(request, print_fn=lambda _: None)
-    return time.perf_counter() - start, record.metrics, record.timings
+    return time.perf_counter() - start, record.metrics, record.timings, record.counts
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -61,13 +84,13 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-dtype-") as out:
         for dtype in ("float32", "bfloat16"):
             results[dtype] = probe(dataset, args.model, args.device, dtype, Path(out))
-            wall, metrics, timings = results[dtype]
+            wall, metrics, timings, counts = results[dtype]
             print(
-                f"{dtype:9s} wall {wall:7.1f} s  acc@1 {100 * metrics['acc@1']:6.2f}  acc@10 {100 * metrics['acc@10']:6.2f}"
-                f"  (probe {timings.get('probe', 0):.1f} s, load_model {timings.get('load_model', 0):.1f} s)",
+                f"{dtype:9s} wall {wall:7.1f} s  acc@1 {100 * metrics['acc@1']:6.2f}  acc@10 {100 * metrics['acc@10']:6.2f}",
                 flush=True,
             )
-    (w32, m32, _), (w16, m16, _) = results["float32"], results["bfloat16"]
+            print(phase_report(dtype, timings, counts), flush=True)
+    (w32, m32, *_), (w16, m16, *_) = results["float32"], results["bfloat16"]
     print(
         f"bfloat16 - float32: wall {w16 - w32:+.1f} s ({w16 / w32:.2f}x), acc@1 {100 * (m16['acc@1'] - m32['acc@1']):+.2f} pt, "
         f"acc@10 {100 * (m16['acc@10'] - m32['acc@10']):+.2f} pt"

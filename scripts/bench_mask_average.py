@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,7 +26,10 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertTokenizer
 
-from medprobe.lm.mask_average import MaskAverageProbe
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from phases import Phases  # noqa: E402
+
+from medprobe.lm.mask_average import MaskAverageProbe  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEDPROBE_SHARED_DATA", REPO.parent / "shared" / "data"))
@@ -93,6 +97,8 @@ def main() -> None:
     start = time.perf_counter()
     lengths = {len(ids) for ids in probe.candidate_token_ids(space).values()}  # once per space, then cached
     tokenize_seconds = time.perf_counter() - start
+    phases = Phases()
+    phases.add("tokenize the answer space", tokenize_seconds, len(space), "name")
     print(f"answer space: {len(space):,} names, {source}")
     print(f"tokenizer: {vocabulary}; distinct candidate lengths: {len(lengths)} (1..{max(lengths)} tokens)")
     print(f"tokenizing the space (once, cached by the probe): {tokenize_seconds:.2f} s")
@@ -103,6 +109,7 @@ def main() -> None:
     start = time.perf_counter()
     probe.score_candidates(queries, [space] * len(queries))
     seconds = time.perf_counter() - start
+    phases.add("mask average (score every name)", seconds, len(queries), "query")
     per_query = probe.forward_passes / len(queries)
     print(f"\nmask average: {len(queries)} queries in {seconds:.2f} s = {len(queries) / seconds:.2f} queries/s")
     print(f"  forward passes per query: {per_query:.1f} (one per distinct candidate length)")
@@ -117,10 +124,12 @@ def main() -> None:
     start = time.perf_counter()
     for first in range(0, len(rows), args.batch_size):
         probe.mask_log_probs(rows[first : first + args.batch_size])
-    naive_seconds = (time.perf_counter() - start) / len(sample) * len(space)
+    phases.add("per-candidate baseline (sample)", time.perf_counter() - start, len(sample), "candidate")
+    naive_seconds = phases.done[-1].seconds / len(sample) * len(space)
     print(f"\nper-candidate baseline: {len(sample)} candidates timed (one input each, batch {args.batch_size}),")
     print(f"  extrapolated: {naive_seconds:.1f} s per query = {1 / naive_seconds:.4f} queries/s")
     print(f"  mask average is {naive_seconds / (seconds / len(queries)):,.0f}x faster")
+    print(phases.report())
 
 
 if __name__ == "__main__":

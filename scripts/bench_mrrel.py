@@ -19,11 +19,15 @@ import argparse
 import os
 import random
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from medprobe.resources import load_builder_module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from phases import Phases  # noqa: E402
+
+from medprobe.resources import load_builder_module  # noqa: E402
 
 MRREL_GB, MRCONSO_GB = 6.0, 2.3
 OTHER_RELA = ("", "", "", "", "isa", "inverse_isa", "has_finding_site", "finding_site_of", "mapped_to", "has_part")
@@ -123,8 +127,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         settings = medlama.umls_inputs.umls_settings(medlama.MedlamaConfig(umls_dir=folder))
         mrrel, mrconso = Path(folder) / "MRREL.RRF", Path(folder) / "MRCONSO.RRF"
-        kept = write_mrrel(mrrel, args.lines, settings.relations, args.kept_every)
-        cuis, auis = write_mrconso(mrconso, args.mrconso_lines)
+        phases = Phases()
+        with phases.phase("write synthetic MRREL.RRF", args.lines, "line"):
+            kept = write_mrrel(mrrel, args.lines, settings.relations, args.kept_every)
+        with phases.phase("write synthetic MRCONSO.RRF", args.mrconso_lines, "line"):
+            cuis, auis = write_mrconso(mrconso, args.mrconso_lines)
         rel_mb, conso_mb = os.path.getsize(mrrel) / 1e6, os.path.getsize(mrconso) / 1e6
         print(
             f"MRREL.RRF: {args.lines:,} lines, {rel_mb:,.0f} MB ({rel_mb * 1e6 / args.lines:.0f} bytes a line), {kept:,} kept rows"
@@ -133,18 +140,22 @@ def main() -> None:
         start = time.perf_counter()
         scan = medlama.rrf.read_mrrel(str(mrrel), settings, progress=False)
         ours = time.perf_counter() - start
+        phases.add("read_mrrel", ours, args.lines, "line")
         assert sum(len(e) for e in scan.edges.values()) == kept
         report("read_mrrel", rel_mb, ours, args.lines, MRREL_GB)
         print(f"  peak resident memory {peak_mb():,.0f} MB ({peak_mb() - before:+,.0f} MB for {kept:,} kept rows)")
         start = time.perf_counter()
         naive_kept = naive_read(mrrel, set(settings.relations))
-        report("naive text reader (decode + split every line)", rel_mb, time.perf_counter() - start, args.lines)
+        phases.add("naive MRREL reader", time.perf_counter() - start, args.lines, "line")
+        report("naive text reader (decode + split every line)", rel_mb, phases.done[-1].seconds, args.lines)
         assert naive_kept >= kept
         print(f"MRCONSO.RRF: {args.mrconso_lines:,} lines, {conso_mb:,.0f} MB, {len(cuis):,} wanted CUIs")
         start = time.perf_counter()
         medlama.rrf.read_concept_names(str(mrconso), cuis, auis, drop_suppressed=False, progress=False)
-        report("read_concept_names", conso_mb, time.perf_counter() - start, args.mrconso_lines, MRCONSO_GB)
+        phases.add("read_concept_names", time.perf_counter() - start, args.mrconso_lines, "line")
+        report("read_concept_names", conso_mb, phases.done[-1].seconds, args.mrconso_lines, MRCONSO_GB)
         print(f"  peak resident memory {peak_mb():,.0f} MB")
+        print(phases.report())
 
 
 if __name__ == "__main__":

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from medprobe.stats import Outcomes, estimate, intervals, paired
-from medprobe.tasks.medlama import MedLAMATask
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from phases import Phases  # noqa: E402
+
+from medprobe.stats import Outcomes, estimate, intervals, paired  # noqa: E402
+from medprobe.tasks.medlama import MedLAMATask  # noqa: E402
 
 RELATIONS = 19
 
@@ -48,6 +53,7 @@ def main() -> None:
     estimators = MedLAMATask.estimators({"k": [1, 10]})
     a, b = made_up_run(args.queries, 0.25, seed=1), made_up_run(args.queries, 0.27, seed=2)
     seconds, found = best_of(args.repeats, lambda: intervals(a, estimators, resamples=args.resamples))
+    interval_seconds = seconds
     print(
         f"intervals of {len(estimators)} metrics, {args.queries:,} queries x {args.resamples:,} resamples: "
         f"{seconds:.2f} s ({args.resamples / seconds:,.0f} resamples/s; bound 2 s)"
@@ -66,6 +72,10 @@ def main() -> None:
         f"  acc@10 difference {100 * diff['difference']:+.2f} pt [{100 * diff['low']:+.2f}, {100 * diff['high']:+.2f}], "
         f"p = {diff['p_value']:.3f}"
     )
+    phases = Phases()
+    phases.add("intervals (bootstrap)", interval_seconds, args.resamples, "resample")
+    phases.add("paired comparison", seconds, args.resamples, "resample")
+    print(phases.report(f"best of {args.repeats}"))
 
 
 if __name__ == "__main__":

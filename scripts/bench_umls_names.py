@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
-import time
 from pathlib import Path
 
-from medprobe.resources import load_builder_module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from phases import Phases  # noqa: E402
+
+from medprobe.resources import load_builder_module  # noqa: E402
 
 
 def write_mrconso(path: Path, lines: int, wanted_every: int = 1000) -> set[str]:
@@ -66,16 +69,17 @@ def main() -> None:
     parser.add_argument("--lines", type=int, default=2_000_000)
     args = parser.parse_args()
     disknE = load_builder_module("disknE")
+    phases = Phases()
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "MRCONSO.RRF"
-        cuis = write_mrconso(path, args.lines)
+        with phases.phase("write synthetic MRCONSO.RRF", args.lines, "line"):
+            cuis = write_mrconso(path, args.lines)
         megabytes = os.path.getsize(path) / 1e6
-        start = time.perf_counter()
-        names = disknE.read_mrconso(path, cuis, progress=False)
-        ours = time.perf_counter() - start
-        start = time.perf_counter()
-        naive_kept = naive_read(path, cuis)
-        naive = time.perf_counter() - start
+        with phases.phase("read_mrconso", args.lines, "line"):
+            names = disknE.read_mrconso(path, cuis, progress=False)
+        with phases.phase("naive reader (for the ratio)", args.lines, "line"):
+            naive_kept = naive_read(path, cuis)
+    ours, naive = phases.done[1].seconds, phases.done[2].seconds
     kept = sum(map(len, names.values()))
     assert kept == naive_kept, (kept, naive_kept)
     print(
@@ -84,6 +88,7 @@ def main() -> None:
     print(f"read_mrconso: {ours:.1f} s = {megabytes / ours:,.0f} MB/s, {args.lines / ours / 1e6:.2f} M lines/s")
     print(f"naive (decode and split every line): {naive:.1f} s = {megabytes / naive:,.0f} MB/s; ratio {naive / ours:.1f}x")
     print(f"a 2,000 MB MRCONSO.RRF would take about {2000 / (megabytes / ours):.0f} s")
+    print(phases.report())
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ chunk, stay under its bound, and stay off when told to or when the weights are n
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +43,8 @@ def load(folder: Path, **kwargs) -> ContrastiveProbe:
 
 
 def chunks(root: Path) -> list[Path]:
-    return sorted(root.glob("*/*.npz"))
+    """The embedding chunks (not the remembered token ids, in root/tokens/)."""
+    return sorted(path for path in root.glob("*/*.npz") if path.parent.name != ec.TOKENS)
 
 
 def test_a_second_probe_reads_identical_embeddings_and_predictions_plumbing_tiny_random_bert(cache_dir, model_dir, capsys):
@@ -121,6 +124,58 @@ def test_in_memory_and_rewired_models_do_not_use_the_disk_cache_plumbing_tiny_ra
     assert load(model_dir).encode_names(NAMES).equal(before)
 
 
+def test_a_warm_probe_reads_every_vector_without_loading_the_model_plumbing_tiny_random_bert(cache_dir, model_dir):
+    first = load(model_dir)
+    ranked = first.rank(QUERIES, NAMES, 3)
+    warm = load(model_dir)
+    assert warm._model is None and "load_model" in warm.timings  # the first probe remembered its space's parts
+    assert warm.rank(QUERIES, NAMES, 3) == ranked and warm._model is None
+    assert warm._tokenizer is None  # and the token ids of these names and queries
+    assert warm.timings["embedding_cache_misses"] == 0 and warm._space().key == first._space().key
+    new = warm.encode_names(["kidney stone"])  # a miss: the model loads, and its vector joins the same space
+    assert warm._model is not None and warm._space().key == first._space().key
+    assert torch.allclose(new, load(model_dir, cache=False).encode_names(["kidney stone"]), atol=1e-6)
+    assert load(model_dir, layers=2)._model is not None  # another identity: nothing remembered, loaded at once
+
+
+def test_damaged_remembered_token_ids_are_a_miss_plumbing_tiny_random_bert(cache_dir, model_dir):
+    ranked = load(model_dir).rank(QUERIES, NAMES, 3)
+    stored = sorted((cache_dir / ec.TOKENS).glob("*.npz"))
+    assert len(stored) == 2  # the names', the queries'
+    stored[0].write_bytes(stored[0].read_bytes()[:-20])
+    probe = load(model_dir)
+    assert probe.rank(QUERIES, NAMES, 3) == ranked and probe._tokenizer is not None  # tokenized again
+    assert sorted((cache_dir / ec.TOKENS).glob("*.npz")) == stored  # the damaged one deleted, then written whole
+    with np.load(stored[0]) as data:
+        assert ec.read_tokens(cache_dir, stored[0].stem, len(data["lengths"])) is not None
+
+
+def test_remembered_space_parts_that_do_not_fit_the_model_are_replaced_at_the_first_miss_plumbing_tiny_random_bert(
+    cache_dir, model_dir
+):
+    names = load(model_dir).encode_names(NAMES)
+    (identity, parts), *_ = json.loads((cache_dir / ec.SPACES).read_text()).items()
+    ec.remember_space(cache_dir, identity, {**parts, "model_class": "NotTheModel"})
+    probe = load(model_dir)
+    assert probe._model is None and probe._space().key != ec.space_key(parts)  # an empty, wrong space: all miss
+    assert torch.equal(probe.encode_names(NAMES), names)  # the model loaded, then read its own space
+    assert probe.timings["embedding_cache_hits"] == 7 and ec.remembered_space(cache_dir, identity) == parts
+
+
+def test_a_warm_probe_imports_no_model_code_of_transformers_plumbing_tiny_random_bert(cache_dir, model_dir):
+    load(model_dir).rank(QUERIES, NAMES, 3)
+    script = (
+        "import sys\nfrom medprobe.contrastive import ContrastiveProbe\n"
+        f"probe = ContrastiveProbe.from_pretrained({str(model_dir)!r}, device='cpu', show_progress=False)\n"
+        f"probe.rank({QUERIES!r}, {NAMES!r}, 3)\n"
+        "print(sorted(m for m in ('transformers.modeling_utils', 'transformers.trainer') if m in sys.modules))"
+    )
+    env = {**os.environ, "MEDPROBE_EMBEDDING_CACHE": str(cache_dir)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
 def rewiring_args(folder: Path):
     from medprobe.contrastive import rewiring_arguments
 
@@ -175,6 +230,7 @@ def test_the_cache_stays_under_its_bound_evicting_the_least_recently_used_plumbi
     cache_dir, model_dir, monkeypatch
 ):
     probe = load(model_dir)
+    probe._tokens_identity = None  # no token ids remembered: only embedding chunks are written here
     written = []
     for query in QUERIES:  # one chunk each
         probe.encode_queries([query])

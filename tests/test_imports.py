@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -164,6 +165,25 @@ def test_no_help_of_any_command_loads_a_heavy_library():
     assert loaded_after(code) == []
 
 
+def test_probe_help_of_every_prober_and_task_loads_no_heavy_library():
+    """`medprobe probe --prober X [--task T] --help` goes through the command (run_probe_command), not only
+    the parser: neither it nor anything it reaches on the way may import evaluate, transformers, torch, ..."""
+    code = (
+        "import contextlib, io\nfrom medprobe.cli import main\nfrom medprobe.registry import PROBERS, tasks_for\n"
+        "shown = 0\n"
+        "for p in PROBERS:\n"
+        "    for extra in [[], *[['--task', t] for t in tasks_for(p)]]:\n"
+        "        out = io.StringIO()\n"
+        "        with contextlib.redirect_stdout(out):\n"
+        "            try:\n                main(['probe', '--prober', p, *extra, '--help'])\n"
+        "            except SystemExit:\n                pass\n"
+        "        shown += out.getvalue().startswith('usage: medprobe probe')\n"
+        "print('shown', shown, file=__import__('sys').stderr)\n"
+        "assert shown >= len(PROBERS) * 2, shown"
+    )
+    assert loaded_after(code) == []
+
+
 def test_every_registered_class_and_the_python_api_are_exported_lazily():
     registered = {
         target.split(":")[1]: target.split(":")[0] for target in (e.target for e in [*PROBERS.values(), *TASKS.values()])
@@ -211,3 +231,20 @@ def test_importing_a_submodule_reads_no_registry():
     script = "import sys\nfrom medprobe import distributed, api\nprint('medprobe.registry' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.stdout.split() == ["False"], done.stderr
+
+
+def test_evaluate_loads_a_metric_without_transformers_model_code():
+    """medprobe.resources.import_evaluate: evaluate's Evaluator would import transformers.pipelines (and its
+    model code, 1.5 s); a metric loads and computes without it, and the pipelines import normally afterwards."""
+    env = {**os.environ, "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    for before in ("", "import transformers\n"):  # transformers not imported yet (a warm probe), or without its pipelines
+        script = (
+            f"import sys\n{before}from medprobe.resources import import_evaluate, metric_path\n"
+            "metric = import_evaluate().load(metric_path('acc_at_k'))\n"
+            "scores = metric.compute(predictions=[['a', 'b']], references=[['b']], groups=['r'], k=[1, 2])\n"
+            "print(scores['acc@2'], 'transformers.modeling_utils' in sys.modules, 'transformers' in sys.modules)\n"
+            "import transformers.pipelines\nprint('transformers.modeling_utils' in sys.modules)"
+        )
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split()[-4:] == ["1.0", "False", str(bool(before)), "True"]

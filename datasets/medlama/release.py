@@ -20,7 +20,7 @@ RELEASE_TREE = f"https://github.com/cambridgeltl/medlama/tree/{RELEASE_COMMIT}/d
 
 # The release's rewiring corpora, the raw sentences Contrastive-Probe rewires an encoder on, in its
 # data/elicit_corpora/: ten PubMed files of 10,000 sentences each (the paper's figures are the mean over
-# these ten) and one Wikipedia file (for general-domain BERT). medprobe.contrastive.rewiring reads this
+# these ten) and one Wikipedia file (for general-domain BERT). medprobe.contrastive.corpora reads this
 # declaration through the registry (the benchmark's builder module), so that `--rewire-corpus NAME`
 # finds, downloads and caches them with no benchmark named in its code.
 REWIRING_CORPORA = {

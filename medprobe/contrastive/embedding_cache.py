@@ -9,6 +9,13 @@ Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medpro
 
     file-digests.json            sha256 of each weight file seen, by (path, inode, size, times): a
                                  big model is hashed once, not on every run
+    tokens/<key>.npz             the token ids of a list of texts (a run's names, its queries) under the
+                                 digest of the texts, how they were tokenized and the tokenizer's files:
+                                 a warm run neither loads the tokenizer nor tokenizes
+    model-spaces.json            the space parts of each model identity (weights digest, config file,
+                                 layers, dtype, device, versions) a run has loaded: a later run of
+                                 the same model opens its space without loading the model, which it
+                                 then loads only at its first miss (a warm run never does)
     <space>/space.json           what the space key was made of (for people; never read back), among
                                  it the embeddings' width (the model's hidden size) and dtype (float32)
     <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
@@ -69,6 +76,9 @@ DEFAULT_MAX_GB = 2.0
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
 STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
 DIGESTS = "file-digests.json"
+SPACES = "model-spaces.json"
+TOKENS = "tokens"  # the folder of remembered token ids (looks like a space to eviction: its files count and go LRU)
+REMEMBERED_SPACES = 256  # model identities kept in SPACES (the latest; a forgotten one costs one model load)
 RACY_SECONDS = 3.0  # a weight file changed this recently is re-hashed on every load
 
 Key = tuple[int, ...]
@@ -138,12 +148,17 @@ def weights_digest(folder: Path, root: Path) -> str | None:
 
 def weight_file_digests(folder: Path, root: Path) -> dict[str, dict]:
     """{file name: {"size", "sha256"}} of `folder`'s weight files, per-file digests remembered under `root`."""
+    return file_digests(weight_files(folder), root)
+
+
+def file_digests(paths: Iterable[Path], root: Path) -> dict[str, dict]:
+    """{file name: {"size", "sha256"}} of files, per-file digests remembered under `root` (see `file_digest`)."""
     known = read_digests(root)
     before = dict(known)
-    weights = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in weight_files(folder)}
+    digests = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in paths}
     if known != before:
         write_digests(root, known)
-    return weights
+    return digests
 
 
 def combined_digest(weights: dict[str, dict]) -> str:
@@ -169,6 +184,99 @@ def write_digests(root: Path, known: dict[str, str]) -> None:
         write_text_atomically(root / DIGESTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
     except OSError:
         pass
+
+
+def remembered_space(root: Path, identity: str) -> dict | None:
+    """The space parts remembered for a model identity (medprobe.contrastive.prober.model_identity), or None."""
+    try:
+        spaces = json.loads((root / SPACES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    parts = spaces.get(identity) if isinstance(spaces, dict) else None
+    return parts if isinstance(parts, dict) else None
+
+
+def remember_space(root: Path, identity: str, parts: dict) -> None:
+    """Remember the space parts a loaded model gave for `identity` (a best effort: failing costs a model load).
+
+    Two processes writing at once may lose one's entry (the file is replaced whole and atomically, never
+    torn): that run's model is loaded once more next time."""
+    try:
+        spaces = json.loads((root / SPACES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        spaces = {}
+    if not isinstance(spaces, dict):
+        spaces = {}
+    spaces.pop(identity, None)
+    spaces[identity] = parts  # the latest last: the oldest are forgotten first
+    kept = dict(list(spaces.items())[-REMEMBERED_SPACES:])
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(root / SPACES, json.dumps(kept, indent=1, default=str) + "\n")
+    except OSError:
+        pass
+
+
+# --- token ids ---------------------------------------------------------------------------------------
+
+
+def tokens_key(tokenizer: str, how: str, texts: Sequence[str]) -> str:
+    """The name of the token ids of `texts` (in order) as the tokenizer `tokenizer` (a digest) turned them
+    into ids `how` (e.g. "names, cut at 25")."""
+    digest = hashlib.sha256(f"{tokenizer}\n{how}\n{len(texts)}\n".encode())
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()
+
+
+def tokens_path(root: Path, key: str) -> Path:
+    return root / TOKENS / f"{key}.npz"
+
+
+def read_tokens(root: Path, key: str, count: int) -> list[list[int]] | None:
+    """The token ids stored under `key` (`count` sequences), or None: none stored, or damaged (then deleted)."""
+    path = tokens_path(root, key)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            ids, lengths, checksum = data["ids"], data["lengths"], data["checksum"]
+    except FileNotFoundError:
+        return None
+    except Exception:  # whatever a damaged file raises: a miss, and gone so that it is rewritten
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    if (
+        (ids.dtype, lengths.dtype) != (np.int64, np.int32)
+        or lengths.shape != (count,)
+        or int(lengths.sum()) != len(ids)
+        or (lengths < 0).any()
+        or str(checksum) != tokens_checksum(ids, lengths)
+    ):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    touch(path)  # just used: the last to be evicted
+    flat, ends = ids.tolist(), np.cumsum(lengths).tolist()
+    return [flat[end - length : end] for end, length in zip(ends, lengths.tolist())]
+
+
+def write_tokens(root: Path, key: str, sequences: Sequence[Sequence[int]]) -> None:
+    """Store token ids under `key` (a best effort: failing costs tokenizing again). They count towards the
+    cache's bound and are evicted with the embeddings, least recently used first."""
+    lengths = np.array([len(ids) for ids in sequences], dtype=np.int32)
+    ids = np.fromiter((token for seq in sequences for token in seq), dtype=np.int64, count=int(lengths.sum()))
+    path = tokens_path(root, key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(path) as temp, open(temp, "wb") as handle:
+            np.savez(handle, ids=ids, lengths=lengths, checksum=np.array(tokens_checksum(ids, lengths)))
+    except OSError:
+        return
+    evict(root, max_bytes())
+
+
+def tokens_checksum(ids: np.ndarray, lengths: np.ndarray) -> str:
+    return hashlib.sha256(ids.tobytes() + b"|" + lengths.tobytes()).hexdigest()
 
 
 def space_key(parts: dict) -> str:

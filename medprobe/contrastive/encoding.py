@@ -20,14 +20,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
-from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from medprobe import distributed, timeline
 from medprobe.api import UserError
+
+if TYPE_CHECKING:  # only types here: a warm probe reads every vector from the cache and never imports transformers' models
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 
 def mask_window(length: int, mask_position: int, limit: int) -> tuple[int, int]:

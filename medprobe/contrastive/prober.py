@@ -16,7 +16,9 @@ A probe loaded from files keeps its embeddings on disk (medprobe.contrastive.emb
 another run of the same model reads them instead of encoding again; `cache=False` (`--no-cache`)
 turns that off. A probe built from an in-memory model, or rewired, uses no disk cache, unless the
 rewired model was saved (`--save-rewired`): then its vectors are keyed by the saved files, and a probe
-of that folder reads them.
+of that folder reads them. A warm probe (`from_pretrained`, every token id and vector in the cache)
+neither loads the model and its tokenizer nor imports transformers: they load at the first text or
+vector the cache does not hold (`Deferred`).
 
 Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
 layer; never the run, profile, compare, hub/ or cli/.
@@ -24,39 +26,52 @@ layer; never the run, profile, compare, hub/ or cli/.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-import transformers
-from transformers import AutoModel, PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 import medprobe.contrastive.embedding_cache as embedding_cache
 from medprobe import distributed, timeline
 from medprobe.api import Prober, UserError, fill_mask_slot
+from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS, TEMPERATURE, RewiringReport, corpus_path
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
-from medprobe.contrastive.rewiring import (
-    MASK_RATIO,
-    MAX_LENGTH,
-    PAPER_SETTINGS,
-    TEMPERATURE,
-    RewiringReport,
-    corpus_path,
-    logged_losses,
-    rewiring_arguments,
-    train_pairs,
-)
 from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
 from medprobe.lm.candidate_scoring import check_candidate_lists
-from medprobe.models import dtype_name, load_tokenizer, require_mask_token, resolve_device, resolve_dtype, resolve_model
+from medprobe.models import (
+    check_model,
+    dtype_name,
+    load_tokenizer,
+    require_mask_token,
+    resolve_device,
+    resolve_dtype,
+    resolve_model,
+)
+
+if TYPE_CHECKING:  # transformers' model code takes seconds to import: a warm probe (every vector cached) never needs it
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, TrainingArguments
 
 QUERY_MAX_LENGTH = 50
 NAME_MAX_LENGTH = 25
 SCORE_CHUNK = 512  # queries scored against every distinct name at once (512 x 22,923 floats = 47 MB)
+
+
+@dataclass
+class Deferred:
+    """A model or tokenizer to load on first use: `from_pretrained` with a warm embedding cache reads every
+    token id and vector from disk, and then neither imports transformers' model code nor loads the weights
+    or the tokenizer."""
+
+    load: Callable[[], Any]
 
 
 class ContrastiveProbe(Prober):
@@ -82,8 +97,8 @@ class ContrastiveProbe(Prober):
 
     def __init__(
         self,
-        model: PreTrainedModel,
-        tokenizer: PreTrainedTokenizerBase,
+        model: PreTrainedModel | Deferred,
+        tokenizer: PreTrainedTokenizerBase | Deferred,
         *,
         similarity: str = "cos",
         layers: int | None = None,
@@ -100,17 +115,17 @@ class ContrastiveProbe(Prober):
             raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
         if batch_size < 1:
             raise UserError(f"batch size must be positive, got {batch_size}")
+        if isinstance(model, Deferred) and not model_name:
+            raise ValueError("a Deferred model needs model_name")
         self.model_name = model_name or getattr(model, "name_or_path", type(model).__name__)
-        self.mask_token = require_mask_token(tokenizer, self.model_name)
-        if tokenizer.pad_token_id is None:
-            raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
-        self.tokenizer = tokenizer
+        self._deferred_tokenizer = tokenizer if isinstance(tokenizer, Deferred) else None
+        self._tokenizer = None if isinstance(tokenizer, Deferred) else self._checked(tokenizer)
         self.device = device if isinstance(device, torch.device) else resolve_device(device)
         self.dtype = resolve_dtype(dtype, self.device)
-        self.model = model.to(self.device, dtype=self.dtype).eval()
-        check_layers(self.model, layers)  # now, not after a long rewiring
         self.similarity = similarity
         self.layers = layers
+        self._deferred = model if isinstance(model, Deferred) else None
+        self._model = None if isinstance(model, Deferred) else self._ready(model)  # layers checked now, not after a rewiring
         self.batch_size = batch_size
         self.query_max_length = query_max_length
         self.name_max_length = name_max_length
@@ -126,24 +141,90 @@ class ContrastiveProbe(Prober):
         self.weights_digest: str | None = None
         self._cache_off = "off: --no-cache" if not cache else "off: the model was not loaded from files"
         self._spaces: dict[str, embedding_cache.Space] = {}
+        # what identifies this model as probed without loading it (`model_identity`), and the space parts
+        # remembered for that identity by an earlier run that loaded it: set by from_pretrained
+        self._identity: str | None = None
+        self._remembered_parts: dict | None = None
+        # what the token ids of a text depend on besides the text (`tokenizer_identity`), None: not remembered
+        self._tokens_identity: str | None = None
+
+    def _checked(self, tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
+        require_mask_token(tokenizer, self.model_name)
+        if tokenizer.pad_token_id is None:
+            raise UserError(f"the tokenizer of {self.model_name!r} has no padding token; batched encoding needs one")
+        return tokenizer
+
+    @property
+    def tokenizer(self) -> PreTrainedTokenizerBase:
+        """The tokenizer; a probe made by `from_pretrained` with a warm cache loads it at the first text it has
+        no remembered token ids for."""
+        if self._tokenizer is None:
+            assert self._deferred_tokenizer is not None  # __init__ sets one of the two
+            start = time.perf_counter()
+            self._tokenizer, self._deferred_tokenizer = self._checked(self._deferred_tokenizer.load()), None
+            self._add_time("load_model", start)
+        return self._tokenizer
+
+    @tokenizer.setter
+    def tokenizer(self, tokenizer: PreTrainedTokenizerBase) -> None:
+        self._tokenizer, self._deferred_tokenizer = self._checked(tokenizer), None
+
+    @property
+    def mask_token(self) -> str:
+        return require_mask_token(self.tokenizer, self.model_name)
+
+    def _ready(self, model: PreTrainedModel) -> PreTrainedModel:
+        model = model.to(self.device, dtype=self.dtype).eval()
+        check_layers(model, self.layers)
+        return model
+
+    @property
+    def model(self) -> PreTrainedModel:
+        """The encoder; a probe made by `from_pretrained` with a warm cache loads it at the first vector it misses."""
+        if self._model is None:
+            assert self._deferred is not None  # __init__ sets one of the two
+            start = time.perf_counter()
+            self._model, self._deferred = self._ready(self._deferred.load()), None
+            self._add_time("load_model", start)
+            timeline.mark("model weights loaded")
+        return self._model
+
+    @model.setter
+    def model(self, model: PreTrainedModel) -> None:
+        self._model, self._deferred = model, None
 
     @classmethod
     def from_pretrained(cls, name_or_path: str, **kwargs) -> ContrastiveProbe:
         """Load an encoder by folder, Hub id or packaged name (`minilm`)."""
         start = time.perf_counter()
         path, extra = resolve_model(name_or_path)
-        tokenizer = load_tokenizer(name_or_path)
-        require_mask_token(tokenizer, name_or_path)
-        try:
-            model = AutoModel.from_pretrained(path, **extra)
-        except OSError as err:
-            raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
-        probe = cls(model, tokenizer, model_name=name_or_path, **kwargs)
+        folder = model_folder(path) if kwargs.get("cache", True) else None
+        tokenizer = Deferred(lambda: load_tokenizer(name_or_path)) if folder is not None else load_tokenizer(name_or_path)
+
+        def load() -> PreTrainedModel:
+            from transformers import AutoModel
+
+            check_model(name_or_path)  # a cached Hub model without a network: offline at once, as load_tokenizer does
+            try:
+                return AutoModel.from_pretrained(path, **extra)
+            except OSError as err:
+                raise FileNotFoundError(f"could not load an encoder from {name_or_path!r}: {err}") from err
+
+        probe = cls(Deferred(load), tokenizer, model_name=name_or_path, **kwargs)
         if probe.cache:
             embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, not after encoding
             probe.weights_digest = model_files_digest(path)
             if probe.weights_digest is None:
                 probe._cache_off = f"off: no weight files found for {name_or_path}"
+            elif folder is not None:
+                probe._identity = model_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
+                probe._remembered_parts = embedding_cache.remembered_space(embedding_cache.cache_root(), probe._identity)
+                probe._tokens_identity = tokenizer_identity(folder, extra, probe.weights_digest)
+        # loaded now without remembered space parts (the cache cannot be read without the model), and under a
+        # launch (every process must take the same path through _encode's collective steps)
+        if probe._remembered_parts is None or distributed.launched():
+            probe.tokenizer  # noqa: B018 (loaded now, as the model: a probe that encodes anyway fails early on a bad one)
+            probe.model  # noqa: B018
         probe.timings["load_model"] = time.perf_counter() - start
         return probe
 
@@ -189,6 +270,8 @@ class ContrastiveProbe(Prober):
         )
         if corpus is None:
             return probe
+        from medprobe.contrastive.rewiring import rewiring_arguments
+
         probing_dtype = resolve_dtype(dtype, probe.device)  # a bad --dtype fails before the rewiring
         seed = PAPER_SETTINGS["seed"] if seed is None else seed
         with tempfile.TemporaryDirectory(prefix="medprobe-rewire-") as scratch:
@@ -214,6 +297,7 @@ class ContrastiveProbe(Prober):
             print(f"wrote the rewired model to {save_rewired} (probe it with --model {save_rewired})")
         probe.dtype, probe.model = probing_dtype, probe.model.to(dtype=probing_dtype)
         if save_rewired and cache:  # the weights are now the saved files': a probe of that folder reads these vectors
+            distributed.wait_for_everyone()  # the main process saved them: every process keys its cache by the same files
             probe.cache_as_files(save_rewired)
         return probe
 
@@ -225,6 +309,9 @@ class ContrastiveProbe(Prober):
         if digest is not None:
             embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, as in from_pretrained
             self.weights_digest = digest
+            # remembered (at the next _space) as that folder's: a probe of it reads these vectors without loading it
+            self._identity = model_identity(Path(folder), {}, digest, self.layers, self.dtype, self.device)
+            self._remembered_parts = None
             self._spaces.clear()
 
     # --- stage 1: rewiring ---------------------------------------------------------------------
@@ -246,6 +333,8 @@ class ContrastiveProbe(Prober):
         settings); their `seed` also draws the masked spans. With `save_to`, the rewired model
         and tokenizer are saved there, ready for `from_pretrained`.
         """
+        from medprobe.contrastive.rewiring import logged_losses, rewiring_arguments, train_pairs
+
         start = time.perf_counter()
         if isinstance(corpus, (str, Path)):  # a file, or a MedLAMA release corpus by name (found or downloaded)
             corpus = corpus_path(corpus)
@@ -276,6 +365,7 @@ class ContrastiveProbe(Prober):
         self._name_embeddings.clear()  # the encoder changed: cached names are stale
         if self.weights_digest is not None:  # and the weights are no longer the files': no disk cache
             self.weights_digest, self._cache_off = None, "off: rewired (the weights are not the model files')"
+        self._identity = self._remembered_parts = None
         self._spaces.clear()
         self.seed = args.seed
         self.rewiring = RewiringReport(
@@ -306,9 +396,29 @@ class ContrastiveProbe(Prober):
 
     def encode_queries(self, queries: Sequence[str]) -> torch.Tensor:
         """[CLS] embeddings of cloze queries whose [Y] slot becomes the mask token."""
-        texts = [fill_mask_slot(query, self.mask_token) for query in queries]
-        sequences = tokenize_keeping_mask(self.tokenizer, texts, self.query_max_length)
+        sequences = self._token_ids(
+            queries,
+            f"queries, [Y] as the mask token, the mask kept within {self.query_max_length}",
+            lambda: tokenize_keeping_mask(
+                self.tokenizer, [fill_mask_slot(query, self.mask_token) for query in queries], self.query_max_length
+            ),
+        )
         return self._encode(sequences, "encoding queries")
+
+    def _token_ids(self, texts: Sequence[str], how: str, tokenize: Callable[[], list[list[int]]]) -> list[list[int]]:
+        """`tokenize()`, or the token ids remembered in the disk cache for these texts tokenized this way
+        (`how`, with the tokenizer's identity): a warm run loads no tokenizer and tokenizes nothing."""
+        if self._tokens_identity is None or self.weights_digest is None or not texts:
+            return tokenize()
+        root = embedding_cache.cache_root()
+        key = embedding_cache.tokens_key(self._tokens_identity, how, texts)
+        remembered = embedding_cache.read_tokens(root, key, len(texts))
+        if remembered is not None:
+            return remembered
+        sequences = tokenize()
+        if distributed.is_main_process():  # one process writes
+            embedding_cache.write_tokens(root, key, sequences)
+        return sequences
 
     def encode_names(self, names: Sequence[str]) -> torch.Tensor:
         """[CLS] embeddings of candidate names (one row per name)."""
@@ -322,7 +432,14 @@ class ContrastiveProbe(Prober):
         vocabulary) share one embedding, so their scores tie exactly and the tie goes to the
         earlier name. Embeddings are cached by token ids until the encoder changes.
         """
-        sequences = [tuple(ids) for ids in tokenize_truncated(self.tokenizer, names, self.name_max_length)]
+        sequences = [
+            tuple(ids)
+            for ids in self._token_ids(
+                names,
+                f"names, cut at {self.name_max_length}",
+                lambda: tokenize_truncated(self.tokenizer, names, self.name_max_length),
+            )
+        ]
         distinct = list(dict.fromkeys(sequences))
         cache = self._name_embeddings.setdefault(self.layers, {})
         missing = [ids for ids in distinct if ids not in cache]
@@ -340,6 +457,10 @@ class ContrastiveProbe(Prober):
         keys = [tuple(ids) for ids in sequences]
         found = agreed_hits(list(dict.fromkeys(keys)), space.lookup(keys))
         missing = [key for key in dict.fromkeys(keys) if key not in found]
+        if missing and self._model is None:  # the space came from remembered parts: check them against the model
+            self.model  # noqa: B018 (loads it)
+            if self._space() is not space:  # remembered parts that no longer fit (never expected): read again
+                return self._encode(sequences, desc)
         if missing:
             fresh = self._encode_all(missing, desc)
             found.update(zip(missing, fresh.numpy()))
@@ -351,6 +472,17 @@ class ContrastiveProbe(Prober):
         """The disk-cache space of this model as it is probed now, or None when the disk cache is off."""
         if self.weights_digest is None:
             return None
+        parts = self._remembered_parts if self._model is None else self._space_parts()
+        assert parts is not None  # from_pretrained loads the model when it remembers no parts
+        key = embedding_cache.space_key(parts)
+        if key not in self._spaces:
+            self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
+        return self._spaces[key]
+
+    def _space_parts(self) -> dict:
+        """What the space key is made of, from the loaded model (remembered for `model_identity` when there is one)."""
+        import transformers
+
         config = self.model.config.to_dict()
         config.pop("_name_or_path", None)
         parts = {
@@ -368,10 +500,10 @@ class ContrastiveProbe(Prober):
             "torch": torch.__version__,
             "transformers": transformers.__version__,
         }
-        key = embedding_cache.space_key(parts)
-        if key not in self._spaces:
-            self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
-        return self._spaces[key]
+        if self._identity is not None and parts != self._remembered_parts:
+            embedding_cache.remember_space(embedding_cache.cache_root(), self._identity, parts)
+            self._remembered_parts = parts
+        return parts
 
     def _report_cache(self, space: embedding_cache.Space, hits: int, total: int, desc: str) -> None:
         self.timings["embedding_cache_hits"] = self.timings.get("embedding_cache_hits", 0) + hits
@@ -499,6 +631,12 @@ def agreed_hits(keys: list[tuple[int, ...]], found: dict) -> dict:
 def model_files_digest(path: str) -> str | None:
     """The content hash of the weight files of a model folder or of a Hub model's cached snapshot
     (`resolve_model`'s path), None when there are none to hash (then the disk cache stays off)."""
+    folder = model_folder(path)
+    return None if folder is None else embedding_cache.weights_digest(folder, embedding_cache.cache_root())
+
+
+def model_folder(path: str) -> Path | None:
+    """A model folder, or the Hub cache's snapshot of a Hub id (None: not cached)."""
     folder = Path(path).expanduser()
     if not folder.is_dir():  # a Hub id: the snapshot transformers loaded from the Hub cache
         from huggingface_hub import try_to_load_from_cache
@@ -507,7 +645,47 @@ def model_files_digest(path: str) -> str | None:
         if not isinstance(config, str):
             return None
         folder = Path(config).parent
-    return embedding_cache.weights_digest(folder, embedding_cache.cache_root())
+    return folder
+
+
+TOKENIZATION_VERSION = 1  # bump when tokenize_keeping_mask / tokenize_truncated change the ids of a text
+
+
+def tokenizer_identity(folder: Path, extra: dict, weights: str) -> str:
+    """A digest of what the tokenizer loaded from `folder` depends on: every file of the folder but the
+    weights (the tokenizer files and the configs, whatever the tokenizer class reads), the weights digest
+    (a GGUF file holds its tokenizer), the load options and the versions of transformers, tokenizers and
+    medprobe's tokenization."""
+    digest = hashlib.sha256(f"{weights}\n".encode())
+    weight_files = set(embedding_cache.weight_files(folder))
+    others = [path for path in folder.iterdir() if path.is_file() and path not in weight_files]
+    # remembered per file as the weights are: a folder that also holds other formats' weights (tf_model.h5) is read once
+    files = embedding_cache.file_digests(others, embedding_cache.cache_root())
+    digest.update(json.dumps(files, sort_keys=True).encode())
+    versions = {name: importlib.metadata.version(name) for name in ("transformers", "tokenizers")}
+    digest.update(json.dumps([extra, versions, TOKENIZATION_VERSION], sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def model_identity(folder: Path, extra: dict, weights: str, layers: int | None, dtype: torch.dtype, device: torch.device) -> str:
+    """A digest of everything the embedding space of `AutoModel.from_pretrained(folder, **extra)` depends on,
+    read without loading it: the weights digest, the config file's bytes (AutoModel picks the class from
+    it), the probed layers, dtype, device type and library versions. A run that loaded the model remembers
+    the space parts under it (embedding_cache.remember_space), so a later run reads its vectors unloaded."""
+    config = folder / "config.json"
+    parts = {
+        "weights": weights,
+        "config_sha256": hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None,
+        "load_options": extra,
+        "layers": layers,
+        "dtype": dtype_name(dtype),
+        "device": device.type,
+        "torch": torch.__version__,
+        "transformers": importlib.metadata.version("transformers"),
+        "encoding_version": embedding_cache.ENCODING_VERSION,
+        "chunk_format": embedding_cache.CHUNK_FORMAT,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def check_rewiring_options(

@@ -69,11 +69,9 @@ class BenchmarkTask:
     @classmethod
     def metric(cls) -> Any:
         """The task's evaluate module (METRIC), loaded from its folder as any Hub user loads it."""
-        import evaluate
+        from medprobe.resources import import_evaluate, metric_path
 
-        from medprobe.resources import metric_path
-
-        return evaluate.load(metric_path(cls.METRIC))
+        return import_evaluate().load(metric_path(cls.METRIC))
 
     @staticmethod
     def jsonl_writer(path: str | Path | None, records: Callable[[], Iterable[dict]]) -> Writers:

@@ -33,6 +33,7 @@ from medprobe.tasks.context_variance_ranks import (
     scoring_settings,
     ucm_steps,
 )
+from medprobe.tasks.loading import column
 
 if TYPE_CHECKING:
     import datasets
@@ -76,10 +77,10 @@ class ContextVarianceTask(BenchmarkTask):
     def load(self, dataset: str, config: str | None, split: str) -> datasets.Dataset:
         ds = self.read(dataset, config, split)
         if self.per_relation:
-            rows_in, instances_in = ds.num_rows, len(set(ds["instance_id"]))
+            rows_in, instances_in = ds.num_rows, len(set(column(ds, "instance_id")))
             ds = first_instances_per_relation(ds, self.per_relation)
             self.note_subset(
-                len(set(ds["instance_id"])),
+                len(set(column(ds, "instance_id"))),
                 instances_in,
                 "instances",
                 f"probing the first {self.per_relation} instances of each relation: {ds.num_rows:,} of {rows_in:,} rows",
@@ -103,9 +104,9 @@ class ContextVarianceTask(BenchmarkTask):
             per_group=per_group,
             counts={
                 "rows": data.num_rows,
-                "instances": len(set(data["instance_id"])),
+                "instances": len(set(column(data, "instance_id"))),
                 "steps": len(inputs["target_rank_before"]),
-                "candidates": len({name for names in data["candidates"] for name in names}),
+                "candidates": len({name for names in column(data, "candidates") for name in names}),
             },
             settings={"k": self.k, "per_relation": self.per_relation, **outputs.settings},
             # a relation without a scored step has no shares to draw
@@ -138,7 +139,7 @@ class ContextVarianceTask(BenchmarkTask):
 def instance_outcomes(data: datasets.Dataset, steps: UCMSteps) -> Outcomes:
     """Per instance: its Understand / Confuse / Misunderstand step counts, its UCM steps, and its best
     gold rank without and with context."""
-    relation_of = dict(zip(data["instance_id"], data["relation"]))
+    relation_of = dict(zip(column(data, "instance_id"), column(data, "relation")))
     instances = list(relation_of)
     row_of = {instance: row for row, instance in enumerate(instances)}
     columns = {name: np.zeros(len(instances)) for name in (*SHARES, "steps")}

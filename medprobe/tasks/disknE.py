@@ -30,6 +30,7 @@ from medprobe.stats import Estimator, Outcomes, Sample, always_positive_f1
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
 from medprobe.tasks.disknE_splits import DISKNE_FIELDS, DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
+from medprobe.tasks.loading import column
 
 if TYPE_CHECKING:  # imported where used, so that importing the task stays light
     import datasets
@@ -261,7 +262,7 @@ def pair_outcomes(data: DisKnEData, outputs: DisKnEOutputs) -> Outcomes:
     """One item per (disease, Test_X row): its gold label and the prediction of every seed."""
     by_job = {(run.cui, run.seed): run for run in outputs.runs}
     ids, groups, labels, predictions = [], [], [], []
-    pair_ids = data.ds["pair_id"]
+    pair_ids = column(data.ds, "pair_id")  # a list: indexing a Dataset column formats a row per access
     for cui, split in outputs.splits.items():
         runs = [by_job[(cui, seed)] for seed in outputs.seeds]
         seen: dict[str, int] = {}

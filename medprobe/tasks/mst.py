@@ -28,6 +28,7 @@ from medprobe.api import UserError
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
+from medprobe.tasks.loading import column
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -107,10 +108,11 @@ def fit_and_score_all(
         seed, task = run
         train, test = tasks[task]
         probe.reset(seed)
-        probe.fit(train["text"], train["choices"], train["label"])
-        ranked = rank_choices(probe.score_choices(test["text"], test["choices"]), test["choices"])
-        gold = [[options[label]] for options, label in zip(test["choices"], test["label"])]
-        chosen = [options.index(names[0]) for names, options in zip(ranked, test["choices"])]
+        probe.fit(column(train, "text"), column(train, "choices"), column(train, "label"))
+        choices = column(test, "choices")  # read once: each pass over a Dataset column formats it row by row
+        ranked = rank_choices(probe.score_choices(column(test, "text"), choices), choices)
+        gold = [[options[label]] for options, label in zip(choices, column(test, "label"))]
+        chosen = [options.index(names[0]) for names, options in zip(ranked, choices)]
         return metric.compute(predictions=ranked, references=gold, k=[1])["acc@1"], chosen
 
     return distributed.train_in_shares(
@@ -273,7 +275,7 @@ def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], sc
     ids, groups, labels, predictions, choices = [], [], [], [], []
     for task, task_scores in scores.items():
         test = data[task][1]
-        for row, (label, options) in enumerate(zip(test["label"], test["choices"])):
+        for row, (label, options) in enumerate(zip(column(test, "label"), column(test, "choices"))):
             ids.append(f"{task}/{row}")
             groups.append(task)
             labels.append(label)
