@@ -53,8 +53,14 @@ def metric_path(name: str) -> str:
     return str(_module_folder("metrics", name))
 
 
+# Set by the `medprobe` program (medprobe.cli.main without argv): the process is ours alone, so evaluate may be
+# imported without its Evaluator. From Python (the API, a notebook) evaluate is imported whole: the user's own
+# `evaluate.evaluator(...)` must keep working in their process.
+LEAN_EVALUATE = False
+
+
 def import_evaluate() -> ModuleType:
-    """`import evaluate`, without the transformers that its Evaluator imports.
+    """`import evaluate`; in the `medprobe` program, without the transformers that its Evaluator imports.
 
     `import evaluate` imports `evaluate.evaluator`, which imports transformers and its pipelines, and with
     them transformers' model code (torch.distributed, ...): 1.5 s of a warm probe, which builds no model
@@ -62,7 +68,7 @@ def import_evaluate() -> ModuleType:
     modules does not use the Evaluator, so what of transformers is not imported yet (all of it, or its
     pipelines) is hidden while evaluate imports (its Evaluator then takes transformers as absent:
     `evaluate.evaluator(...)` raises in this process) and importable again after."""
-    if "evaluate" in sys.modules:
+    if "evaluate" in sys.modules or not LEAN_EVALUATE:
         import evaluate
 
         return evaluate

@@ -234,12 +234,14 @@ def test_importing_a_submodule_reads_no_registry():
 
 
 def test_evaluate_loads_a_metric_without_transformers_model_code():
-    """medprobe.resources.import_evaluate: evaluate's Evaluator would import transformers.pipelines (and its
-    model code, 1.5 s); a metric loads and computes without it, and the pipelines import normally afterwards."""
+    """medprobe.resources.import_evaluate in the `medprobe` program (LEAN_EVALUATE): evaluate's Evaluator would
+    import transformers.pipelines (and its model code, 1.5 s); a metric loads and computes without it, and the
+    pipelines import normally afterwards."""
     env = {**os.environ, "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
     for before in ("", "import transformers\n"):  # transformers not imported yet (a warm probe), or without its pipelines
         script = (
-            f"import sys\n{before}from medprobe.resources import import_evaluate, metric_path\n"
+            f"import sys\n{before}from medprobe import resources\nfrom medprobe.resources import import_evaluate, metric_path\n"
+            "resources.LEAN_EVALUATE = True\n"
             "metric = import_evaluate().load(metric_path('acc_at_k'))\n"
             "scores = metric.compute(predictions=[['a', 'b']], references=[['b']], groups=['r'], k=[1, 2])\n"
             "print(scores['acc@2'], 'transformers.modeling_utils' in sys.modules, 'transformers' in sys.modules)\n"
@@ -248,3 +250,18 @@ def test_evaluate_loads_a_metric_without_transformers_model_code():
         done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split()[-4:] == ["1.0", "False", str(bool(before)), "True"]
+
+
+def test_from_python_evaluate_is_imported_whole():
+    """Outside the `medprobe` program (the Python API, a notebook) evaluate keeps its Evaluator: the user's own
+    `evaluate.evaluator(...)` finds transformers in the same process after medprobe loaded a metric (evaluate
+    decides that once, when it is imported; the lean import of the program makes it False)."""
+    env = {**os.environ, "HF_EVALUATE_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1"}
+    script = (
+        "from medprobe.resources import import_evaluate, metric_path\n"
+        "evaluate = import_evaluate()\nevaluate.load(metric_path('acc_at_k'))\n"
+        "import sys\nprint(sys.modules['evaluate.evaluator.base'].TRANSFORMERS_AVAILABLE)"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "True"

@@ -68,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     Called without `argv` (the `medprobe` program, `python -m medprobe`), the process then ends without
     the interpreter's teardown (`exit_without_teardown`); called with a list (tests, the Python API's
     callers) it returns the exit code."""
+    if argv is None:  # the program: this process is ours alone (see medprobe.resources.LEAN_EVALUATE)
+        from medprobe import resources
+
+        resources.LEAN_EVALUATE = True
     code = run_command(sys.argv[1:] if argv is None else list(argv))
     if argv is None:
         exit_without_teardown(code)
