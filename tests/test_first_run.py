@@ -132,7 +132,7 @@ def test_demo_with_the_real_release_says_how_long_before_it_starts():
 
     args = argparse.Namespace(config="full", per_relation=None, rewire_steps=30, rewire_batch_size=32)
     line = time_estimate(args)
-    assert "19,000 queries against 22,923 names" in line and " min on 2 CPU cores" in line
+    assert "19,000 queries against 22,923 names" in line and " min on 2 idle CPU cores" in line
     assert "190 queries" in time_estimate(argparse.Namespace(**{**vars(args), "per_relation": 10}))
 
 

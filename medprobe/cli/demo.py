@@ -110,13 +110,16 @@ def choose_dataset(ctx: DemoContext) -> None:
     ctx.rewire_corpus_label = f"the release's {RELEASE_CORPUS} (PubMed sentences, as in the paper)"
 
 
-# The real MedLAMA's size (per config: queries, names in the answer space) and how fast MiniLM encodes on a
-# CPU: what the estimate printed before a --data-dir run is made of. Measured on 2 shared, loaded CPU cores with
-# medprobe's embedding cache empty: `medprobe probe` of MedLAMA full encoded 41,810 texts in 312 s.
+# The real MedLAMA's size (per config: queries, names in the answer space) and how fast MiniLM encodes and
+# rewires on a CPU: what the estimate printed before a --data-dir run is made of. Measured on the project's 2 idle
+# CPU cores (load average < 1.5) with the embedding cache empty: a whole `medprobe demo --data-dir` took 240 s,
+# of which each model's encoding of MedLAMA full (41,810 texts) ~70 s, the 30 rewiring steps of 32 pairs 45 s,
+# and the searches, loading and the MST step ~55 s. On loaded cores every part takes up to 3-4 times longer.
 MEDLAMA_SIZES = {"full": (19_000, 22_923), "hard": (15_329, 17_532)}  # medprobe.tasks.medlama.answer_space
 RELATIONS = 19
-TEXTS_PER_SECOND = 135.0  # MiniLM on 2 CPU cores (names ~270/s, the longer queries ~95/s)
-REWIRE_STEP_SECONDS_PER_PAIR = 0.1  # 30 steps of 32 pairs: 60-140 s on 2 loaded cores
+TEXTS_PER_SECOND = 600.0  # MiniLM on 2 idle CPU cores (names ~840/s, the longer queries ~450/s)
+REWIRE_STEP_SECONDS_PER_PAIR = 0.047  # 30 steps of 32 pairs: 45 s on 2 idle cores
+OTHER_SECONDS = 55.0  # four exact searches, model loads, scoring and the MST step
 
 
 def time_estimate(args: argparse.Namespace) -> str:
@@ -129,11 +132,11 @@ def time_estimate(args: argparse.Namespace) -> str:
         queries = min(queries, RELATIONS * args.per_relation)
     encodes = 2 if args.rewire_steps else 1
     seconds = encodes * (queries + names) / TEXTS_PER_SECOND
-    seconds += args.rewire_steps * args.rewire_batch_size * REWIRE_STEP_SECONDS_PER_PAIR
+    seconds += args.rewire_steps * args.rewire_batch_size * REWIRE_STEP_SECONDS_PER_PAIR + OTHER_SECONDS
     return (
         f"the real MedLAMA {args.config}: {queries:,} queries against {names:,} names, encoded {encodes} time(s): "
-        f"about {max(1, round(seconds / 60))} min on 2 CPU cores (a GPU takes a fraction of that; "
-        "--per-relation N probes N queries per relation)"
+        f"about {max(1, round(seconds / 60))} min on 2 idle CPU cores, longer on busy ones (a GPU takes a fraction "
+        "of that; --per-relation N probes N queries per relation)"
     )
 
 
@@ -379,7 +382,7 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         "--rewire-learning-rate", type=float, default=2e-5, metavar="LR", help="rewiring learning rate (default: 2e-5)"
     )
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
-    parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 1.5 min on 2 CPU cores)")
+    parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 20 s on 2 idle CPU cores)")
     parser.set_defaults(func=run_demo)
 
 
