@@ -18,7 +18,7 @@ from medprobe.contrastive.encoding import (
     pad_batch,
     tokenize_keeping_mask,
 )
-from medprobe.contrastive.search import top_k_with_ties_by_index
+from medprobe.contrastive.search import top_k_sorting_ties, top_k_with_ties_by_index
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus
 
 # --- pairs from raw sentences -------------------------------------------------------------------
@@ -166,6 +166,34 @@ def test_equal_scores_go_to_the_earlier_candidate_whatever_the_chunking():
         assert all(row.index(j) < row.index(j + 6) for row in top.tolist() for j in range(6))
     with pytest.raises(ValueError, match="NaN"):
         top_k_with_ties_by_index(torch.full((2, 3), float("nan")), 2)
+
+
+def test_rows_settled_by_top_k_plus_one_agree_with_looking_at_every_column():
+    """The search settles a row from torch.topk's k+1 best when the k-th beats the (k+1)-th; rows tied
+    at the k-th place go through every column. Both must give the same k, in the same order."""
+    generator = torch.Generator().manual_seed(0)
+    tied_rows = 0
+    for trial in range(200):
+        rows, columns = torch.randint(1, 40, (2,), generator=generator).tolist()
+        k = int(torch.randint(1, columns + 1, (1,), generator=generator))
+        if trial % 2:  # few distinct values: ties everywhere, at the k-th place too
+            scores = torch.randint(
+                0, int(torch.randint(1, 6, (1,), generator=generator)), (rows, columns), generator=generator
+            ).float()
+        else:  # distinct values, then a tie planted at the k-th place of the first row
+            scores = torch.randn(rows, columns, generator=generator)
+            if k < columns:
+                order = scores[0].argsort(descending=True)
+                scores[0, order[k]] = scores[0, order[k - 1]]
+        if k < columns:
+            tied_rows += int((scores.topk(k + 1).values[:, k - 1] == scores.topk(k + 1).values[:, k]).sum())
+        assert torch.equal(top_k_with_ties_by_index(scores, k), top_k_sorting_ties(scores, k)), trial
+    assert tied_rows > 100  # the tied path was taken, not only the settled one
+    for column in (0, 5, 9):  # a NaN among the best or the rest: an error, whichever path the row takes
+        scores = torch.randn(3, 10, generator=generator)
+        scores[1, column] = float("nan")
+        with pytest.raises(ValueError, match="NaN"):
+            top_k_with_ties_by_index(scores, 3)
 
 
 def test_a_candidate_equal_to_the_query_is_ranked_first_plumbing_tiny_random_bert():

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from medprobe.api import UserError
 
 SIMILARITIES = ("cos", "l2")
+NAN_SCORES = "the similarity scores contain NaN: the model produced invalid embeddings"
 
 
 def prepare_candidates(candidates: torch.Tensor, similarity: str) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -44,10 +45,30 @@ def scores(queries: torch.Tensor, candidates: torch.Tensor, squared_norms: torch
 def top_k_with_ties_by_index(row_scores: torch.Tensor, k: int) -> torch.Tensor:
     """Indices of the k best columns of every row, best first; equal scores go to the lower index.
 
-    `torch.topk` does not promise an order among equal values, so it only gives the k-th best
-    score of each row; every column at or above it is then sorted by (score descending,
-    index ascending) with stable sorts.
+    `torch.topk` does not promise which of equal values it returns, nor their order. Its k+1 best
+    values settle most rows: where the k-th best is strictly above the (k+1)-th, no column outside
+    the k returned can equal it, so the k are the right ones and only their order (score descending,
+    index ascending) is left to sort. Rows with a tie at the k-th place take `top_k_sorting_ties`,
+    which looks at every column.
     """
+    if k >= row_scores.shape[1]:
+        return top_k_sorting_ties(row_scores, k)
+    values, columns = row_scores.topk(k + 1, dim=1)  # NaN counts as the largest: a row with any shows it here
+    if bool(values.isnan().any()):
+        raise UserError(NAN_SCORES)
+    settled = values[:, k - 1] > values[:, k]
+    columns = columns[:, :k].sort(dim=1).values
+    order = row_scores.gather(1, columns).sort(dim=1, descending=True, stable=True).indices
+    top = columns.gather(1, order)
+    if not bool(settled.all()):
+        rows = (~settled).nonzero(as_tuple=True)[0]
+        top[rows] = top_k_sorting_ties(row_scores[rows], k)
+    return top
+
+
+def top_k_sorting_ties(row_scores: torch.Tensor, k: int) -> torch.Tensor:
+    """`top_k_with_ties_by_index` looking at every column: those at or above each row's k-th best
+    score are sorted by (score descending, index ascending) with stable sorts."""
     kth_best = row_scores.topk(k, dim=1).values[:, -1:]
     rows, columns = (row_scores >= kth_best).nonzero(as_tuple=True)  # row-major: columns ascending
     selected = row_scores[rows, columns]
@@ -56,7 +77,7 @@ def top_k_with_ties_by_index(row_scores: torch.Tensor, k: int) -> torch.Tensor:
     columns = columns[order]
     counts = torch.bincount(rows, minlength=row_scores.shape[0])
     if bool((counts < k).any()):  # only NaN scores compare false with everything
-        raise UserError("the similarity scores contain NaN: the model produced invalid embeddings")
+        raise UserError(NAN_SCORES)
     starts = torch.cumsum(counts, 0) - counts
     return columns[starts[:, None] + torch.arange(k)]
 
