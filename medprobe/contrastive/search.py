@@ -35,11 +35,22 @@ def prepare_candidates(candidates: torch.Tensor, similarity: str) -> tuple[torch
     raise UserError(f"unknown similarity {similarity!r}; expected one of {', '.join(SIMILARITIES)}")
 
 
-def scores(queries: torch.Tensor, candidates: torch.Tensor, squared_norms: torch.Tensor | None, similarity: str) -> torch.Tensor:
-    """Higher is closer: cosine similarity, or the negative squared L2 distance up to a per-row constant."""
+def scores(
+    queries: torch.Tensor,
+    candidates: torch.Tensor,
+    squared_norms: torch.Tensor | None,
+    similarity: str,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Higher is closer: cosine similarity, or the negative squared L2 distance up to a per-row constant.
+
+    With `out` (queries x candidates, reused across chunks) the scores are written there: a fresh
+    47 MB block per chunk of 512 queries is fresh pages, and faulting them in cost ~10% of the
+    MedLAMA search (measured on the project's 2-core VM). The values are the same either way."""
     if similarity == "cos":
-        return F.normalize(queries, dim=-1) @ candidates.T
-    return 2 * (queries @ candidates.T) - squared_norms
+        return torch.mm(F.normalize(queries, dim=-1), candidates.T, out=out)
+    products = torch.mm(queries, candidates.T, out=out)
+    return products.mul_(2).sub_(squared_norms)
 
 
 def top_k_with_ties_by_index(row_scores: torch.Tensor, k: int) -> torch.Tensor:
@@ -97,9 +108,11 @@ def search(
     prepared, squared_norms = prepare_candidates(candidates, similarity)
     results = []
     with torch.inference_mode():
+        block = torch.empty((min(chunk_size, queries.shape[0]), prepared.shape[0]), dtype=prepared.dtype, device=prepared.device)
         for start in range(0, queries.shape[0], chunk_size):
-            chunk = scores(queries[start : start + chunk_size], prepared, squared_norms, similarity)
-            results.append(top_k_with_ties_by_index(chunk, k))
+            chunk = queries[start : start + chunk_size]
+            row_scores = scores(chunk, prepared, squared_norms, similarity, out=block[: chunk.shape[0]])
+            results.append(top_k_with_ties_by_index(row_scores, k))
     if not results:
         return torch.empty((0, k), dtype=torch.long)
     return torch.cat(results)
