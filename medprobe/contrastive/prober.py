@@ -133,8 +133,8 @@ class ContrastiveProbe(Prober):
         self.rewiring: RewiringReport | None = None
         self.seed: int | None = None  # the seed of the rewiring (masked spans, data order), once rewired
         self.timings: dict[str, float] = {}
-        # name embeddings by probed layer count, then by token ids
-        self._name_embeddings: dict[int | None, dict[tuple[int, ...], torch.Tensor]] = {}
+        # name embeddings by probed layer count: blocks of rows (float32, CPU) and each token-id key's (block, row)
+        self._name_embeddings: dict[int | None, tuple[list[np.ndarray], dict[tuple[int, ...], tuple[int, int]]]] = {}
         self.cache = cache
         # the content hash of the weight files the model was loaded from (from_pretrained), None while
         # the weights are not known to be those files' (an in-memory model, a rewired one)
@@ -405,7 +405,7 @@ class ContrastiveProbe(Prober):
         )
         return self._encode(sequences, "encoding queries")
 
-    def _token_ids(self, texts: Sequence[str], how: str, tokenize: Callable[[], list[list[int]]]) -> list[list[int]]:
+    def _token_ids(self, texts: Sequence[str], how: str, tokenize: Callable[[], list[list[int]]]) -> Sequence[Sequence[int]]:
         """`tokenize()`, or the token ids remembered in the disk cache for these texts tokenized this way
         (`how`, with the tokenizer's identity): a warm run loads no tokenizer and tokenizes nothing."""
         if self._tokens_identity is None or self.weights_digest is None or not texts:
@@ -441,12 +441,14 @@ class ContrastiveProbe(Prober):
             )
         ]
         distinct = list(dict.fromkeys(sequences))
-        cache = self._name_embeddings.setdefault(self.layers, {})
-        missing = [ids for ids in distinct if ids not in cache]
+        blocks, where = self._name_embeddings.setdefault(self.layers, ([], {}))
+        missing = [ids for ids in distinct if ids not in where]
         if missing:
-            cache.update(zip(missing, self._encode(missing, "encoding names")))
+            blocks.append(self._encode(missing, "encoding names").numpy())
+            where.update((ids, (len(blocks) - 1, row)) for row, ids in enumerate(missing))
         row_of = {ids: row for row, ids in enumerate(distinct)}
-        return torch.stack([cache[ids] for ids in distinct]), [row_of[ids] for ids in sequences]
+        embeddings = embedding_cache.gather_rows(blocks, [where[ids] for ids in distinct])
+        return torch.from_numpy(embeddings), [row_of[ids] for ids in sequences]
 
     def _encode(self, sequences: Sequence[Sequence[int]], desc: str) -> torch.Tensor:
         """[CLS] embeddings of token-id sequences: from the disk cache where it has them, the rest
@@ -455,18 +457,21 @@ class ContrastiveProbe(Prober):
         if space is None or not sequences:
             return self._encode_all(sequences, desc)
         keys = [tuple(ids) for ids in sequences]
-        found = agreed_hits(list(dict.fromkeys(keys)), space.lookup(keys))
-        missing = [key for key in dict.fromkeys(keys) if key not in found]
+        distinct = list(dict.fromkeys(keys))
+        found = agreed_hits(distinct, space.positions(distinct))
+        missing = [key for key in distinct if key not in found]
         if missing and self._model is None:  # the space came from remembered parts: check them against the model
             self.model  # noqa: B018 (loads it)
             if self._space() is not space:  # remembered parts that no longer fit (never expected): read again
                 return self._encode(sequences, desc)
+        blocks = list(space.chunks)
         if missing:
-            fresh = self._encode_all(missing, desc)
-            found.update(zip(missing, fresh.numpy()))
-            space.add(missing, fresh.numpy(), write=distributed.is_main_process())  # one process writes
+            fresh = self._encode_all(missing, desc).numpy()
+            found.update((key, (len(blocks), row)) for row, key in enumerate(missing))
+            blocks.append(fresh)
+            space.add(missing, fresh, write=distributed.is_main_process())  # one process writes
         self._report_cache(space, len(found) - len(missing), len(found), desc)
-        return torch.from_numpy(np.stack([found[key] for key in keys]))
+        return torch.from_numpy(embedding_cache.gather_rows(blocks, [found[key] for key in keys]))
 
     def _space(self) -> embedding_cache.Space | None:
         """The disk-cache space of this model as it is probed now, or None when the disk cache is off."""
@@ -533,9 +538,9 @@ class ContrastiveProbe(Prober):
             raise UserError("the answer space is empty: there are no candidate names to rank")
         start = time.perf_counter()
         distinct, rows = self._encode_distinct_names(candidates)
-        members: list[list[int]] = [[] for _ in range(len(distinct))]
-        for index, row in enumerate(rows):
-            members[row].append(index)
+        names_of_row: list[list[str]] = [[] for _ in range(len(distinct))]  # names that tokenize alike share a row
+        for name, row in zip(candidates, rows):
+            names_of_row[row].append(name)
         self._add_time("encode_candidates", start)
         timeline.mark("candidate names encoded")
         start = time.perf_counter()
@@ -544,14 +549,11 @@ class ContrastiveProbe(Prober):
         timeline.mark("queries encoded; search starts")
         start = time.perf_counter()
         top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
-        ranked = []
-        for best in top:
-            names: list[str] = []
-            for row in best:
-                names.extend(candidates[i] for i in members[row])
-                if len(names) >= k:
-                    break
-            ranked.append(names[:k])
+        if len(distinct) == len(candidates):  # one name per row: each row found is one name
+            only = [names[0] for names in names_of_row]
+            ranked = [[only[row] for row in best] for best in top]
+        else:
+            ranked = [first_names(best, names_of_row, k) for best in top]
         self._add_time("search", start)
         timeline.mark("search done")
         return ranked
@@ -617,6 +619,16 @@ class ContrastiveProbe(Prober):
                 "steps_per_second": round(self.rewiring.steps_per_second, 4),
             }
         return settings
+
+
+def first_names(rows: list[int], names_of_row: list[list[str]], k: int) -> list[str]:
+    """The first `k` names of the rows found, in order (a row holds every name that tokenizes alike)."""
+    names: list[str] = []
+    for row in rows:
+        names += names_of_row[row]
+        if len(names) >= k:
+            break
+    return names[:k]
 
 
 def agreed_hits(keys: list[tuple[int, ...]], found: dict) -> dict:
