@@ -16,6 +16,7 @@ import math
 import shlex
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,7 @@ from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
 from medprobe.registry import PROBERS, REMOVED_PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
 from medprobe.results import RunRecord, format_intervals, outcomes_entry, outcomes_jsonl, outcomes_path, plot_format, save_run
-from medprobe.stats import RESAMPLES
+from medprobe.stats import RESAMPLES, Estimator, estimate, intervals
 
 
 @dataclass
@@ -141,7 +142,14 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     if not distributed.is_main_process():  # every process holds the same record; one writes it
         return record
     start = time.perf_counter()
-    describe_measurement(record, request, task, scored)
+    estimators = checked_estimators(record, request, task, scored)
+    # the bootstrap is numpy, which lets go of the GIL: it runs beside the hashing and the outcomes text
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        bootstrap = pool.submit(intervals, scored.outcomes, estimators, resamples=request.resamples) if estimators else None
+        describe_measurement(record, request, task, scored)
+        outcomes_text = outcomes_jsonl(scored.outcomes) if request.out and scored.outcomes is not None else None
+        if bootstrap is not None:
+            record.intervals = with_seed_spread(bootstrap.result(), record)
     record.timings["intervals"] = round(time.perf_counter() - start, 3)
     timeline.mark("intervals done")
     print_fn(task.table(record))
@@ -150,38 +158,47 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     if request.out:
         plotted = record if scored.plot_per_group is None else RunRecord(**{**vars(record), "per_group": scored.plot_per_group})
         more = task.writers(data, outputs)
-        if scored.outcomes is not None:
-            text = outcomes_jsonl(scored.outcomes)
-            record.outcomes = outcomes_entry(text, request.out, scored.outcomes, task.outcome_unit, task.outcome_fields)
-            more = [(outcomes_path(request.out), lambda temp: temp.write_text(text, encoding="utf-8")), *more]
+        if outcomes_text is not None:
+            record.outcomes = outcomes_entry(outcomes_text, request.out, scored.outcomes, task.outcome_unit, task.outcome_fields)
+            more = [(outcomes_path(request.out), lambda temp: temp.write_text(outcomes_text, encoding="utf-8")), *more]
         save_run(record, request.out, plot=request.plot, plot_metric=task.plot_metric, plot_record=plotted, more=more)
         timeline.mark("outputs written")
     return record
 
 
+def checked_estimators(record: RunRecord, request: RunRequest, task: Any, scored: Any) -> dict[str, Estimator]:
+    """The task's estimators of the metrics this run has, each checked to give the metric's value from the
+    per-item outcomes (the intervals resample those outcomes); none when the task records no outcomes."""
+    if scored.outcomes is None:
+        return {}
+    estimators = {
+        name: estimator
+        for name, estimator in type(task).estimators(record.settings).items()
+        if isinstance(record.metrics.get(name), (int, float))
+    }
+    for name, estimator in estimators.items():  # an estimator that drifted from the metric is a bug, not a user error
+        value = estimate(scored.outcomes, estimator)
+        if not math.isclose(value, record.metrics[name], rel_tol=1e-9, abs_tol=1e-12):
+            raise RuntimeError(
+                f"{request.task}: {name} from the per-item outcomes is {value}, the metric says {record.metrics[name]}"
+            )
+    return estimators
+
+
+def with_seed_spread(found: dict[str, dict], record: RunRecord) -> dict[str, dict]:
+    """Intervals of a task trained with several seeds also say the spread over the seeds."""
+    seeds = record.settings.get("seeds")
+    for name, interval in found.items():
+        if isinstance(seeds, list) and len(seeds) > 1 and f"{name}_std" in record.metrics:
+            interval.update({"seeds": len(seeds), "seed_std": record.metrics[f"{name}_std"]})
+    return found
+
+
 def describe_measurement(record: RunRecord, request: RunRequest, task: Any, scored: Any) -> None:
-    """What the record's numbers measured and how sure they are: intervals, chance, data, subset, model, source."""
+    """What the record's numbers measured (the intervals aside): chance, data, subset, model, source."""
     from medprobe.provenance import dataset_fingerprint, items_digest, model_identity, source_identity
-    from medprobe.stats import estimate, intervals
 
     record.chance = scored.chance
-    if scored.outcomes is not None:
-        estimators = {
-            name: estimator
-            for name, estimator in type(task).estimators(record.settings).items()
-            if isinstance(record.metrics.get(name), (int, float))
-        }
-        for name, estimator in estimators.items():  # an estimator that drifted from the metric is a bug, not a user error
-            value = estimate(scored.outcomes, estimator)
-            if not math.isclose(value, record.metrics[name], rel_tol=1e-9, abs_tol=1e-12):
-                raise RuntimeError(
-                    f"{request.task}: {name} from the per-item outcomes is {value}, the metric says {record.metrics[name]}"
-                )
-        record.intervals = intervals(scored.outcomes, estimators, resamples=request.resamples)
-        for name, found in record.intervals.items():  # a task trained with several seeds: their spread too
-            seeds = record.settings.get("seeds")
-            if isinstance(seeds, list) and len(seeds) > 1 and f"{name}_std" in record.metrics:
-                found.update({"seeds": len(seeds), "seed_std": record.metrics[f"{name}_std"]})
     subset_options = {
         option.dest: request.task_options[option.dest]
         for option in task_entry(request.task).options

@@ -116,6 +116,14 @@ class Sample:
             self._columns[name] = column[None, ...] if self.index is None else column[self.index]
         return self._columns[name]
 
+    def map(self, name: str, elementwise: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """`elementwise(sample[name])` (e.g. `rank <= k`), computed on the items before they are resampled
+        when it can be: gathering a bool moves an eighth of the bytes of gathering a float64. The same
+        numbers either way, as the function is elementwise."""
+        if self.index is None or name in self._columns:
+            return elementwise(self[name])
+        return elementwise(self.outcomes.columns[name])[self.index]
+
     def group_sum(self, values: np.ndarray) -> np.ndarray:
         """Per-group sums over the item axis (axis 1): (resamples, groups, ...)."""
         return np.add.reduceat(values, self.outcomes.starts, axis=1)

@@ -352,11 +352,11 @@ def best_gold_ranks(predictions: list[list[str]], answers: list[list[str]]) -> n
 
 
 def micro_hits(sample: Sample, k: int) -> np.ndarray:
-    return (sample["rank"] <= k).mean(axis=1)
+    return sample.map("rank", lambda rank: rank <= k).mean(axis=1)
 
 
 def macro_hits(sample: Sample, k: int) -> np.ndarray:
-    return sample.group_mean(sample["rank"] <= k).mean(axis=1)
+    return sample.group_mean(sample.map("rank", lambda rank: rank <= k)).mean(axis=1)
 
 
 def candidate_counts(data: MedLAMAData, exclude_head: bool) -> tuple[np.ndarray, np.ndarray]:
