@@ -203,6 +203,10 @@ def writes_fail_after(monkeypatch):
 
         def fake_open(file, mode="r", *args, **kwargs):
             handle = real_open(file, mode, *args, **kwargs)
+            if isinstance(
+                file, int
+            ):  # a descriptor (subprocess's pipes, e.g. the git commit in the results): not a file under folder
+                return handle
             path = Path(file).resolve()
             if "w" not in mode or not str(path).startswith(str(folder.resolve())) or name_part not in path.name:
                 return handle
