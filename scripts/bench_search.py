@@ -4,8 +4,9 @@
 
 The search (medprobe.contrastive.search.search) is a chunked matrix product into one reused block,
 followed by a top-k whose ties always go to the earlier name. Its floor is the same matrix product
-into the same reused block and a plain `torch.topk` on the same chunks: nothing exact can do less. The benchmark prints both, and the tie-breaking's share;
-a search much above its floor is a regression. Random vectors: the time does not depend on the values.
+into the same reused block and a plain `torch.topk` on the same chunks: nothing exact can do less.
+The benchmark prints both, and the tie-breaking's share; a search much above its floor is a
+regression. Random vectors: the time does not depend on the values.
 """
 
 from __future__ import annotations
