@@ -292,19 +292,27 @@ def chunk_checksum(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray,
     digest = hashlib.sha256()
     for array in (ids, lengths, embeddings, digests):
         digest.update(str((array.dtype.str, array.shape)).encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(byte_view(array))
     return digest.hexdigest()[:32]
 
 
 def entry_digests(ids: np.ndarray, lengths: np.ndarray, embeddings: np.ndarray) -> np.ndarray:
-    """A 64-bit digest of each entry: its token ids (int64) and its embedding row (float32) together."""
-    ends = np.cumsum(lengths).tolist()
-    digests = np.empty(len(lengths), dtype=np.uint64)
-    for row, (end, length) in enumerate(zip(ends, lengths.tolist())):
-        entry = hashlib.blake2b(ids[end - length : end].tobytes(), digest_size=8)
-        entry.update(embeddings[row].tobytes())
-        digests[row] = int.from_bytes(entry.digest(), "little")
-    return digests
+    """A 64-bit digest of each entry: its token ids (int64) and its embedding row (float32) together.
+
+    Hashed from views of the arrays' bytes, not copies (a warm MedLAMA run checks 41,810 entries)."""
+    ids_bytes, rows_bytes = byte_view(ids), byte_view(embeddings)
+    id_size, row_size = ids.itemsize, embeddings.shape[1] * embeddings.itemsize if embeddings.ndim == 2 else 0
+    parts = []
+    for row, (end, length) in enumerate(zip(np.cumsum(lengths).tolist(), lengths.tolist())):
+        entry = hashlib.blake2b(ids_bytes[(end - length) * id_size : end * id_size], digest_size=8)
+        entry.update(rows_bytes[row * row_size : (row + 1) * row_size])
+        parts.append(entry.digest())
+    return np.frombuffer(b"".join(parts), dtype="<u8").astype(np.uint64)
+
+
+def byte_view(array: np.ndarray) -> memoryview:
+    """The bytes of `array` in C order, without a copy when it is contiguous already."""
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
 
 
 def write_chunk(folder: Path, keys: Sequence[Key], embeddings: np.ndarray) -> Path:
