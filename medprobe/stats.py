@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -171,19 +172,26 @@ def estimate(outcomes: Outcomes, estimator: Estimator) -> float:
 def bootstrap_distribution(
     outcomes: Outcomes, estimators: Mapping[str, Estimator], resamples: int = RESAMPLES, seed: int = SEED
 ) -> dict[str, np.ndarray]:
-    """Each metric over `resamples` bootstrap resamples of the items (one index matrix per scheme and chunk)."""
+    """Each metric over `resamples` bootstrap resamples of the items (one index matrix per scheme and chunk).
+
+    The index matrices are drawn one ahead, in a thread, in the order they always are: drawing
+    (numpy's generator lets go of the GIL) overlaps computing the metrics on the previous one, and the
+    draws, hence the intervals, do not change."""
     rng = np.random.default_rng(seed)
+    # both schemes drawn every chunk: the draws do not depend on which metrics exist
+    plan = [(min(CHUNK, resamples - done), stratified) for done in range(0, resamples, CHUNK) for stratified in (False, True)]
     values: dict[str, list[np.ndarray]] = {name: [] for name in estimators}
-    done = 0
-    while done < resamples:
-        size = min(CHUNK, resamples - done)
-        for stratified in (False, True):  # both schemes drawn every chunk: the draws do not depend on which metrics exist
-            index = resample_index(outcomes, size, rng, stratified)
+    with ThreadPoolExecutor(max_workers=1) as drawer:  # one worker: the draws stay in order
+        upcoming = [drawer.submit(resample_index, outcomes, size, rng, stratified) for size, stratified in plan[:1]]
+        for step, (_, stratified) in enumerate(plan):
+            index = upcoming.pop().result()
+            if step + 1 < len(plan):
+                size, next_stratified = plan[step + 1]
+                upcoming.append(drawer.submit(resample_index, outcomes, size, rng, next_stratified))
             sample = Sample(outcomes, index)
             for name, estimator in estimators.items():
                 if estimator.stratified == stratified:
                     values[name].append(np.asarray(estimator.compute(sample), dtype=np.float64))
-        done += size
     return {name: np.concatenate(parts) for name, parts in values.items()}
 
 
