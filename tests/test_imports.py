@@ -265,3 +265,19 @@ def test_from_python_evaluate_is_imported_whole():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[-1] == "True"
+
+
+def test_the_program_makes_full_collections_rarer_and_the_python_api_does_not():
+    """The `medprobe` program (cli.main without argv) sets the oldest generation's threshold to
+    FULL_COLLECTION_THRESHOLD (full collections over torch's and datasets' objects cost 0.56 s of a warm
+    probe); main(argv) as the Python API and the tests call it leaves the interpreter's setting alone."""
+    script = (
+        "import atexit, gc, sys\nfrom medprobe import cli\n"
+        "atexit.register(lambda: print('after', gc.get_threshold()[2], flush=True))\n"
+        "cli.main(['cite', 'medlama'])\nprint('api', gc.get_threshold()[2], flush=True)\n"
+        "sys.argv = ['medprobe', 'cite', 'medlama']\ncli.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = [line.split() for line in done.stdout.splitlines() if line.startswith(("api ", "after "))]
+    assert found == [["api", "10"], ["after", "100"]], done.stdout[-2000:]
