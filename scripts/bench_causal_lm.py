@@ -42,6 +42,11 @@ scorers`): lm-eval runs 127,294 (each pair's context and continuation, less its 
 one), the plain scorer 67,316 (13,910 of them padding), the tree 36,536 through the body and 34,710 through the
 head: 17,121 / 9,054 / 4,862 GMAC with SmolLM2's sizes, 3.5x and 1.9x the tree's.
 
+Re-measured 2026-11-26, after the packaged GGUF file was parsed once per load instead of three times
+(medprobe's model load 18.7 s -> 6.5-7.2 s; nothing else in the scorer changed), `--part processes`, same
+machine, two runs: lm-eval 290.5 s vs medprobe 96.8 s (3.00x; idle before, load 0.0) and 307.2 s vs 106.6 s
+(2.88x; load 1.0 before), acc@1 and acc@10 identical each time. Scoring alone 3.01x and 2.78x.
+
 In one process (`--part scorers --per-relation 2`, 1,900 pairs, quiet): plain 35.5 s, tree 16.2 s (2.19x),
 largest score difference 9.9e-05 (total log-probabilities of up to 20 tokens; against an fp64 forward pass the
 tree's worst error on a may_treat query was 3.1e-05, the plain scorer's 6.5e-05), acc@k identical. The whole
