@@ -181,13 +181,17 @@ def bootstrap_distribution(
     # both schemes drawn every chunk: the draws do not depend on which metrics exist
     plan = [(min(CHUNK, resamples - done), stratified) for done in range(0, resamples, CHUNK) for stratified in (False, True)]
     values: dict[str, list[np.ndarray]] = {name: [] for name in estimators}
+
+    def draw(step: int) -> np.ndarray:
+        size, stratified = plan[step]
+        return resample_index(outcomes, size, rng, stratified)
+
     with ThreadPoolExecutor(max_workers=1) as drawer:  # one worker: the draws stay in order
-        upcoming = [drawer.submit(resample_index, outcomes, size, rng, stratified) for size, stratified in plan[:1]]
+        pending = drawer.submit(draw, 0) if plan else None
         for step, (_, stratified) in enumerate(plan):
-            index = upcoming.pop().result()
+            index = pending.result()
             if step + 1 < len(plan):
-                size, next_stratified = plan[step + 1]
-                upcoming.append(drawer.submit(resample_index, outcomes, size, rng, next_stratified))
+                pending = drawer.submit(draw, step + 1)
             sample = Sample(outcomes, index)
             for name, estimator in estimators.items():
                 if estimator.stratified == stratified:

@@ -389,10 +389,6 @@ class Space:
                 touch(path)
         return found
 
-    def lookup(self, keys: Iterable[Key]) -> dict[Key, np.ndarray]:
-        """The stored embeddings of those `keys` that are here (one row each); their chunks count as just used."""
-        return {key: self.chunks[chunk][row] for key, (chunk, row) in self.positions(keys).items()}
-
     def add(self, keys: Sequence[Key], embeddings: np.ndarray, write: bool = True) -> None:
         """Add new embeddings; with `write`, store them as one chunk and evict old chunks of the whole
         cache beyond the bound (without, they are only remembered by this process).

@@ -549,11 +549,7 @@ class ContrastiveProbe(Prober):
         timeline.mark("queries encoded; search starts")
         start = time.perf_counter()
         top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
-        if len(distinct) == len(candidates):  # one name per row: each row found is one name
-            only = [names[0] for names in names_of_row]
-            ranked = [[only[row] for row in best] for best in top]
-        else:
-            ranked = [first_names(best, names_of_row, k) for best in top]
+        ranked = [first_names(best, names_of_row, k) for best in top]
         self._add_time("search", start)
         timeline.mark("search done")
         return ranked
