@@ -10,15 +10,23 @@ file system), is flushed to disk before the rename, and is removed on any except
 included. Only a SIGKILL or a power cut during the write can leave it behind, as a hidden
 `.<stem>-tmp-<pid><suffix>` file beside the target.
 
+Several files of one run (results JSON, outcomes, predictions, plot) are one unit: `write_all_atomically`
+writes every one under its temporary name first, then renames them in the order given (the results
+JSON last, naming the sha256 of the others) with SIGINT and SIGTERM held off, and puts the previous
+files back if a rename fails. A SIGKILL between two renames leaves a JSON whose named files do not
+match: `medprobe.records` reads that as an interrupted write, never as a run.
+
 Imports (docs/architecture.md): only foundation modules (api); every layer may import it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from medprobe.api import UserError
@@ -26,6 +34,56 @@ from medprobe.api import UserError
 
 class UnwritableOutput(UserError):
     """An output path that cannot be written; the message names the option and the path."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same cleanup runs (the CLI exits 143 on it, 130 on Ctrl-C)."""
+
+
+# --- signals -------------------------------------------------------------------------------------
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()  # signal handlers can only be set there
+
+
+@contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises `Terminated` (a KeyboardInterrupt) so that `finally` blocks clean up."""
+    if not _in_main_thread():
+        yield
+        return
+
+    def terminated(signum: int, frame: object) -> None:
+        raise Terminated(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM are held until the block ends, so a swap, a commit or a cleanup is never cut in half.
+
+    The signals that arrived are listed in the yielded list and then dropped: the block's outcome
+    stands (a swap that finished is a finished write; a cleanup runs because the write failed).
+    """
+    received: list[int] = []
+    if not _in_main_thread():
+        yield received
+        return
+    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+# --- files ---------------------------------------------------------------------------------------
 
 
 def temporary_sibling(target: Path) -> Path:
@@ -64,21 +122,80 @@ Writer = Callable[[Path], object]  # writes one output file at the path it is gi
 
 
 def write_all_atomically(writers: Iterable[tuple[str | Path | None, Writer]]) -> list[Path]:
-    """Call every `writer(temporary_path)`, then rename all the files into place; None targets are skipped.
+    """Call every `writer(temporary_path)` in order, then rename all the files into place, in the same
+    order; None targets are skipped. The outputs of one run change together:
 
-    The outputs of one run (results JSON, plot, predictions) change together: if any writer
-    fails, every temporary file is removed and no target is touched. (Only a failing rename,
-    after all were written, could leave some renamed and some not.)
+    - a writer that fails removes every temporary file and touches no target;
+    - the renames run with SIGINT and SIGTERM held (`signals_deferred`), and a rename that fails puts
+      back the files already replaced (each previous file is kept as a hard link until the end) and
+      removes the new ones that had no predecessor;
+    - only a SIGKILL or a power cut between two renames can leave some files new and some old; the
+      caller that must tell (a run) names the other files' sha256 in the file it renames last.
     """
     targets = [(Path(target), write) for target, write in writers if target]
     resolved = [target.expanduser().resolve() for target, _ in targets]
     for index, path in enumerate(resolved):
         if path in resolved[:index]:
             raise UnwritableOutput(f"two outputs of this run would be written to the same file {targets[index][0]}")
-    with ExitStack() as stack:
+    staged: list[tuple[Path, Path]] = []  # (temporary file, target)
+    try:
         for target, write in targets:
-            write(stack.enter_context(atomic_output(target)))
+            if target.is_dir():
+                raise UnwritableOutput(f"{target} is a folder; expected a file path")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temp = temporary_sibling(target)
+            staged.append((temp, target))
+            write(temp)
+            if not temp.is_file():
+                raise RuntimeError(f"nothing was written to {temp} for {target}")
+            with open(temp, "rb") as handle:  # on disk before the rename, so a power cut cannot leave an empty target
+                os.fsync(handle.fileno())
+        with signals_deferred():
+            rename_all(staged)
+    except BaseException:
+        for temp, _ in staged:
+            temp.unlink(missing_ok=True)
+        raise
     return [target for target, _ in targets]
+
+
+def rename_all(staged: list[tuple[Path, Path]]) -> None:
+    """Rename each (temporary file, target) in order; if one fails, undo the ones done before it."""
+    done: list[tuple[Path, Path | None]] = []  # (target, the hard link keeping its previous file, or None)
+    kept: list[Path] = []
+    try:
+        for temp, target in staged:
+            previous = keep_previous(target)
+            if previous is not None:
+                kept.append(previous)
+            os.replace(temp, target)
+            done.append((target, previous))
+    except BaseException:
+        for target, previous in reversed(done):
+            with suppress(OSError):  # best effort: what cannot be put back is caught by the reader's hash checks
+                if previous is not None:
+                    os.replace(previous, target)
+                else:
+                    target.unlink()
+        raise
+    finally:
+        for previous in kept:
+            with suppress(OSError):
+                previous.unlink(missing_ok=True)
+
+
+def keep_previous(target: Path) -> Path | None:
+    """A hard link to the file now at `target` (None: there is none, or the file system has no hard links)."""
+    if not target.is_file():
+        return None
+    link = target.with_name(f".{target.stem}-old-{os.getpid()}{target.suffix}")
+    with suppress(FileNotFoundError):
+        link.unlink()
+    try:
+        os.link(target, link)
+    except OSError:
+        return None
+    return link
 
 
 def nearest_existing(path: Path) -> Path:

@@ -12,8 +12,8 @@ single files use medprobe/atomic.py. The pieces:
   what a SIGKILL leaves is removed by the next writer (`clean_leftovers`, under the lock).
 - `swap_into_place(stage, out)`: one atomic exchange where Linux offers it (renameat2), else two
   renames whose half-done state `clean_leftovers` undoes.
-- `sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C (the CLI runs every
-  command under `sigterm_raises`), and neither cuts a swap or a cleanup in half.
+- `medprobe.atomic.sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C (the CLI
+  runs every command under `sigterm_raises`), and neither cuts a swap or a cleanup in half.
 
 Imports (docs/architecture.md): only foundation modules (api, atomic); every layer may import it.
 """
@@ -24,8 +24,6 @@ import ctypes
 import errno
 import os
 import shutil
-import signal
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -42,55 +40,8 @@ STAGE_MARK = ".medprobe-tmp-"  # .<OUT name>.medprobe-tmp-<pid>: a write in prog
 LOCK_MARK = ".medprobe-lock"  # .<OUT name>.medprobe-lock
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that the same cleanup runs (the CLI exits 143 on it, 130 on Ctrl-C)."""
-
-
 class FolderLocked(UserError):
     """Another process holds the lock on the output folder; the message says which and what to do."""
-
-
-# --- signals -------------------------------------------------------------------------------------
-
-
-def _in_main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()  # signal handlers can only be set there
-
-
-@contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises `Terminated` (a KeyboardInterrupt) so that `finally` blocks clean up."""
-    if not _in_main_thread():
-        yield
-        return
-
-    def terminated(signum: int, frame: object) -> None:
-        raise Terminated(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
-
-
-@contextmanager
-def signals_deferred() -> Iterator[list[int]]:
-    """SIGINT and SIGTERM are held until the block ends, so a swap or a cleanup is never cut in half.
-
-    The signals that arrived are listed in the yielded list and then dropped: the block's outcome
-    stands (a swap that finished is a finished write; a cleanup runs because the write failed).
-    """
-    received: list[int] = []
-    if not _in_main_thread():
-        yield received
-        return
-    previous = {s: signal.signal(s, lambda signum, frame: received.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield received
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 # --- the lock, the staging folder and the swap ---------------------------------------------------

@@ -4,21 +4,22 @@
 
 A results JSON is one run, labelled by its file name; a profile folder (or its profile.json) holds
 one run per benchmark/config/prober, labelled by the folder's name. Floors (MST's scratch run) and
-failed runs of a profile are left out and listed; each run's results JSON is found by
-`profile_run_results` and checked to be the one profile.json recorded.
+failed runs of a profile are left out and listed. Every run is read through medprobe.records (its
+numbers recomputed from its outcomes); a profile's run is also checked to be the one profile.json
+recorded (medprobe.profile_folder.verified_run).
 
 Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from medprobe.api import UserError
-from medprobe.results import RunRecord, load_record, read_outcomes
+from medprobe.records import load_run
+from medprobe.results import RunRecord
 from medprobe.stats import Outcomes
 
 Key = tuple[str, str | None, str]  # (benchmark, config, prober): what a profile run is matched by
@@ -26,14 +27,13 @@ Key = tuple[str, str | None, str]  # (benchmark, config, prober): what a profile
 
 @dataclass
 class Run:
-    """One run to compare: its results JSON and the record read from it."""
+    """One run to compare: its results JSON, the record read from it and its per-item outcomes (medprobe.records:
+    every number of the record recomputed from those outcomes)."""
 
     label: str  # how the tables name it: the input's label, plus the run's label inside a profile
     path: Path  # the results JSON (its outcomes file lies beside it)
     record: RunRecord
-
-    def outcomes(self) -> Outcomes:
-        return read_outcomes(self.record, self.path)
+    outcomes: Outcomes
 
 
 @dataclass
@@ -81,8 +81,8 @@ def read_input(path: str | Path, label: str | None = None) -> Input:
         return read_profile(path if path.is_dir() else path.parent, label)
     if not path.is_file():
         raise UserError(f"{path}: no such results JSON or profile folder")
-    record = load_record(path)
-    return Input(label, path, "run", {record_key(record): Run(label, path, record)})
+    loaded = load_run(path)
+    return Input(label, path, "run", {record_key(loaded.record): Run(label, path, loaded.record, loaded.outcomes)})
 
 
 def record_key(record: RunRecord) -> Key:
@@ -91,19 +91,18 @@ def record_key(record: RunRecord) -> Key:
 
 def read_profile(folder: Path, label: str) -> Input:
     """The runs of a profile folder, by benchmark/config/prober; floors and failed runs are left out (and listed)."""
+    from medprobe.profile_folder import verified_run
+    from medprobe.records.verify import read_json_object
+
     profile_json = folder / "profile.json"
-    try:
-        profile = json.loads(profile_json.read_text(encoding="utf-8"))
-        entries = profile["runs"]
-    except FileNotFoundError:
-        raise UserError(
-            f"{folder} is a folder without profile.json: give a results JSON or a `medprobe profile` folder"
-        ) from None
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise UserError(f"{profile_json} is not a medprobe profile ({err})") from None
+    if not profile_json.is_file():
+        raise UserError(f"{folder} is a folder without profile.json: give a results JSON or a `medprobe profile` folder")
+    entries = read_json_object(profile_json, "a medprobe profile").get("runs")
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise UserError(f"{profile_json} is not a medprobe profile (no list of runs)")
     found = Input(label, folder, "profile")
     for entry in entries:
-        key = (entry["benchmark"], entry.get("config"), entry["prober"])
+        key = (entry.get("benchmark"), entry.get("config"), entry.get("prober"))
         if entry.get("floor_of"):
             found.left_out.append(f"{label}: {key_title(key)} is the floor of {entry['floor_of']}, not compared")
         elif entry.get("record") is None:
@@ -111,36 +110,6 @@ def read_profile(folder: Path, label: str) -> Input:
         elif key in found.runs:
             raise UserError(f"{profile_json} holds two runs of {key_title(key)}; compare their results JSONs instead")
         else:
-            path = profile_run_results(folder, entry)
-            record = load_record(path)
-            check_profile_record(record, entry, path, profile_json)
-            found.runs[key] = Run(f"{label}", path, record)
+            loaded = verified_run(folder, entry)
+            found.runs[key] = Run(label, loaded.path, loaded.record, loaded.outcomes)
     return found
-
-
-def profile_run_results(folder: Path, entry: dict) -> Path:
-    """The results JSON of one run of the profile in `folder`.
-
-    profile.json records the path the run wrote at profile time (`results`), relative to the working
-    directory of that time or absolute; a folder that was moved or copied holds the file under its own
-    runs/. The folder's own copy is preferred (a stale file at the recorded path must not stand in for
-    it), then the recorded path; the record's outcomes digest is checked against profile.json either way."""
-    recorded = Path(entry.get("results") or f"{entry.get('label', 'run')}.json")
-    for candidate in (folder / "runs" / recorded.name, recorded):
-        if candidate.is_file():
-            return candidate
-    raise UserError(
-        f"{folder / 'profile.json'} names the results of {entry.get('label')} as {recorded}, "
-        f"which is neither there nor in {folder / 'runs'}"
-    )
-
-
-def check_profile_record(record: RunRecord, entry: dict, path: Path, profile_json: Path) -> None:
-    """The results JSON found for a profile run is the one the profile recorded (same outcomes)."""
-    recorded = (entry["record"].get("outcomes") or {}).get("sha256")
-    found = (record.outcomes or {}).get("sha256")
-    if recorded and found != recorded:
-        raise UserError(
-            f"{path} is not the run {profile_json} recorded for {entry.get('label')} (its outcomes differ); "
-            "compare the results JSONs directly"
-        )

@@ -108,14 +108,43 @@ def runs_table(comparison: dict) -> Table:
     return Table("Runs", "", ["run", "data", "prober", "model", "items", "command"], rows, {4})
 
 
+def setting_text(name: str, value: object) -> str:
+    """A setting as a user types it: a model by its folder name, a list as 1,10, an option left out as `not given`,
+    a switch as on/off, a digest by its first 12 digits."""
+    if value is None:
+        return "not given"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if name == "model":
+        return model_label(str(value))
+    if name == "weights sha256":
+        return f"{str(value)[:12]}…"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
 def differing_text(found: dict) -> str:
-    """`layers None in r1.json, 3 in r2.json`; model paths by their folder name."""
+    """`layers not given in r1.json, 3 in r2.json`; model paths by their folder name."""
     parts = []
     for name, (first, second) in found["differing"].items():
-        if name == "model":
-            first, second = model_label(first), model_label(second)
+        first, second = setting_text(name, first), setting_text(name, second)
         parts.append(f"{name} {first} in {found['reference']}, {second} in {found['run']}")
     return "; ".join(parts)
+
+
+def sameness_text(found: dict) -> str:
+    """What the comparison checked to be the same, and only that: prober and settings always (they are compared);
+    the model by its weights digest when both runs recorded it, else said to be unchecked."""
+    if found["differing"]:
+        said = f"What differs: {differing_text(found)}"
+    else:
+        said = "The runs' prober and settings are the same"
+    if "model" in found["differing"] or "weights sha256" in found["differing"]:
+        return said
+    if found.get("same_weights"):
+        return said + f"; the same model weights (sha256 {found['same_weights'][:12]}…)"
+    return said + "; the model has one name in both, but not both runs recorded its weights: not checked to be the same"
 
 
 def metrics_table(found: dict) -> Table:
@@ -136,7 +165,7 @@ def metrics_table(found: dict) -> Table:
     intro = f"{items['compared']:,} {found['units']} paired"
     if found["intersected"]:
         intro += f" (--intersect: of {ref}'s {items[ref]:,} and {run}'s {items[run]:,}; intervals recomputed on them)"
-    intro += f". What differs: {differing_text(found)}" if found["differing"] else ". The runs' models and settings are the same"
+    intro += f". {sameness_text(found)}"
     return Table(
         f"{versus(found)}: {found['title']}",
         intro + ".",

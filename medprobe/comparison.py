@@ -37,7 +37,7 @@ from typing import Any
 from medprobe.api import UserError
 from medprobe.compare_inputs import Input, Run, key_title, read_inputs
 from medprobe.registry import TASKS, load, task_entry
-from medprobe.results import RunRecord, read_outcomes
+from medprobe.results import RunRecord
 from medprobe.stats import RESAMPLES, SEED, Estimator, Outcomes, aligned, estimate, holm, intervals, paired, plural
 
 # --- which runs pair, and why not -----------------------------------------------------------------------
@@ -88,11 +88,6 @@ def check_pair(pair: Pair, intersect: bool) -> None:
     a, b = pair.reference, pair.run
     ra, rb = a.record, b.record
     where = f"{pair.title}: " if pair.profile else ""
-    for run in (a, b):
-        if not run.record.outcomes:
-            read_outcomes(run.record, run.path)  # raises the error that says the file is too old
-        if not run.record.task:
-            raise UserError(f"{run.path} does not record its task (written by an older medprobe); run the probe again")
     if ra.task != rb.task:
         raise UserError(
             f"{where}the runs ran different tasks: {a.label} {ra.task}, {b.label} {rb.task}; only runs of one task pair"
@@ -174,25 +169,66 @@ def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+MIN_PAIRED = 10  # --intersect: fewer common items than this give no paired interval worth reading
+
+
 def common_items(pair: Pair, a: Outcomes, b: Outcomes, intersect: bool) -> tuple[Outcomes, Outcomes, dict]:
-    """Both runs' outcomes on the items they share (all of them unless `intersect`), and how many that is."""
+    """Both runs' outcomes on the items they share (all of them unless `intersect`), and how many that is.
+
+    An item is shared when both runs hold its id with the same content digest (the question asked); an id
+    both hold with other content is another question in each run and never pairs. Runs that record no
+    digests (an older medprobe) pair by id only when they probed the same data (equal fingerprints)."""
+    ref, run = pair.reference, pair.run
     held = set(b.ids)
-    shared = [item for item in a.ids if item in held]
-    counts = {"compared": len(shared), pair.reference.label: len(a), pair.run.label: len(b)}
-    if not shared:
-        raise UserError(f"{pair.title}: {pair.reference.label} and {pair.run.label} share no item id; nothing to pair")
+    common = [item for item in a.ids if item in held]
+    if a.contents and b.contents:
+        content_b = dict(zip(b.ids, b.contents))
+        shared = [item for item, content in zip(a.ids, a.contents) if item in held and content_b[item] == content]
+    elif same_data(ref.record, run.record):
+        shared = common  # ids of one dataset's files name the same items
+    else:
+        older = ref if not a.contents else run
+        raise UserError(
+            f"{pair.title}: {older.label} records no item contents (written by an older medprobe), so nothing shows that "
+            "an id names the same question in both runs of different data; run the probe again"
+        )
+    counts = {"compared": len(shared), "other_content": len(common) - len(shared), ref.label: len(a), run.label: len(b)}
+    if not common:
+        raise UserError(f"{pair.title}: {ref.label} and {run.label} share no item id; nothing to pair")
     if len(shared) < len(a) or len(shared) < len(b):
-        if not intersect:  # the subset digests agreed, so the files themselves disagree with their records
-            raise UserError(
-                f"{pair.title}: the outcomes files of {pair.reference.label} and {pair.run.label} hold different items"
-            )
+        if not intersect:  # the data and subset digests agreed, so the files themselves disagree with their records
+            raise UserError(f"{pair.title}: the outcomes files of {ref.label} and {run.label} hold different items")
+        refuse_thin_intersection(pair, counts)
         a, b = a.select(shared), b.select(shared)
     try:
         a, b = aligned(a, b)
     except ValueError as err:  # an item in one group in one run and in another in the other
-        raise UserError(f"{pair.title}: {pair.reference.label} and {pair.run.label} cannot be paired: {err}") from None
+        raise UserError(f"{pair.title}: {ref.label} and {run.label} cannot be paired: {err}") from None
     check_columns(pair, a, b)
     return a, b, counts
+
+
+def same_data(a: RunRecord, b: RunRecord) -> bool:
+    """Both runs recorded the same data fingerprint and config."""
+    digest = a.data_fingerprint.get("sha256")
+    return digest is not None and digest == b.data_fingerprint.get("sha256") and a.config == b.config
+
+
+def refuse_thin_intersection(pair: Pair, counts: dict) -> None:
+    """--intersect pairs what both runs asked; it refuses when that is nothing, fewer than MIN_PAIRED items, or
+    fewer than the ids both hold with other content (then the two datasets use their ids for other questions)."""
+    compared, other = counts["compared"], counts["other_content"]
+    if compared >= MIN_PAIRED and compared >= other:
+        return
+    why = (
+        f"{other:,} of the {compared + other:,} ids both hold name other questions in each (same id, other content)"
+        if other > compared
+        else f"only {compared:,} items are the same question in both (at least {MIN_PAIRED} are needed)"
+    )
+    raise UserError(
+        f"{pair.title}: --intersect cannot pair {pair.reference.label} and {pair.run.label}: {why}; the runs probed "
+        "different questions: compare runs of the same benchmark data"
+    )
 
 
 def check_columns(pair: Pair, a: Outcomes, b: Outcomes) -> None:
@@ -260,7 +296,7 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
     """Every common metric of both runs, their differences (run - reference) and the per-group headline differences."""
     estimators = common_estimators(pair)
     ref, run = pair.reference, pair.run
-    a, b, counts = common_items(pair, ref.outcomes(), run.outcomes(), intersect)
+    a, b, counts = common_items(pair, ref.outcomes, run.outcomes, intersect)
     entry = task_entry(ref.record.task)
     headline = entry.headline if entry.headline in estimators else next(iter(estimators))
     recompute = counts["compared"] < max(counts[ref.label], counts[run.label])
@@ -291,6 +327,7 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
             "intersected": recompute,
             "data": {ref.label: ref.record.data_fingerprint.get("sha256"), run.label: run.record.data_fingerprint.get("sha256")},
             "differing": differing_settings(ref.record, run.record),
+            "same_weights": same_weights(ref.record, run.record),
             "headline": headline,
             "group_by": getattr(task_class(ref.record.task), "GROUP_BY", "") or "group",
             "values": {
@@ -305,11 +342,21 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
 
 def differing_settings(a: RunRecord, b: RunRecord) -> dict[str, list]:
     """What differs between two runs' models, probers and settings: `{name: [reference's, run's]}`
-    (e.g. `{"layers": [None, 3]}`), so a reader sees what the difference is a difference of."""
+    (e.g. `{"layers": [None, 3]}`, `{"weights sha256": [...]}` for one model name with other weights), so a
+    reader sees what the difference is a difference of."""
     first = {"prober": a.prober, "model": a.model, **a.settings}
     second = {"prober": b.prober, "model": b.model, **b.settings}
+    weights = a.model_identity.get("weights_sha256"), b.model_identity.get("weights_sha256")
+    if all(weights) and weights[0] != weights[1]:
+        first["weights sha256"], second["weights sha256"] = weights
     names = dict.fromkeys([*first, *second])
     return {name: [first.get(name), second.get(name)] for name in names if first.get(name) != second.get(name)}
+
+
+def same_weights(a: RunRecord, b: RunRecord) -> str | None:
+    """The weights digest both runs' models recorded, when it is the same (None: not recorded by both, or different)."""
+    first, second = a.model_identity.get("weights_sha256"), b.model_identity.get("weights_sha256")
+    return first if first and first == second else None
 
 
 def run_summary(run: Run) -> dict:
@@ -335,7 +382,8 @@ def differences_by_group(b: Outcomes, a: Outcomes) -> list[tuple[str, Outcomes, 
 
 
 def intersect_notes(found: dict) -> list[str]:
-    """What --intersect did to one comparison: how many items of each run it kept, and that ids paired different data."""
+    """What --intersect did to one comparison: how many items of each run it kept, how many ids it left out because
+    they name other questions in the two runs, and on what the items of runs of different data were paired."""
     notes = []
     items, ref, run = found["items"], found["reference"], found["run"]
     if found["intersected"]:
@@ -343,10 +391,15 @@ def intersect_notes(found: dict) -> list[str]:
             f"{found['title']}: --intersect: {items['compared']:,} common {found['units']} ({items['compared']:,} of "
             f"{ref}'s {items[ref]:,}, {items['compared']:,} of {run}'s {items[run]:,})"
         )
+    if items.get("other_content"):
+        notes.append(
+            f"{found['title']}: {items['other_content']:,} ids are in both runs with other content (another question under "
+            "the same id): left out"
+        )
     if len(set(found["data"].values())) > 1:
         notes.append(
-            f"{found['title']}: the runs probed different data; items are paired by id, which must name the same "
-            "item in both (as it does in two configs of one benchmark that share their items)"
+            f"{found['title']}: the runs probed different data; an item pairs only where both runs hold its id with the "
+            "same content (question and gold answers), so each pair is one question asked of both"
         )
     return notes
 

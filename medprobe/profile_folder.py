@@ -52,17 +52,8 @@ from typing import Any
 
 from medprobe import distributed
 from medprobe.api import UserError
-from medprobe.atomic import write_text_atomically
-from medprobe.atomic_folder import (
-    clean_leftovers,
-    leftover_stages,
-    out_lock,
-    prepare_parent,
-    signals_deferred,
-    sigterm_raises,
-    stage_prefix,
-    swap_into_place,
-)
+from medprobe.atomic import signals_deferred, sigterm_raises, write_text_atomically
+from medprobe.atomic_folder import clean_leftovers, leftover_stages, out_lock, prepare_parent, stage_prefix, swap_into_place
 from medprobe.building.cards import package_version, sha256
 
 PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
@@ -134,7 +125,7 @@ def check_replaceable(out: Path, overwrite: bool) -> None:
 
 def disagreement(folder: Path, profile: dict) -> str | None:
     """Why a profile folder is not what its profile.json recorded, naming the file (None: it is)."""
-    from medprobe.results import load_record
+    from medprobe.records import load_record_file
 
     recorded = recorded_files(profile)
     unrecorded = [run.get("label") for run in profile["runs"] if run.get("record") is not None and not run.get("files")]
@@ -148,9 +139,44 @@ def disagreement(folder: Path, profile: dict) -> str | None:
             return f"{path} is not the file profile.json recorded (its sha256 differs: changed after the profile was written)"
     for run in profile["runs"]:
         results = [name for name in run.get("files") or {} if name.endswith(".json")]
-        if run.get("record") is not None and results and asdict(load_record(folder / results[0])) != run["record"]:
+        if run.get("record") is not None and results and asdict(load_record_file(folder / results[0])) != run["record"]:
             return f"{folder / results[0]} and the record of run {run.get('label')} in profile.json disagree"
     return None
+
+
+# --- reading a profile back ----------------------------------------------------------------------
+
+
+def run_results(folder: Path, entry: dict) -> Path:
+    """The results JSON of one run of the profile in `folder`.
+
+    profile.json records the path the run wrote at profile time (`results`), relative to the working
+    directory of that time or absolute; a folder that was moved or copied holds the file under its own
+    runs/. The folder's own copy is preferred (a stale file at the recorded path must not stand in for
+    it), then the recorded path; the record is checked against profile.json's either way."""
+    recorded = Path(entry.get("results") or f"{entry.get('label', 'run')}.json")
+    for candidate in (folder / "runs" / recorded.name, recorded):
+        if candidate.is_file():
+            return candidate
+    raise UserError(
+        f"{folder / 'profile.json'} names the results of {entry.get('label')} as {recorded}, "
+        f"which is neither there nor in {folder / 'runs'}"
+    )
+
+
+def verified_run(folder: Path, entry: dict) -> Any:
+    """The run of a profile.json entry read through medprobe.records (every number recomputed from its
+    outcomes), and equal to the record profile.json holds of it."""
+    from medprobe.records import RecordError, load_run
+
+    path = run_results(folder, entry)
+    loaded = load_run(path)
+    if asdict(loaded.record) != entry.get("record"):
+        raise RecordError(
+            f"{path} is not the run {folder / 'profile.json'} recorded for {entry.get('label')} (the two records differ); "
+            "compare or publish the results JSON itself, or run `medprobe profile` again"
+        )
+    return loaded
 
 
 # --- moving paths from the staging folder to OUT ---------------------------------------------------
@@ -273,20 +299,18 @@ class ProfileFolder:
         entry, and it is journaled (with the key of its `request`) for a profile that resumes this one."""
         if not self.main:
             return
-        from medprobe.results import load_record
+        from medprobe.records import load_record_file
 
         entry.update(self.logical({name: entry[name] for name in ("request", "results", "predictions", "record")}))
-        files = {}
-        for name in ("results", "predictions"):
-            if entry.get(name):
-                path = self.physical(entry[name])
-                if name == "results":
-                    record = load_record(path)
-                    shown = self.logical(record)
-                    if shown != record:
-                        shown.save(path)
-                files[path.relative_to(self.staged).as_posix()] = sha256(path)
-        entry["files"] = files
+        results = self.physical(entry["results"])
+        record = load_record_file(results)
+        shown = self.logical(record)
+        if shown != record:
+            shown.save(results)
+        # every file of the run: its results JSON and the files written with it (outcomes, predictions, plot)
+        paths = [results.resolve(), *((results.parent / name).resolve() for name in shown.files)]
+        inside = [path for path in paths if path.is_relative_to(self.staged.resolve())]
+        entry["files"] = {path.relative_to(self.staged.resolve()).as_posix(): sha256(path) for path in inside}
         self.journal[entry["label"]] = {"key": self.key(request, source), "entry": entry}
         self.write_journal()
 

@@ -399,6 +399,33 @@ def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list
     return write_all_atomically(writers)
 
 
+def check_headline(folder: Path, profile: dict, runs: dict[str, Any]) -> None:
+    """Each headline row of profile.json is its run's headline number, interval, n and chance, and profile.md is
+    the table those rows give (what `publish results` puts into a card)."""
+    for row in profile.get("headline") or []:
+        loaded = runs.get(row.get("run"))
+        if loaded is None:
+            continue
+        record, metric = loaded.record, row.get("metric")
+        interval = record.intervals.get(metric) or {}
+        chance = (record.chance.get(metric) or {}).get("value")
+        found = {"value": record.metrics.get(metric), "low": interval.get("low"), "high": interval.get("high")}
+        found.update({"n": interval.get("n"), "chance": chance})
+        for key, value in found.items():
+            if key in row and row[key] != value:
+                raise UserError(
+                    f"{folder / 'profile.json'}: its headline {key} of run {row.get('run')} is {row[key]!r}, the run's "
+                    f"record says {value!r}; the profile was edited: run `medprobe profile` again"
+                )
+    table = folder / "profile.md"
+    try:
+        expected = markdown(Profile(**profile))
+    except (TypeError, KeyError) as err:
+        raise UserError(f"{folder / 'profile.json'} is not a profile this medprobe can read ({err})") from None
+    if table.is_file() and table.read_text(encoding="utf-8") != expected:
+        raise UserError(f"{table} is not the table of {folder / 'profile.json'} (edited?); run `medprobe profile` again")
+
+
 def summary(profile: Profile, out: Path) -> str:
     lines = [f"\nknowledge profile of {profile.model} ({profile.kind}), {profile.seconds:.0f} s:"]
     for row in profile.headline:

@@ -209,7 +209,7 @@ def load(path: str | Path) -> RunRecord | Profile:
     import json
 
     from medprobe.profiling import Profile
-    from medprobe.results import load_record
+    from medprobe.records import load_run
 
     path = Path(path)
     profile_json = path / "profile.json" if path.is_dir() else path
@@ -220,7 +220,7 @@ def load(path: str | Path) -> RunRecord | Profile:
             return Profile(**json.loads(profile_json.read_text(encoding="utf-8")))
         except (json.JSONDecodeError, TypeError) as err:
             raise UserError(f"{profile_json} is not a medprobe profile ({err})") from err
-    return load_record(path)
+    return load_run(path).record
 
 
 def sample(benchmark: str) -> str:

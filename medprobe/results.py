@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import platform
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from medprobe.api import UserError
 from medprobe.atomic import Writer, write_all_atomically, write_text_atomically
+from medprobe.digests import sha256_file
 
 if TYPE_CHECKING:  # numpy only when outcomes are read or written
     from medprobe.stats import Outcomes
@@ -57,6 +59,7 @@ class RunRecord:
     intervals: dict = field(default_factory=dict)  # {metric: {"low", "high", "level", "n", "method", ...}} (medprobe.stats)
     chance: dict = field(default_factory=dict)  # {metric: {"value", "method"}}: the metric under random answers
     outcomes: dict | None = None  # {"file", "sha256", "items", "unit", "fields"}: the per-item outcomes beside the JSON
+    files: dict = field(default_factory=dict)  # {path relative to the JSON's folder: sha256} of every file written with it
     data_fingerprint: dict = field(default_factory=dict)  # sha256 of the data files probed (medprobe.provenance)
     subset: dict = field(default_factory=dict)  # {"subset": bool, "options", "items", "item_ids_sha256"}
     model_identity: dict = field(default_factory=dict)  # path or Hub id, revision, weights sha256
@@ -73,14 +76,6 @@ class RunRecord:
     def save(self, path: str | Path) -> Path:
         """Write the JSON atomically: a failed or killed write leaves the previous file as it was."""
         return write_text_atomically(path, self.to_json())
-
-
-def load_record(path: str | Path) -> RunRecord:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        return RunRecord(**data)
-    except (json.JSONDecodeError, TypeError) as err:
-        raise UserError(f"{path} is not a medprobe results file ({err})") from err
 
 
 # --- per-item outcomes beside the JSON ------------------------------------------------------------------
@@ -101,10 +96,13 @@ def plain(value: float) -> int | float | None:
 
 
 def outcomes_jsonl(outcomes: Outcomes) -> str:
-    """One JSON line per item: its id, its group and each outcome column (a list for a 2-D column)."""
+    """One JSON line per item: its id, its group, its content digest (`item`, when recorded) and each outcome
+    column (a list for a 2-D column)."""
     lines = []
     for row, (item, group) in enumerate(zip(outcomes.ids, outcomes.groups)):
         line: dict = {"id": item, "group": group}
+        if outcomes.contents:
+            line["item"] = outcomes.contents[row]
         for name, column in outcomes.columns.items():
             value = column[row]
             line[name] = [plain(v) for v in value] if column.ndim > 1 else plain(value)
@@ -121,46 +119,6 @@ def outcomes_entry(text: str, out: str | Path, outcomes: Outcomes, unit: str, fi
         "unit": unit,
         "fields": fields,
     }
-
-
-def read_outcomes(record: RunRecord, json_path: str | Path) -> Outcomes:
-    """The per-item outcomes of a record, read from the file its JSON names, checked against its sha256."""
-    from medprobe.stats import Outcomes
-
-    entry = record.outcomes
-    if not entry:
-        raise UserError(
-            f"{json_path} records no per-item outcomes (written by a medprobe older than 0.2, or with --out "
-            "but no outcomes); run the probe again to compare or publish it with intervals"
-        )
-    path = Path(json_path).parent / entry["file"]
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise UserError(
-            f"{json_path} names its per-item outcomes {path}, which cannot be read ({err.strerror or err}); "
-            "keep the .outcomes.jsonl file beside its results JSON"
-        ) from None
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise UserError(
-            f"{path} is not the outcomes file {json_path} was written with (its sha256 differs); "
-            "it was changed or replaced: run the probe again"
-        )
-    ids, groups, columns = [], [], {}
-    for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-        try:
-            row = json.loads(line)
-            ids.append(row.pop("id"))
-            groups.append(row.pop("group"))
-        except (json.JSONDecodeError, KeyError, AttributeError) as err:
-            raise UserError(f"{path}, line {number}: not an outcomes line ({err})") from None
-        for name, value in row.items():
-            columns.setdefault(name, []).append(
-                [math.nan if v is None else v for v in value]
-                if isinstance(value, list)
-                else (math.nan if value is None else value)
-            )
-    return Outcomes.build(ids, groups, columns)
 
 
 # --- intervals in tables ----------------------------------------------------------------------------------
@@ -274,14 +232,39 @@ def save_run(
     plot_record: RunRecord | None = None,
     more: Iterable[tuple[str | Path | None, Writer]] = (),
 ) -> list[Path]:
-    """Write a run's results JSON, its plot (of `plot_record`, default the record) and `more` outputs
-    ((target, writer) pairs, e.g. predictions) all or nothing, and print each path written."""
-    writers = [
-        (out, lambda temp: temp.write_text(record.to_json(), encoding="utf-8")),
-        (plot, lambda temp: draw_per_group(plot_record or record, plot_metric, temp, plot_format(plot))),
+    """Write a run's files as one unit and print each path written: the `more` outputs (outcomes,
+    predictions) and the plot (of `plot_record`, default the record) first, the results JSON last,
+    naming the sha256 of each of the others in `files` (medprobe.atomic.write_all_atomically), so that
+    a reader can tell a JSON from a write that a SIGKILL cut between two renames."""
+    out = Path(out)
+    written: dict[Path, Path] = {}  # target -> its temporary file, filled as each is written
+
+    def keeping(target: str | Path, write: Writer) -> Writer:
+        def write_and_keep(temp: Path) -> None:
+            write(temp)
+            written[Path(target)] = temp
+
+        return write_and_keep
+
+    def write_json(temp: Path) -> None:
+        record.files = {path_from(out, target): sha256_file(temp) for target, temp in written.items()}
+        temp.write_text(record.to_json(), encoding="utf-8")
+
+    companions = [
         *more,
+        (plot, lambda temp: draw_per_group(plot_record or record, plot_metric, temp, plot_format(plot))),
     ]
-    written = write_all_atomically(writers)
-    for path in written:
+    paths = write_all_atomically([*((t, keeping(t, w)) for t, w in companions if t), (out, write_json)])
+    for path in [paths[-1], *paths[:-1]]:  # the results JSON first, as the user asked for it
         print(f"wrote {path}")
-    return written
+    return paths
+
+
+def path_from(out: Path, target: str | Path) -> str:
+    """`target` as the results JSON `out` names it: relative to the JSON's folder (the files travel together),
+    absolute where no relative path leads there (another drive)."""
+    target = Path(target).expanduser().resolve()
+    try:
+        return Path(os.path.relpath(target, out.expanduser().resolve().parent)).as_posix()
+    except ValueError:
+        return str(target)

@@ -28,6 +28,8 @@ Imports (docs/architecture.md): no module of medprobe (a leaf: everything may im
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +49,9 @@ class Outcomes:
 
     `columns` hold one array per outcome, first axis = item: e.g. `rank` (n,) for a ranking task,
     `predictions` (n, seeds) for a task trained with several seeds. Missing values are NaN.
+    `contents` holds each item's content digest (`item_digest` of what was asked: a query's text and
+    gold answers, an instance's fields), so that two runs pair an item only when its id and its
+    content agree; empty when the run did not record them.
     """
 
     ids: tuple[str, ...]
@@ -54,9 +59,16 @@ class Outcomes:
     columns: Mapping[str, np.ndarray]
     starts: np.ndarray = field(repr=False)  # index of the first item of each group
     group_names: tuple[str, ...] = ()
+    contents: tuple[str, ...] = ()
 
     @classmethod
-    def build(cls, ids: Sequence[str], groups: Sequence[str], columns: Mapping[str, Sequence]) -> Outcomes:
+    def build(
+        cls,
+        ids: Sequence[str],
+        groups: Sequence[str],
+        columns: Mapping[str, Sequence],
+        contents: Sequence[str] | None = None,
+    ) -> Outcomes:
         """Outcomes of items given in any order; they are sorted by group (first appearance), stably."""
         ids, groups = [str(i) for i in ids], [str(g) for g in groups]
         if len(set(ids)) != len(ids):
@@ -66,6 +78,8 @@ class Outcomes:
         for name, array in arrays.items():
             if len(array) != len(ids):
                 raise ValueError(f"outcome column {name!r} has {len(array)} rows for {len(ids)} items")
+        if contents is not None and len(contents) != len(ids):
+            raise ValueError(f"{len(contents)} item contents for {len(ids)} items")
         order_of = {group: index for index, group in enumerate(dict.fromkeys(groups))}
         order = sorted(range(len(ids)), key=lambda i: order_of[groups[i]])
         sorted_groups = [groups[i] for i in order]
@@ -77,6 +91,7 @@ class Outcomes:
             columns={name: array[order] for name, array in arrays.items()},
             starts=starts,
             group_names=names,
+            contents=tuple(str(contents[i]) for i in order) if contents is not None else (),
         )
 
     def __len__(self) -> int:
@@ -93,10 +108,31 @@ class Outcomes:
             [self.ids[r] for r in rows],
             [self.groups[r] for r in rows],
             {name: array[rows] for name, array in self.columns.items()},
+            [self.contents[r] for r in rows] if self.contents else None,
+        )
+
+    def group(self, name: str) -> Outcomes:
+        """The outcomes of one group's items (a block of rows: no reordering)."""
+        index = self.group_names.index(name)
+        start, stop = int(self.starts[index]), int(self.starts[index]) + int(self.sizes()[index])
+        return Outcomes(
+            ids=self.ids[start:stop],
+            groups=self.groups[start:stop],
+            columns={column: array[start:stop] for column, array in self.columns.items()},
+            starts=np.zeros(1, dtype=np.int64),
+            group_names=(name,),
+            contents=self.contents[start:stop],
         )
 
     def sizes(self) -> np.ndarray:
         return np.diff(np.append(self.starts, len(self.ids)))
+
+
+def item_digest(*parts: object) -> str:
+    """The content digest of one item: the first 16 hex digits of the sha256 of its parts as JSON
+    (e.g. a query's relation, text and sorted gold answers). Equal digests: the same question."""
+    text = json.dumps(parts, ensure_ascii=False, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 class Sample:
@@ -153,15 +189,20 @@ def plural(unit: str) -> str:
 
 
 def resample_index(outcomes: Outcomes, resamples: int, rng: np.random.Generator, stratified: bool) -> np.ndarray:
-    """(resamples, items) row indices: uniform over all items, or within each group's block."""
+    """(resamples, items) row indices: uniform over all items, or within each group's block.
+
+    Drawn as uint32 and widened: for a range below 2**32 numpy's generator gives the same numbers (and
+    leaves the same state) whether the output is int64 or uint32, and filling uint32 is ~6x faster (0.06 s
+    instead of 0.37 s for 1,000 x 19,000 draws); the intervals are those the int64 draws always gave."""
     n = len(outcomes)
+    draw_type = np.uint32 if n < 2**32 else np.int64
     if not stratified:
-        return rng.integers(0, n, size=(resamples, n), dtype=np.int64)
+        return rng.integers(0, n, size=(resamples, n), dtype=draw_type).astype(np.intp)
     blocks = [
-        rng.integers(start, start + size, size=(resamples, size), dtype=np.int64)
+        rng.integers(start, start + size, size=(resamples, size), dtype=draw_type)
         for start, size in zip(outcomes.starts.tolist(), outcomes.sizes().tolist())
     ]
-    return np.concatenate(blocks, axis=1)
+    return np.concatenate(blocks, axis=1).astype(np.intp)
 
 
 def estimate(outcomes: Outcomes, estimator: Estimator) -> float:

@@ -12,7 +12,10 @@ a known point of a real run, not after a guessed delay:
 - `MODULE:FUNCTION`: after the first call of that function returns (e.g. `medprobe.run:run`, one run
   of a profile); `@N` after either form: after the N-th call;
 - `replace:NAME`: just before the file NAME is renamed into place (its temporary file is complete
-  beside it; medprobe.atomic writes every output file this way).
+  beside it; medprobe.atomic writes every output file this way);
+- `before:MODULE:FUNCTION`: just before the first call of that function (e.g.
+  `before:medprobe.atomic:signals_deferred`: a run's files are all written under temporary names, and
+  their renames, during which signals wait, are about to begin).
 
 `--fake-runs` (first) replaces medprobe.run.run by a stand-in that writes a made-up results JSON
 (tests/fake_runs.py), for the profile tests where the model is not the point.
@@ -43,6 +46,15 @@ def paused(step: str, original, after: int = 1):
     return wrapper
 
 
+def paused_before(step: str, original):
+    def wrapper(*args, **kwargs):
+        print(f"PAUSED after {step}", flush=True)
+        time.sleep(120)
+        return original(*args, **kwargs)
+
+    return wrapper
+
+
 def pause_before_replace(step: str, name: str) -> None:
     original = os.replace
 
@@ -58,6 +70,11 @@ def pause_before_replace(step: str, name: str) -> None:
 def pause_after(step: str) -> None:
     if step.startswith("replace:"):
         pause_before_replace(step, step.partition(":")[2])
+        return
+    if step.startswith("before:"):
+        module_name, _, function = step.partition(":")[2].rpartition(":")
+        module = importlib.import_module(module_name)
+        setattr(module, function, paused_before(step, getattr(module, function)))
         return
     target, _, count = step.partition("@")
     module_name, _, function = target.rpartition(":")

@@ -15,7 +15,7 @@ import numpy as np
 from medprobe.provenance import items_digest
 from medprobe.registry import load, task_entry
 from medprobe.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path
-from medprobe.stats import Outcomes, estimate, intervals
+from medprobe.stats import Outcomes, estimate, intervals, item_digest
 
 RELATIONS = ("may_treat", "may_prevent", "occurs_after")
 MEDLAMA_SETTINGS = {"k": [1, 10], "candidates": "set", "exclude_head": False, "per_relation": None, "layers": None}
@@ -47,10 +47,12 @@ def write_run(
     settings: dict | None = None,
     fingerprint: str = "d" * 64,
     subset_options: dict | None = None,
+    contents: list[str] | None = None,
 ) -> Path:
-    """A results JSON at `path` and its outcomes file beside it."""
+    """A results JSON at `path` and its outcomes file beside it. Each item's content digest is `contents`' (default:
+    the digest of its id alone, as if every made-up run asked the same question under one id)."""
     settings = dict(MEDLAMA_SETTINGS if settings is None else settings)
-    outcomes = Outcomes.build(ids, groups, columns)
+    outcomes = Outcomes.build(ids, groups, columns, contents or [item_digest("made-up", item) for item in ids])
     cls = load(task_entry(task).target)
     estimators = cls.estimators(settings)
     metrics = {name: estimate(outcomes, estimator) for name, estimator in estimators.items()}

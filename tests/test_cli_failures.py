@@ -95,9 +95,9 @@ def test_a_probe_stopped_while_writing_its_results_exits_130_or_143_and_leaves_n
         "--predictions",
         str(out / "out.jsonl"),
     ]
-    # paused before the first rename: every file (results, per-item outcomes, predictions) is written under its
-    # temporary name beside its target
-    process = start_paused("replace:out.jsonl", args)
+    # paused before the renames begin: every file (results, per-item outcomes, predictions) is written under its
+    # temporary name beside its target (a signal during the renames waits for them: tests/test_run_commit.py)
+    process = start_paused("before:medprobe.atomic:signals_deferred", args)
     pid = process.pid
     assert sorted(path.name for path in out.iterdir()) == [
         f".out-tmp-{pid}.json",

@@ -17,10 +17,11 @@ import pytest
 
 import medprobe.compare_report
 from medprobe.cli import main
+from medprobe.records import load_record_file, read_run_outcomes
 from medprobe.registry import load, task_entry
-from medprobe.results import load_record, outcomes_path, read_outcomes
-from medprobe.stats import holm, paired
-from synthetic_runs import write_medlama_run, write_mst_run, write_profile, write_run
+from medprobe.results import outcomes_path
+from medprobe.stats import holm, item_digest, paired
+from synthetic_runs import medlama_ranks, write_medlama_run, write_mst_run, write_profile, write_run
 
 SAMPLE = Path(__file__).resolve().parents[1] / "medprobe" / "demo_data" / "medlama_sample"
 
@@ -44,7 +45,7 @@ def test_two_minilm_runs_of_the_same_data_print_the_difference_with_its_interval
     capsys.readouterr()
     assert main(["compare", str(first), str(second), "--out", str(tmp_path / "cmp")]) == 0
     printed = capsys.readouterr().out
-    a, b = load_record(first), load_record(second)
+    a, b = load_record_file(first), load_record_file(second)
     difference = b.metrics["acc@10"] - a.metrics["acc@10"]
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     diff = found["differences"]["acc@10"]
@@ -55,7 +56,7 @@ def test_two_minilm_runs_of_the_same_data_print_the_difference_with_its_interval
     )
     assert row in printed
     assert f"| {100 * difference:+.2f} | [{100 * diff['low']:+.2f}, {100 * diff['high']:+.2f}] |" in printed
-    assert "What differs: layers None in all.json, 3 in layers3.json" in printed
+    assert "What differs: layers not given in all.json, 3 in layers3.json" in printed
     assert "acc@10 per relation" in printed and "p (Holm)" in printed
     assert (tmp_path / "cmp" / "compare.md").read_text().rstrip("\n") in printed
 
@@ -64,8 +65,8 @@ def test_compare_json_numbers_equal_stats_paired_on_the_read_outcomes(minilm_run
     first, second = minilm_runs
     assert main(["compare", str(first), str(second), "--out", str(tmp_path), "--resamples", "300", "--seed", "7"]) == 0
     found = compare_json(tmp_path)["comparisons"][0]
-    a, b = load_record(first), load_record(second)
-    reference, run = read_outcomes(a, first), read_outcomes(b, second)
+    a, b = load_record_file(first), load_record_file(second)
+    reference, run = read_run_outcomes(a, first), read_run_outcomes(b, second)
     estimators = load(task_entry("medlama").target).estimators(a.settings)
     expected = paired(run, reference, estimators, resamples=300, seed=7)
     for metric, values in expected.items():
@@ -168,7 +169,7 @@ def test_a_record_without_outcomes_is_one_clear_error(tmp_path, capsys):
 def test_intersect_pairs_the_common_items_and_says_how_many(tmp_path, capsys):
     full = write_medlama_run(tmp_path / "full.json", 0.5, seed=1, config="full", fingerprint="f" * 64)
     ids, groups = [], []
-    reference = read_outcomes(load_record(full), full)
+    reference = read_run_outcomes(load_record_file(full), full)
     keep = [item for item in reference.ids if int(item[-4:]) % 3 == 0]  # a "hard" subset of the same ids
     rng = np.random.default_rng(5)
     ids, groups = keep, [item.rsplit("-", 1)[0] for item in keep]
@@ -177,18 +178,44 @@ def test_intersect_pairs_the_common_items_and_says_how_many(tmp_path, capsys):
     assert main(["compare", str(full), str(hard), "--intersect", "--out", str(tmp_path / "cmp")]) == 0
     printed = capsys.readouterr().out
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
-    assert found["items"] == {"compared": len(keep), "full.json": 60, "hard.json": len(keep)} and found["intersected"]
+    assert found["items"] == {"compared": len(keep), "other_content": 0, "full.json": 60, "hard.json": len(keep)}
+    assert found["intersected"]
     assert (
         f"--intersect: {len(keep)} common queries ({len(keep)} of full.json's 60, {len(keep)} of hard.json's {len(keep)})"
         in printed
     )
-    assert "the runs probed different data; items are paired by id" in printed
-    estimators = load(task_entry("medlama").target).estimators(load_record(full).settings)
-    run = read_outcomes(load_record(hard), hard)
+    assert "the runs probed different data; an item pairs only where both runs hold its id with the same content" in printed
+    estimators = load(task_entry("medlama").target).estimators(load_record_file(full).settings)
+    run = read_run_outcomes(load_record_file(hard), hard)
     expected = paired(run, reference.select(keep), estimators)["acc@10"]
     assert found["differences"]["acc@10"]["difference"] == expected["difference"]
     assert found["values"]["full.json"]["acc@10"]["interval"] == "recomputed on the compared items"
     assert found["values"]["full.json"]["acc@10"]["n"] == len(keep)
+
+
+def test_intersect_pairs_an_id_only_where_it_names_the_same_question_in_both_runs(tmp_path, capsys):
+    """Measured before: MedLAMA hard against the shipped sample's full config under --intersect paired 91 queries that
+    share an id (may_treat-0000: "Metformin might treat [Y]" in one, "tropatepine might treat [Y]" in the other)."""
+    ids, groups, ranks = medlama_ranks(20, 0.5, seed=3)
+    ours = [item_digest("ours", item) for item in ids]
+    theirs = [item_digest("theirs", item) for item in ids]  # the same ids, other questions
+    first = write_run(tmp_path / "a.json", ids, groups, {"rank": ranks}, contents=ours, fingerprint="a" * 64)
+    second = write_run(tmp_path / "b.json", ids, groups, {"rank": ranks}, contents=theirs, fingerprint="b" * 64)
+    capsys.readouterr()
+    assert main(["compare", str(first), str(second), "--intersect"]) == 2
+    err = capsys.readouterr().err
+    assert "--intersect cannot pair a.json and b.json: 60 of the 60 ids both hold name other questions in each" in err
+    # 45 of the 60 ids ask the same question in both: those pair, the 15 others are left out and counted
+    mixed = ours[:45] + theirs[45:]
+    third = write_run(tmp_path / "c.json", ids, groups, {"rank": ranks}, contents=mixed, fingerprint="c" * 64)
+    assert main(["compare", str(first), str(third), "--intersect", "--out", str(tmp_path / "cmp")]) == 0
+    printed = capsys.readouterr().out
+    found = compare_json(tmp_path / "cmp")["comparisons"][0]
+    assert found["items"] == {"compared": 45, "other_content": 15, "a.json": 60, "c.json": 60}
+    assert "15 ids are in both runs with other content (another question under the same id): left out" in printed
+    # without --intersect, runs of different data are refused before any pairing
+    assert main(["compare", str(first), str(third)]) == 2
+    assert "probed different data" in capsys.readouterr().err
 
 
 def test_mst_runs_with_one_seed_and_three_pair_but_three_and_two_do_not(tmp_path, capsys):
@@ -199,7 +226,7 @@ def test_mst_runs_with_one_seed_and_three_pair_but_three_and_two_do_not(tmp_path
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     assert math.isclose(
         found["differences"]["accuracy"]["difference"],
-        load_record(three).metrics["accuracy"] - load_record(one).metrics["accuracy"],
+        load_record_file(three).metrics["accuracy"] - load_record_file(one).metrics["accuracy"],
     )
     assert [row["group"] for row in found["groups"]] == ["comparison", "sorting"]
     assert "three.json has 3 values per item in 'prediction' (e.g. seeds), two.json 2" in refused(capsys, three, two)
@@ -287,8 +314,8 @@ def test_profiles_compare_per_benchmark_config_and_prober(tmp_path, capsys):
     assert "model-b: medlama/hard contrastive failed in the profile, not compared" in notes
     assert "medlama/hard mask-average: in model-b, not in model-a; not compared" in notes
     medlama = result["comparisons"][0]
-    a = load_record(first / "runs" / "medlama-full-contrastive.json")
-    b = load_record(second / "runs" / "medlama-full-contrastive.json")
+    a = load_record_file(first / "runs" / "medlama-full-contrastive.json")
+    b = load_record_file(second / "runs" / "medlama-full-contrastive.json")
     assert math.isclose(medlama["differences"]["acc@10"]["difference"], b.metrics["acc@10"] - a.metrics["acc@10"])
 
 

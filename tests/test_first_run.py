@@ -103,10 +103,10 @@ def fake_probe_step(ctx, label, extra, headless_model=None, after_first=None):
         path = ctx.out / f"{label}{suffix}.json"
         save_run(record, str(path))
         (ctx.headless if suffix else ctx.results)[label] = path
-    from medprobe.results import load_record
+    from medprobe.records import load_record_file
 
-    ctx.say(side_by_side(load_record(ctx.results[label]), load_record(ctx.headless[label])))
-    ctx.say(COLUMNS_SENTENCE + " " + chance_sentence(load_record(ctx.results[label])))
+    ctx.say(side_by_side(load_record_file(ctx.results[label]), load_record_file(ctx.headless[label])))
+    ctx.say(COLUMNS_SENTENCE + " " + chance_sentence(load_record_file(ctx.results[label])))
 
 
 def test_every_demo_step_has_one_progress_line_and_every_table_a_line_under_it(tmp_path, capsys, monkeypatch):

@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "medprobe.stats",
             "medprobe.atomic",
             "medprobe.atomic_folder",
+            "medprobe.digests",
             "medprobe.distributed",
             "medprobe.resources",
             "medprobe.registry",
@@ -39,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("data", ("medprobe.building", "medprobe.results")),
     ("probers and tasks", ("medprobe.contrastive", "medprobe.lm", "medprobe.tasks", "medprobe.export")),
-    ("run", ("medprobe.run", "medprobe.provenance")),
+    ("run", ("medprobe.run", "medprobe.provenance", "medprobe.records")),
     (
         "uses of runs",
         (

@@ -19,8 +19,9 @@ from medprobe.cli import main
 from medprobe.models import load_model_kind, model_kind
 from medprobe.profile_plan import QUICK, plan_runs
 from medprobe.profiling import Profile, ProfileOptions, run_profile, write_profile
+from medprobe.records import load_record_file
 from medprobe.registry import task_entry
-from medprobe.results import RunRecord, load_record
+from medprobe.results import RunRecord
 from medprobe.run import probe_argv
 from tiny_bert import save_tiny_bert
 
@@ -246,7 +247,7 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     assert ".medprobe-tmp-" not in (out / "profile.json").read_text() + (out / "runs/mst-mlm-head.json").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile"]  # no lock, no staging folder left beside OUT
     assert fake_run[2].task_options == {"seeds": 1} and fake_run[3].prober_options == {"scratch": True}
-    assert load_record(out / "runs" / "mst-mlm-head-scratch.json").metrics["accuracy"] == 0.3
+    assert load_record_file(out / "runs" / "mst-mlm-head-scratch.json").metrics["accuracy"] == 0.3
     assert all(run["command"].startswith("medprobe probe --prober ") for run in profile["runs"])
     table = (out / "profile.md").read_text()
     assert "| medlama | full | contrastive | acc@10 | 25.00 | 15.00–35.00 | 40 | 5.00 | — |" in table
@@ -612,7 +613,7 @@ def test_publish_refuses_a_profile_whose_files_are_not_the_ones_it_recorded(tmp_
         return err
 
     folder = written_profile(tmp_path / "other-seed")
-    other = load_record(folder / "runs/mst-mlm-head.json")
+    other = load_record_file(folder / "runs/mst-mlm-head.json")
     other.metrics["accuracy"] = 0.508  # the run file of another profile's run (as the killed seed-5 profile left it)
     other.save(folder / "runs/mst-mlm-head.json")
     assert f"{folder / 'runs/mst-mlm-head.json'} is not the file profile.json recorded" in publish(folder)
@@ -689,7 +690,7 @@ def test_a_profile_on_tiny_data_matches_medprobe_probe_byte_for_byte(tmp_path, s
         argv = [again.get(previous, word) for previous, word in zip(["", *argv], argv)]
         assert main(argv) == 0
         assert (tmp_path / "again.jsonl").read_bytes() == Path(run["predictions"]).read_bytes()
-        assert load_record(tmp_path / "again.json").metrics == run["record"]["metrics"]
+        assert load_record_file(tmp_path / "again.json").metrics == run["record"]["metrics"]
 
 
 def save_tiny_gpt2(folder: Path) -> str:
@@ -753,7 +754,7 @@ def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, mo
     [row] = json.loads((out / "profile.json").read_text())["headline"]
     assert row["metric"] == "accuracy" and 0 <= row["value"] <= 1
     assert 0.25 < row["chance"] < 0.5 and 0 <= row["floor"] <= 1  # chance: the mean 1/|choices| of the five tasks
-    assert load_record(out / "runs" / "mst-mlm-head-scratch.json").settings.get("scratch") is True
+    assert load_record_file(out / "runs" / "mst-mlm-head-scratch.json").settings.get("scratch") is True
 
 
 def test_disknE_runs_when_its_release_folder_is_given(tmp_path, model_folders, fake_run, synthetic_disknE):

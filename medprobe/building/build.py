@@ -55,15 +55,8 @@ import datasets
 from datasets.exceptions import DatasetGenerationError
 
 from medprobe.api import UserError
-from medprobe.atomic_folder import (
-    clean_leftovers,
-    out_lock,
-    prepare_parent,
-    signals_deferred,
-    sigterm_raises,
-    stage_prefix,
-    swap_into_place,
-)
+from medprobe.atomic import signals_deferred, sigterm_raises
+from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
 from medprobe.building.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
 from medprobe.resources import load_builder_module
 

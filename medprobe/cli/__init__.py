@@ -17,7 +17,7 @@ import sys
 
 from medprobe import distributed, timeline
 from medprobe.api import UserError
-from medprobe.atomic_folder import Terminated, sigterm_raises
+from medprobe.atomic import Terminated, sigterm_raises
 from medprobe.cli.quiet import filter_known_warnings
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
@@ -134,7 +134,7 @@ def run_command(argv: list[str]) -> int:
             distributed.finish()  # under a launch: every process done, then the process group closed
         timeline.mark("command done (the interpreter exits next)")
         return code
-    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (medprobe.atomic_folder.Terminated)
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM (medprobe.atomic.Terminated)
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
         terminated = isinstance(err, Terminated)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medprobe.cli.step_progress import StepProgress
-from medprobe.results import RunRecord, load_record, percent
+from medprobe.results import RunRecord, percent
 
 DEMO_DATA = Path(__file__).resolve().parent.parent / "demo_data"
 SAMPLE_DATASET = DEMO_DATA / "medlama_sample"
@@ -192,11 +192,13 @@ def run_probe_step(
     Ranking again is cheap (seconds: the answer space and queries are encoded once more); the
     rewired model is probed again from the folder the first run saved it to.
     """
+    from medprobe.records import load_record_file
+
     ctx.results[label] = run_probe(ctx, label, extra)
     if after_first is not None:
-        after_first(ctx, load_record(ctx.results[label]))
+        after_first(ctx, load_record_file(ctx.results[label]))
     ctx.headless[label] = run_probe(ctx, label + HEADLESS_SUFFIX, ["--exclude-head"], model=headless_model)
-    paper, headless = load_record(ctx.results[label]), load_record(ctx.headless[label])
+    paper, headless = load_record_file(ctx.results[label]), load_record_file(ctx.headless[label])
     ctx.say(side_by_side(paper, headless))
     ctx.say(COLUMNS_SENTENCE + " " + chance_sentence(paper))
 
@@ -291,6 +293,8 @@ def report_rewiring(ctx: DemoContext, record: RunRecord) -> None:
 
 
 def summarize(ctx: DemoContext) -> None:
+    from medprobe.records import load_record_file
+
     ctx.say(f"dataset: {ctx.dataset_label}; model: {ctx.args.model}")
     if "rewired" in ctx.results:
         args = ctx.args
@@ -308,7 +312,7 @@ def summarize(ctx: DemoContext) -> None:
     records = {}
     for label in ctx.results:
         for ranking, paths in rankings:
-            record = records[label, ranking] = load_record(paths[label])
+            record = records[label, ranking] = load_record_file(paths[label])
             values = "  ".join(f"{percent(record.metrics[c]):>12}" for c in columns)
             probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
             lines.append(

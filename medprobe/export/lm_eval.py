@@ -208,14 +208,8 @@ def check_out(out: Path) -> None:
 
 def write_folder(out: Path, files: dict[str, str]) -> None:
     """Write `files` into a staging folder beside OUT, then swap it into place (OUT is old or new, never half)."""
-    from medprobe.atomic_folder import (
-        clean_leftovers,
-        out_lock,
-        prepare_parent,
-        signals_deferred,
-        stage_prefix,
-        swap_into_place,
-    )
+    from medprobe.atomic import signals_deferred
+    from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
 
     prepare_parent(out)
     with out_lock(out, "export lm-eval"):

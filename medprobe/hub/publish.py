@@ -322,12 +322,14 @@ def finish(plan: Plan, args: argparse.Namespace) -> int:
     return 0
 
 
-def load_profile(folder: Path) -> tuple[dict, str]:
-    """(profile.json, profile.md) of a folder written by `medprobe profile`, whose files (run results and
-    predictions, profile.md, ...) are the ones profile.json recorded, by sha256."""
+def load_profile(folder: Path) -> tuple[dict, str, dict]:
+    """(profile.json, profile.md, label -> each run's medprobe.records.LoadedRun) of a folder written by `medprobe
+    profile`, whose files (run results and predictions, profile.md, ...) are the ones profile.json recorded, by
+    sha256, whose runs prove their numbers, and whose headline rows and table are those of its runs."""
     import json
 
-    from medprobe.profile_folder import disagreement
+    from medprobe.profile_folder import disagreement, verified_run
+    from medprobe.profiling import check_headline
 
     paths = [folder / "profile.json", folder / "profile.md"]
     missing = [path.name for path in paths if not path.is_file()]
@@ -347,4 +349,6 @@ def load_profile(folder: Path) -> tuple[dict, str]:
     problem = disagreement(folder, profile)
     if problem:
         raise PublishError(f"{problem}; the folder is not the profile its profile.json describes: run `medprobe profile` again")
-    return profile, paths[1].read_text(encoding="utf-8")
+    runs = {run["label"]: verified_run(folder, run) for run in runs if isinstance(run, dict) and run.get("record") is not None}
+    check_headline(folder, profile, runs)
+    return profile, paths[1].read_text(encoding="utf-8"), runs

@@ -75,12 +75,12 @@ def publish_results(args: argparse.Namespace) -> int:
     from medprobe.hub.eval_results import dataset_label, eval_results_for, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
     from medprobe.hub.subsets import refuse_subsets, subset_phrase
-    from medprobe.results import load_record
+    from medprobe.records import load_run
 
     if Path(args.results).is_dir():
         return publish_profile(args)
     repo_id = check_repo_id(args.model_repo, "--model-repo")
-    record = load_record(args.results)
+    record = load_run(args.results).record  # every number recomputed from its outcomes, or refused
     subset = subset_phrase(record)
     refuse_subsets([(args.results, subset)] if subset else [], args.allow_subset)
     probed = [Probed(args.results, record.model_identity or {})]
@@ -180,10 +180,10 @@ class ProfileRun:
     metrics: list[str] = field(default_factory=list)
 
 
-def publishable_runs(profile: dict, args: argparse.Namespace) -> tuple[list[ProfileRun], list[str]]:
-    """(the runs of the model that go into the card, notes on the runs left out and why)."""
+def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> tuple[list[ProfileRun], list[str]]:
+    """(the runs of the model that go into the card, notes on the runs left out and why); `loaded`: label ->
+    the run read through medprobe.records (hub.publish.load_profile)."""
     from medprobe.hub.subsets import subset_phrase
-    from medprobe.results import RunRecord
 
     settings = profile.get("settings") or {}
     quick = (settings.get("quick_settings") or {}) if settings.get("quick") else None
@@ -198,7 +198,7 @@ def publishable_runs(profile: dict, args: argparse.Namespace) -> tuple[list[Prof
         elif source.get("sample"):
             notes.append(f"{label}: left out, its data is a shipped sample, not the benchmark ({source.get('source')})")
         else:
-            record = RunRecord(**run["record"])
+            record = loaded[label].record
             if args.metric and not any(name in record.metrics for name in args.metric):
                 notes.append(f"{label}: left out, it has none of --metric {', '.join(args.metric)}")
                 continue
@@ -252,8 +252,8 @@ def publish_profile(args: argparse.Namespace) -> int:
 
     repo_id = check_repo_id(args.model_repo, "--model-repo")
     folder = Path(args.results)
-    profile, table = load_profile(folder)
-    runs, notes = publishable_runs(profile, args)
+    profile, table, loaded = load_profile(folder)
+    runs, notes = publishable_runs(profile, loaded, args)
     name = folder / "profile.json"
     refuse_subsets([(f"{name} run {run.label}", run.subset) for run in runs if run.subset], args.allow_subset)
     probed = [Probed(f"{name} run {run.label}", run.record.model_identity or {}) for run in runs]

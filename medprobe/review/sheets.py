@@ -28,8 +28,10 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from medprobe.api import UserError
-from medprobe.results import RunRecord, load_record, outcomes_path, read_outcomes
+from medprobe.records import load_run
+from medprobe.results import RunRecord, outcomes_path
 from medprobe.review.scale import SCALE, scale_markdown
+from medprobe.stats import Outcomes
 
 FORMAT = "medprobe-review/1"
 CONFIG_NAME = "label-studio-config.xml"
@@ -127,10 +129,16 @@ def best_gold_rank(predictions: list[str], gold: list[str]) -> float:
 
 
 def sample_queries(
-    run: Path, record: RunRecord, predictions: dict[str, list[str]], rows: dict[str, dict], sample: int, top_k: int, seed: int
+    run: Path,
+    record: RunRecord,
+    outcomes: Outcomes,
+    predictions: dict[str, list[str]],
+    rows: dict[str, dict],
+    sample: int,
+    top_k: int,
+    seed: int,
 ) -> list[Query]:
     """`sample` queries drawn with `seed` among those with predictions, in drawn order, checked against the outcomes."""
-    outcomes = read_outcomes(record, run)
     ranks = dict(zip(outcomes.ids, outcomes.columns["rank"])) if "rank" in outcomes.columns else None
     if ranks is None:
         raise UserError(f"{run}: its outcomes have no `rank` column; review export needs a ranking task's run")
@@ -283,11 +291,12 @@ def export_files(
     """Every file of the export folder, by relative path (manifest.json last: it hashes the others)."""
     if sample < 1 or top_k < 1:
         raise UserError("--sample and --top-k must be positive integers")
-    record = load_record(run)
+    loaded = load_run(run)  # every number recomputed from its outcomes, or refused
+    record = loaded.record
     predictions_path = find_predictions(run, record, predictions)
     found = read_predictions(predictions_path)
     rows = load_rows(dataset or record.dataset, record.config, record.split)
-    queries = sample_queries(run, record, found, rows, sample, top_k, seed)
+    queries = sample_queries(run, record, loaded.outcomes, found, rows, sample, top_k, seed)
     items = items_of(queries, np.random.default_rng([seed, 1]))
     header = csv_header(show_gold, any(q.relation for q in queries))
     files: dict[str, str] = {"scale.md": scale_markdown(), CONFIG_NAME: label_studio_config(show_gold)}
@@ -351,7 +360,8 @@ def check_out(out: Path) -> None:
 
 def write_folder(out: Path, files: dict[str, str]) -> None:
     """All files into a staging folder beside DIR, then one swap: DIR is complete or absent."""
-    from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, signals_deferred, stage_prefix, swap_into_place
+    from medprobe.atomic import signals_deferred
+    from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
 
     prepare_parent(out)
     with out_lock(out, "review export"):

@@ -40,6 +40,9 @@ class BenchmarkTask:
     METRIC: ClassVar[str] = ""
     GROUP_BY: ClassVar[str] = ""
     outcome_unit: ClassVar[str] = "item"  # what one row of `Scored.outcomes` is
+    # a task trained with several seeds reports `<metric>_std` over them: "population" (n) or "sample" (n - 1),
+    # so that a reader recomputes it from the per-seed outcome columns (medprobe.records)
+    seed_spread: ClassVar[str] = ""
     outcome_fields: dict[str, str] = {}  # each outcome column, described for the outcomes file's readers  # noqa: RUF012
     plot_metric: str = ""
 

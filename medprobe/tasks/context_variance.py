@@ -33,7 +33,7 @@ from medprobe.tasks.context_variance_ranks import (
     scoring_settings,
     ucm_steps,
 )
-from medprobe.tasks.loading import column
+from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:
     import datasets
@@ -157,7 +157,21 @@ def instance_outcomes(data: datasets.Dataset, steps: UCMSteps) -> Outcomes:
         for instance, rank in zip(steps.rank_instances, inputs.get(f"ranks_{when}", [])):
             ranks[row_of[instance]] = rank
         columns[f"rank_{when}"] = ranks
-    return Outcomes.build(instances, [relation_of[i] for i in instances], columns)
+    return Outcomes.build(instances, [relation_of[i] for i in instances], columns, instance_digests(data, instances))
+
+
+INSTANCE_CONTENT = ("step", "text", "target", "added_object", "added_is_correct", "candidates")
+
+
+def instance_digests(data: datasets.Dataset, instances: list[str]) -> list[str]:
+    """Per instance, the digest of its relation and its rows' contents in step order (what it asks, step by step)."""
+    from medprobe.stats import item_digest
+
+    rows: dict[str, list[tuple[int, str]]] = {}
+    for instance, step, digest in zip(column(data, "instance_id"), column(data, "step"), row_digests(data, INSTANCE_CONTENT)):
+        rows.setdefault(instance, []).append((step, digest))
+    relation_of = dict(zip(column(data, "instance_id"), column(data, "relation")))
+    return [item_digest(relation_of[instance], [digest for _, digest in sorted(rows[instance])]) for instance in instances]
 
 
 def micro_share(sample: Sample, share: str) -> np.ndarray:

@@ -30,7 +30,7 @@ from medprobe.stats import Estimator, Outcomes, Sample, always_positive_f1
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
 from medprobe.tasks.disknE_splits import DISKNE_FIELDS, DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
-from medprobe.tasks.loading import column
+from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:  # imported where used, so that importing the task stays light
     import datasets
@@ -74,6 +74,7 @@ class DisKnETask(BenchmarkTask):
     GROUP_BY = "disease"
     plot_metric = "f1"
     outcome_unit = "test pair"
+    seed_spread = "sample"  # metrics' *_std over seeds: the sample std (see mean_std)
     outcome_fields = {
         "label": "1 when the premise entails the disease (the gold label)",
         "prediction": "the classifier's 0/1 label, one per seed (in the order of settings.seeds)",
@@ -232,7 +233,7 @@ def summarise(runs: list[DiseaseRun], splits: dict[str, DiseaseSplits], seeds: l
             references=[r for run in seed_runs for r in run.references],
             diseases=[run.cui for run in seed_runs for _ in run.predictions],
         )
-    metrics = {"diseases": len(splits), "seeds": len(seeds)}
+    metrics = {}  # how many diseases and seeds: counts.diseases and settings.seeds (every overall metric is an F1)
     for name in ("macro_f1", "weighted_f1"):
         metrics[name], metrics[f"{name}_std"] = mean_std([per_seed[s][name] for s in seeds])
     per_group = {}
@@ -258,13 +259,17 @@ def summarise(runs: list[DiseaseRun], splits: dict[str, DiseaseSplits], seeds: l
     return metrics, per_group
 
 
+PAIR_CONTENT = ("premise", "hypothesis", "full_hypothesis", "label")  # a test pair's item digest, after its disease
+
+
 def pair_outcomes(data: DisKnEData, outputs: DisKnEOutputs) -> Outcomes:
     """One item per (disease, Test_X row): its gold label and the prediction of every seed."""
     by_job = {(run.cui, run.seed): run for run in outputs.runs}
-    ids, groups, labels, predictions = [], [], [], []
+    ids, groups, labels, predictions, contents = [], [], [], [], []
     pair_ids = column(data.ds, "pair_id")  # a list: indexing a Dataset column formats a row per access
     for cui, split in outputs.splits.items():
         runs = [by_job[(cui, seed)] for seed in outputs.seeds]
+        contents += row_digests(data.ds, PAIR_CONTENT, list(split.test), cui)
         seen: dict[str, int] = {}
         for position, row in enumerate(split.test):
             name = f"{cui}/{pair_ids[row]}"
@@ -273,7 +278,7 @@ def pair_outcomes(data: DisKnEData, outputs: DisKnEOutputs) -> Outcomes:
             groups.append(cui)
             labels.append(runs[0].references[position])
             predictions.append([run.predictions[position] for run in runs])
-    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions})
+    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions}, contents)
 
 
 def disease_f1(sample: Sample, weighted: bool) -> np.ndarray:

@@ -43,6 +43,16 @@ def column(ds: datasets.Dataset, name: str) -> list:
 _COLUMNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dataset -> {(column, format): values}
 
 
+def row_digests(ds: datasets.Dataset, fields: tuple[str, ...], rows: list[int] | None = None, *prefix: object) -> list[str]:
+    """The content digest (`medprobe.stats.item_digest`) of each row (of `rows`, default all): its `fields`
+    after `prefix`. What two runs' outcomes pair on beside the item id: the same id with another digest
+    is another question."""
+    from medprobe.stats import item_digest
+
+    values = [column(ds, name) for name in fields]
+    return [item_digest(*prefix, *(value[row] for value in values)) for row in (range(ds.num_rows) if rows is None else rows)]
+
+
 def dataset_config_names(dataset: str) -> list[str]:
     """The configs of --dataset (for probers that run every config), with the errors of `load_probe_dataset`."""
     import datasets

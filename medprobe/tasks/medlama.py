@@ -28,13 +28,14 @@ from medprobe.results import RunRecord, format_table
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask, Writers
-from medprobe.tasks.loading import column
+from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
 
 MEDLAMA_FIELDS = ("id", "relation", "head_name", "query", "answers")
 CANDIDATE_SETS = ("set", "relation")
+CONTENT_FIELDS = ("relation", "query", "answers")  # what a query asks: its item digest (outcomes pair on id and digest)
 
 Candidates = list[str] | dict[str, list[str]]  # one list for every query, or one per relation
 
@@ -150,7 +151,9 @@ class MedLAMATask(BenchmarkTask):
                 "per_relation": self.per_relation,
                 **outputs.settings,
             },
-            outcomes=Outcomes.build(column(data.rows, "id"), column(data.rows, "relation"), {"rank": ranks}),
+            outcomes=Outcomes.build(
+                column(data.rows, "id"), column(data.rows, "relation"), {"rank": ranks}, row_digests(data.rows, CONTENT_FIELDS)
+            ),
             chance=self.chance(data),
         )
 

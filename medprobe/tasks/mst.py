@@ -28,7 +28,7 @@ from medprobe.api import UserError
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
-from medprobe.tasks.loading import column
+from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -174,6 +174,7 @@ class MSTTask(BenchmarkTask):
     GROUP_BY = "task"
     plot_metric = "accuracy"
     outcome_unit = "item"
+    seed_spread = "population"  # accuracy_std over seeds: the population std (statistics.pstdev)
     outcome_fields = {
         "label": "index of the gold choice",
         "prediction": "index of the choice the trained head ranked first, one per seed (in the order of settings.seeds)",
@@ -272,16 +273,17 @@ def scores_from_record(record: RunRecord) -> dict[str, TaskScores]:
 
 def item_outcomes(data: dict[str, tuple[datasets.Dataset, datasets.Dataset]], scores: dict[str, TaskScores]) -> Outcomes:
     """One item per test row of every task: its gold choice, the choice picked per seed, its number of choices."""
-    ids, groups, labels, predictions, choices = [], [], [], [], []
+    ids, groups, labels, predictions, choices, contents = [], [], [], [], [], []
     for task, task_scores in scores.items():
         test = data[task][1]
+        contents += row_digests(test, ITEM_FIELDS, None, task)
         for row, (label, options) in enumerate(zip(column(test, "label"), column(test, "choices"))):
             ids.append(f"{task}/{row}")
             groups.append(task)
             labels.append(label)
             predictions.append([seed_predictions[row] for seed_predictions in task_scores.predictions])
             choices.append(len(options))
-    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions, "choices": choices})
+    return Outcomes.build(ids, groups, {"label": labels, "prediction": predictions, "choices": choices}, contents)
 
 
 def mean_task_accuracy(sample: Sample) -> np.ndarray:

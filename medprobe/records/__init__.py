@@ -1,0 +1,19 @@
+"""Records that prove themselves: the one reader of results JSONs, their outcomes and the runs of a profile.
+
+    run = load_run("runs/hard.json")          # RecordError (one line, exit 2) unless the record agrees with itself
+    run.record.metrics["acc@10"]              # the file's number, recomputed from run.outcomes and found equal
+    run.outcomes                              # medprobe.stats.Outcomes: ids, groups, item digests, columns
+
+Every command that reads a run (compare, publish, review, reproduce, profile, the leaderboard) reads it
+here. `load_run` reads the JSON (refusing binary, UTF-16 or malformed text with one line), checks that
+every file the JSON names (outcomes, predictions, plot) is the one it was written with, and recomputes
+every overall metric, its 95% interval and n, and the per-group values, from the per-item outcomes
+with the task's estimators (medprobe.stats); a record whose numbers disagree with its own outcomes is
+refused, naming the metric and both values.
+
+Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
+"""
+
+from medprobe.records.verify import LoadedRun, RecordError, load_record_file, load_run, read_run_outcomes
+
+__all__ = ["LoadedRun", "RecordError", "load_record_file", "load_run", "read_run_outcomes"]

@@ -1,0 +1,117 @@
+"""A run's files (results JSON, outcomes, predictions) are one unit: after a failure, a signal or a kill at any
+rename they are all the previous run's or all the new run's, or the JSON reads as an interrupted write.
+
+Measured before: the files were renamed one at a time with signals live, so a SIGTERM between two renames (made
+reproducible by slowing fsync) left the old JSON beside the new outcomes and predictions. Each test here stops the
+commit at every rename in turn (a patched os.replace that raises, signals, or ends the process) rather than by
+timing.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from medprobe.atomic import sigterm_raises
+from medprobe.records import RecordError, load_run
+from test_probe_outputs import run_lookup
+
+TESTS = Path(__file__).resolve().parent
+RENAMES = 3  # outcomes, predictions, then the results JSON
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.fixture
+def previous(synthetic_medlama_hub, tmp_path, monkeypatch) -> Path:
+    """A finished run (the first query of each relation) in OUT: the files a failed second run must leave."""
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    run_lookup(monkeypatch, synthetic_medlama_hub, out_dir, per_relation=1)
+    return out_dir
+
+
+def replaces_counted(monkeypatch, at: int, action) -> None:
+    """os.replace calls `action()` instead of its `at`-th rename (1-based), and renames as usual otherwise."""
+    real = os.replace
+    calls = {"n": 0}
+
+    def replace(source, target):
+        calls["n"] += 1
+        if calls["n"] == at:
+            action()
+        return real(source, target)
+
+    monkeypatch.setattr(os, "replace", replace)
+
+
+@pytest.mark.parametrize("at", range(1, RENAMES + 1))
+def test_a_rename_that_fails_puts_back_every_file_of_the_previous_run(synthetic_medlama_hub, previous, monkeypatch, at):
+    before = snapshot(previous)
+
+    def fail():
+        raise OSError(5, "Input/output error")
+
+    replaces_counted(monkeypatch, at, fail)
+    with pytest.raises(OSError):
+        run_lookup(monkeypatch, synthetic_medlama_hub, previous, per_relation=2)
+    monkeypatch.undo()
+    assert snapshot(previous) == before  # byte for byte, and nothing beside them (no temporary, no kept link)
+    assert load_run(previous / "results.json").record.subset["options"] == {"per_relation": 1}
+
+
+@pytest.mark.parametrize("at", range(1, RENAMES + 1))
+def test_a_sigterm_during_the_renames_waits_until_every_file_is_the_new_run(synthetic_medlama_hub, previous, monkeypatch, at):
+    replaces_counted(monkeypatch, at, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    with sigterm_raises():  # as the CLI runs every command: SIGTERM raises, but not inside the commit
+        run_lookup(monkeypatch, synthetic_medlama_hub, previous, per_relation=2)
+    monkeypatch.undo()
+    assert sorted(p.name for p in previous.iterdir()) == ["predictions.jsonl", "results.json", "results.outcomes.jsonl"]
+    assert load_run(previous / "results.json").record.subset["options"] == {"per_relation": 2}
+
+
+KILLED = textwrap.dedent(
+    """
+    import os, sys
+    sys.path.insert(0, {tests!r})
+    import medprobe.run
+    from medprobe.run import RunRequest, run
+    from test_probe_outputs import LookupProber
+
+    medprobe.run.make_prober = lambda *args, **kwargs: LookupProber()
+    real, done = os.replace, [0]
+
+    def replace(source, target):
+        if done[0] == {renames}:
+            os._exit(137)  # as a SIGKILL: no Python cleanup, no rollback
+        real(source, target)
+        done[0] += 1
+
+    os.replace = replace
+    out = {out!r}
+    run(RunRequest(task="medlama", prober="contrastive", dataset={hub!r}, config="full", model="none",
+                   task_options={{"per_relation": 2, "predictions": out + "/predictions.jsonl"}}, out=out + "/results.json"))
+    """
+)
+
+
+@pytest.mark.parametrize("renames", range(RENAMES))  # killed before the 1st, 2nd or 3rd (the JSON) rename
+def test_a_run_killed_between_two_renames_reads_as_an_interrupted_write_never_as_a_run(synthetic_medlama_hub, previous, renames):
+    script = KILLED.format(tests=str(TESTS), renames=renames, out=str(previous), hub=str(synthetic_medlama_hub))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 137, done.stderr[-2000:]
+    results = previous / "results.json"
+    if renames == 0:  # killed before any rename: the previous run, whole
+        assert load_run(results).record.subset["options"] == {"per_relation": 1}
+    else:  # some files are the new run's, the JSON is the old one's: never read as a run
+        with pytest.raises(RecordError, match="interrupted write"):
+            load_run(results)
