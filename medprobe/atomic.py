@@ -22,6 +22,7 @@ Imports (docs/architecture.md): only foundation modules (api); every layer may i
 from __future__ import annotations
 
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -86,6 +87,21 @@ def signals_deferred() -> Iterator[list[int]]:
 # --- files ---------------------------------------------------------------------------------------
 
 
+TEMPORARY_FILE = re.compile(r"^\.(?P<stem>.+)-tmp-\d+(?P<suffix>\.[^.]*)?$")  # temporary_sibling's names
+STAGED = re.compile(r"/\.(?P<out>[^/]+)\.medprobe-tmp-\d+[^/]*/out(?=/|$)")  # atomic_folder's staging folders
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as the user named it: a temporary file as its target, a file in a staging folder as it will be in
+    OUT (messages never show a name that is gone when the command ends)."""
+    text = STAGED.sub(lambda m: f"/{m['out']}", str(path))
+    folder, _, name = text.rpartition("/")
+    found = TEMPORARY_FILE.match(name)
+    if found:
+        name = f"{found['stem']}{found['suffix'] or ''}"
+    return f"{folder}/{name}" if folder or text.startswith("/") else name
+
+
 def temporary_sibling(target: Path) -> Path:
     """A hidden name beside `target`, unique to this process, with the target's suffix (tools that
     pick a format from the suffix see the same one)."""
@@ -145,7 +161,12 @@ def write_all_atomically(writers: Iterable[tuple[str | Path | None, Writer]]) ->
             target.parent.mkdir(parents=True, exist_ok=True)
             temp = temporary_sibling(target)
             staged.append((temp, target))
-            write(temp)
+            try:
+                write(temp)
+            except OSError as err:  # a full disk raises from a write, naming no file: name the output
+                if err.filename is None:
+                    err.filename = str(target)
+                raise
             if not temp.is_file():
                 raise RuntimeError(f"nothing was written to {temp} for {target}")
             with open(temp, "rb") as handle:  # on disk before the rename, so a power cut cannot leave an empty target

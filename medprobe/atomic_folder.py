@@ -24,6 +24,7 @@ import ctypes
 import errno
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -47,9 +48,35 @@ class FolderLocked(UserError):
 # --- the lock, the staging folder and the swap ---------------------------------------------------
 
 
+def check_output_folder(out: Path, option: str = "--out") -> Path:
+    """Fail at once, with one line naming `option`, when OUT cannot be written as a folder: it is a file, a
+    mount point (a folder medprobe replaces whole is renamed, which a mount point cannot be), a folder nothing
+    can be created in (read-only, immutable: tried for real), or its parent cannot take the staging folder and
+    lock beside it. Creates nothing that stays; call it before any work."""
+    out = Path(out).expanduser()
+    if os.path.lexists(out) and not out.is_dir():
+        raise UnwritableOutput(f"{option} {out} is a file; give a folder")
+    if out.is_dir():
+        if os.path.ismount(out):
+            raise UnwritableOutput(
+                f"{option} {out} is a mount point, which cannot be replaced by a rename as medprobe replaces an output "
+                f"folder; give a folder inside it, e.g. {out / 'out'}"
+            )
+        try:
+            handle, probe = tempfile.mkstemp(prefix=".medprobe-", suffix=".check", dir=out)
+        except OSError as err:
+            raise UnwritableOutput(
+                f"{option} {out}: cannot write in it ({err.strerror or type(err).__name__}: read-only or immutable); "
+                "choose another folder"
+            ) from None
+        os.close(handle)
+        os.unlink(probe)
+    return check_creatable(out, option)
+
+
 def prepare_parent(out: Path, option: str = "--out") -> None:
     """Create OUT's folder; one line (a UserError) when an ancestor is a file or it cannot be written."""
-    check_creatable(out, option)
+    check_output_folder(out, option)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:  # changed since the check

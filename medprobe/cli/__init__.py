@@ -12,6 +12,7 @@ medprobe/__main__.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -23,6 +24,15 @@ from medprobe.cli.quiet import filter_known_warnings
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.
 USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError)
+# What the file system says when outputs cannot be written (every output is written under a temporary name and
+# renamed: the previous files are left as they were)
+DISK_ERRORS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EBUSY: "it is busy (a mount point?)",
+    errno.EIO: "an input/output error",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,6 +155,19 @@ def run_command(argv: list[str]) -> int:
             raise
         print(f"medprobe: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        if err.errno not in DISK_ERRORS or os.environ.get("MEDPROBE_DEBUG"):
+            raise
+        print(f"medprobe: error: {disk_error_text(err)}", file=sys.stderr)
+        return 2
+
+
+def disk_error_text(err: OSError) -> str:
+    """One line for an output the file system refused, naming it as the user did (never a temporary name)."""
+    from medprobe.atomic import shown_path
+
+    where = f"cannot write {shown_path(err.filename)}" if err.filename else "cannot write the outputs"
+    return f"{where}: {DISK_ERRORS[err.errno]}; the outputs there before are as they were: free space, or choose another --out"
 
 
 if __name__ == "__main__":
