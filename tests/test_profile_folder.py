@@ -24,7 +24,7 @@ from transformers import BertConfig
 import fake_runs
 import medprobe.run
 from medprobe.cli import main
-from medprobe.profile_folder import disagreement
+from medprobe.profile_folder import disagreement, verified_run
 from test_build_atomic import PROBERS_HOME, leftovers, signal_and_wait, snapshot, start_paused
 
 SMALL = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
@@ -180,6 +180,11 @@ def test_a_profile_resumes_a_killed_one_reusing_only_runs_of_the_same_request(tm
         "mst-mlm-head-scratch",
     ]
     assert ".medprobe-tmp-" not in (out / "profile.json").read_text() + (out / "runs" / "mst-mlm-head.json").read_text()
+    # measured before: the reused runs came without their .outcomes.jsonl (only the JSON and predictions were moved),
+    # and `compare` of the resumed profile exited 2
+    for run in profile["runs"]:
+        assert verified_run(out, run).outcomes is not None and f"runs/{run['label']}.outcomes.jsonl" in run["files"]
+    assert main(["compare", str(out), str(out)]) == 0
 
 
 def test_a_resumed_profile_runs_again_what_another_request_or_changed_files_made(tmp_path, encoder, fake_run, capsys):
