@@ -219,6 +219,35 @@ def keep_previous(target: Path) -> Path | None:
     return link
 
 
+def refuse_unrecorded(
+    folder: Path, recorded: dict[str, str], *, command: str, option: str = "--out", only: Iterable[str] | None = None
+) -> None:
+    """Refuse (one line) a `folder` holding files that `command` did not record writing there: a file missing from
+    `recorded` (relative path -> sha256, what the command wrote last time; "" for its own record file, not compared)
+    or changed since. `only`: the names the command writes (a command that writes a few files into a folder of the
+    user's leaves the others alone); default every file under the folder. The caller skips this under --overwrite."""
+    from medprobe.digests import sha256_file
+
+    if not folder.is_dir():
+        return
+    if only is None:
+        found = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+    else:
+        found = sorted(name for name in only if os.path.lexists(folder / name))
+    foreign = [name for name in found if name not in recorded]
+    changed = [name for name in found if name in recorded and recorded[name] and sha256_file(folder / name) != recorded[name]]
+    if not foreign and not changed:
+        return
+    shown = ", ".join((foreign + changed)[:8]) + (" ..." if len(foreign) + len(changed) > 8 else "")
+    what = "files it did not write" if foreign else "files changed since it wrote them"
+    if foreign and changed:
+        what = "files it did not write or that changed since"
+    raise UnwritableOutput(
+        f"{option} {folder} holds {what} ({shown}); `medprobe {command}` would write over them: move them away, "
+        "choose another folder, or pass --overwrite"
+    )
+
+
 def nearest_existing(path: Path) -> Path:
     """`path` or its closest ancestor that exists."""
     for candidate in (path, *path.parents):

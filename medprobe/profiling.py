@@ -47,7 +47,8 @@ from typing import Any
 
 from medprobe import distributed
 from medprobe.api import UserError
-from medprobe.atomic import check_creatable, write_all_atomically
+from medprobe.atomic import write_all_atomically
+from medprobe.atomic_folder import check_output_folder
 from medprobe.profile_plan import (
     KIND_NAMES,
     QUICK,
@@ -137,7 +138,8 @@ def figure_available() -> str:
 def check_outputs(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the profile")
-    check_creatable(out, "--out")  # the profile is staged beside OUT and swapped in: OUT's folder must be writable
+    # the profile is staged beside OUT and swapped in: OUT's folder must be writable, OUT no mount point nor immutable
+    check_output_folder(out)
 
 
 def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print) -> Profile:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -326,6 +327,30 @@ def test_files_that_are_not_part_of_the_build_are_refused(good, release):
     assert (good / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda text: text.replace("## ", "## Notes from our lab\n\nOur own words.\n\n## ", 1),
+        lambda text: text.replace("pretty_name: ", "pretty_name: Ours ", 1),
+    ],
+    ids=["text", "yaml"],
+)
+def test_a_rebuild_refuses_a_hand_edited_card_unless_overwrite(good, release, edit):
+    """Measured before: a rebuild regenerated a hand-edited card silently (profile refused the same case)."""
+    card = good / "README.md"
+    card.write_text(edit(card.read_text(encoding="utf-8")), encoding="utf-8")
+    before = snapshot(good)
+    with pytest.raises(BuildError, match="README.md was changed since medprobe built it .*pass --overwrite"):
+        build("medlama", good, data_dir=str(release), params=ANY_COUNT)
+    assert snapshot(good) == before
+    build("medlama", good, data_dir=str(release), params=ANY_COUNT, overwrite=True)
+    assert "Our own words." not in card.read_text(encoding="utf-8") and "Ours " not in card.read_text(encoding="utf-8")
+
+
+def test_a_rebuild_of_an_unedited_card_goes_ahead(good, release):
+    build("medlama", good, data_dir=str(release), params=ANY_COUNT, configs=["hard"])  # keeps full, rewrites the card
+
+
 def test_an_older_card_without_the_record_is_refused_unless_overwrite(good, release):
     card = good / "README.md"
     meta = card_yaml(good)
@@ -378,7 +403,8 @@ def test_a_kept_config_of_an_older_build_gets_its_content_name(good, release):
     old_name = "full/test-00000-of-00001.parquet"
     full.rename(good / old_name)
     card = good / "README.md"
-    card.write_text(card.read_text(encoding="utf-8").replace(full.relative_to(good).as_posix(), old_name), encoding="utf-8")
+    older = re.sub(r"\n  card_sha256: \w+", "", card.read_text(encoding="utf-8"))  # an older build recorded no card digest
+    card.write_text(older.replace(full.relative_to(good).as_posix(), old_name), encoding="utf-8")
     kept = card_yaml(good)["medprobe_build"]["configs"]["full"]
     assert list(kept["files"]) == [old_name]
     build("medlama", good, data_dir=str(release), configs=["hard"], params=ANY_COUNT)

@@ -115,3 +115,135 @@ def test_an_export_stopped_by_sigterm_exits_143_and_leaves_nothing_beside_out(tm
     code, err = signal_and_wait(process, signal.SIGTERM)
     assert (code, err.splitlines()[-1]) == (143, "terminated") and "Traceback" not in err
     assert not out.exists() and leftovers(out) == []
+
+
+# --- an OUT that cannot be replaced, and a full disk: one line, before the work or with the old outputs intact ---
+
+FOLDER_COMMANDS = ["build", "export", "profile", "demo", "compare"]
+
+
+def folder_command(name: str, out: Path, built_mst: Path, tmp_path: Path) -> list[str]:
+    if name == "demo":
+        return ["demo", "--out", str(out), "--sample", "--skip-mst"]
+    if name == "compare":
+        from synthetic_runs import write_medlama_run
+
+        runs = [str(write_medlama_run(tmp_path / f"{n}.json", 0.5, seed=n)) for n in (1, 2)]
+        return ["compare", *runs, "--out", str(out)]
+    return command(name, out, built_mst)
+
+
+@pytest.mark.parametrize("name", FOLDER_COMMANDS)
+def test_an_out_that_is_a_mount_point_is_one_line_before_any_work_simulated(tmp_path, built_mst, name, capsys, monkeypatch):
+    """Measured before: build and profile ended in an EBUSY traceback after the whole run (the swap renames OUT)."""
+    out = tmp_path / "mnt"
+    out.mkdir()
+    real = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out or real(path))
+    assert main(folder_command(name, out, built_mst, tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"medprobe: error: --out {out} is a mount point, which cannot be replaced by a rename as medprobe replaces an output "
+        f"folder; give a folder inside it, e.g. {out / 'out'}\n"
+    )
+    assert list(out.iterdir()) == [] and leftovers(out) == []
+
+
+@pytest.mark.parametrize("name", FOLDER_COMMANDS)
+def test_an_immutable_out_is_one_line_before_any_work_simulated(tmp_path, built_mst, name, capsys, monkeypatch):
+    """A folder nothing can be created in (chattr +i gives EPERM, for root too). Measured before: a raw errno line
+    after the whole run."""
+    out = tmp_path / "locked"
+    out.mkdir()
+    real_open = os.open
+
+    def refusing(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and Path(os.fsdecode(path)).parent == out:
+            raise OSError(errno.EPERM, os.strerror(errno.EPERM), path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing)
+    assert main(folder_command(name, out, built_mst, tmp_path)) == 2
+    assert capsys.readouterr().err == (
+        f"medprobe: error: --out {out}: cannot write in it (Operation not permitted: read-only or immutable); "
+        "choose another folder\n"
+    )
+
+
+def no_space(path: str) -> OSError:
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
+def test_a_full_disk_during_a_build_is_one_line_naming_the_card_and_out_stays(tmp_path, built_mst, capsys, monkeypatch):
+    """Measured before: an OSError 28 traceback (the previous build was left intact)."""
+    import medprobe.building.build as building
+
+    out = tmp_path / "mst"
+    assert main(command("build", out, built_mst)) == 0
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def full(benchmark, folder, *args, **kwargs):
+        raise no_space(str(folder / "README.md"))
+
+    monkeypatch.setattr(building, "write_card", full)
+    assert main([*command("build", out, built_mst), "--set", "seed=3"]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"medprobe: error: cannot write {out / 'README.md'}: no space left on the device; the outputs there before are as "
+        "they were: free space, or choose another --out\n"
+    )
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before and leftovers(out) == []
+
+
+def test_a_full_disk_while_a_probe_writes_is_one_line_naming_its_results_and_they_stay(
+    synthetic_medlama_hub, tmp_path, capsys, monkeypatch
+):
+    """Measured before: an OSError 28 traceback (the previous outputs were left intact)."""
+    import medprobe.run
+    from test_probe_outputs import LookupProber
+
+    out = tmp_path / "runs"
+    monkeypatch.setattr(medprobe.run, "make_prober", lambda *args, **kwargs: LookupProber())
+    model = str(save_tiny_bert(tmp_path / "tiny"))  # checked to be a model folder; the stand-in prober ranks
+    args = ["probe", "--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", model]
+    args += ["--per-relation", "1", "--out", str(out / "results.json")]
+    assert main(args) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real_write_text = Path.write_text
+
+    def full(self, text, *more, **kwargs):
+        if self.name.startswith(".results-tmp-"):
+            raise no_space(None)  # as a write() on a full disk: no file named
+        return real_write_text(self, text, *more, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    capsys.readouterr()
+    assert main([*args[:-4], "--per-relation", "2", "--out", str(out / "results.json")]) == 2
+    assert capsys.readouterr().err.endswith(
+        f"medprobe: error: cannot write {out / 'results.json'}: no space left on the device; the outputs there before are "
+        "as they were: free space, or choose another --out\n"
+    )
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_full_disk_during_a_profile_is_one_line_and_the_previous_profile_stays(tmp_path, capsys, monkeypatch):
+    """Measured before: an OSError 28 traceback (the previous profile was left intact)."""
+    import fake_runs
+    import medprobe.run
+    from test_profile_folder import profile_args, snapshot
+
+    encoder = tmp_path / "encoder"
+    save_tiny_bert(encoder)
+    monkeypatch.setattr(medprobe.run, "run", fake_runs.fake_run)
+    out = tmp_path / "P"
+    assert main(profile_args(str(encoder), out, "--seed", "1")) == 0
+    before = snapshot(out)
+
+    def full(request, print_fn=print):
+        raise no_space(str(Path(request.out).with_name(f".{Path(request.out).stem}-tmp-1.json")))
+
+    monkeypatch.setattr(medprobe.run, "run", full)
+    capsys.readouterr()
+    assert main(profile_args(str(encoder), out, "--seed", "2")) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"medprobe: error: cannot write {out}/runs/") and "no space left on the device" in err
+    assert snapshot(out) == before and leftovers(out) == []

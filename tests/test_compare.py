@@ -359,7 +359,10 @@ def test_outputs_are_written_all_or_nothing(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(medprobe.compare_report, "draw_forest", failing)
     with pytest.raises(RuntimeError, match="the plot failed"):
         main(
-            ["compare", str(a), str(b), "--out", str(out), "--plot", str(tmp_path / "f.png"), "--html", str(tmp_path / "r.html")]
+            [
+                *("compare", str(a), str(b), "--out", str(out), "--overwrite"),  # compare.json is not a comparison
+                *("--plot", str(tmp_path / "f.png"), "--html", str(tmp_path / "r.html")),
+            ]
         )
     assert sorted(p.name for p in out.iterdir()) == ["compare.json"] and (out / "compare.json").read_text() == "before\n"
     assert not (tmp_path / "f.png").exists() and not (tmp_path / "r.html").exists()
@@ -419,3 +422,24 @@ def test_compare_help_imports_no_numpy():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "RUN_OR_PROFILE" in done.stdout, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_compare_out_refuses_a_users_compare_files_unless_overwrite_and_replaces_its_own(tmp_path, capsys):
+    """Measured before: `compare --out D` replaced a user's D/compare.md without a word."""
+    first = write_medlama_run(tmp_path / "a.json", 0.5, seed=1)
+    second = write_medlama_run(tmp_path / "b.json", 0.6, seed=2)
+    out = tmp_path / "D"
+    out.mkdir()
+    (out / "compare.md").write_text("my notes\n")
+    (out / "other.txt").write_text("left alone\n")  # compare writes two names: other files are not its business
+    capsys.readouterr()
+    assert main(["compare", str(first), str(second), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "holds files it did not write (compare.md)" in err and "--overwrite" in err
+    assert (out / "compare.md").read_text() == "my notes\n" and not (out / "compare.json").exists()
+    assert main(["compare", str(first), str(second), "--out", str(out), "--overwrite"]) == 0
+    assert main(["compare", str(first), str(second), "--out", str(out)]) == 0  # its own files: replaced
+    (out / "compare.md").write_text("edited since\n")
+    assert main(["compare", str(first), str(second), "--out", str(out)]) == 2
+    assert "changed since it wrote them (compare.md)" in capsys.readouterr().err
+    assert (out / "other.txt").read_text() == "left alone\n"

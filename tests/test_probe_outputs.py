@@ -320,4 +320,26 @@ def test_plot_path_without_a_suffix_is_written_as_png_at_that_path(synthetic_med
 def test_demo_out_that_is_a_file_is_one_line_before_any_step(tmp_path, nothing_loads, capsys):
     (tmp_path / "taken").write_text("a file")
     assert main(["demo", "--out", str(tmp_path / "taken"), "--sample", "--skip-mst"]) == 2
-    assert f"cannot create its folder, {tmp_path / 'taken'} is a file" in one_error_line(capsys)
+    assert f"--out {tmp_path / 'taken'} is a file; give a folder" in one_error_line(capsys)
+
+
+def test_demo_refuses_a_folder_holding_files_it_did_not_write_before_any_step(tmp_path, nothing_loads, capsys, monkeypatch):
+    """Measured before: `demo --out D` replaced a user's D/untuned.json without a word."""
+    from medprobe.cli import demo
+
+    out = tmp_path / "D"
+    out.mkdir()
+    (out / "untuned.json").write_text("my results\n")
+    assert main(["demo", "--out", str(out), "--sample", "--skip-mst"]) == 2
+    err = one_error_line(capsys)
+    assert f"--out {out} holds files it did not write (untuned.json)" in err and "--overwrite" in err
+    assert (out / "untuned.json").read_text() == "my results\n"
+    # what an earlier demo recorded writing (demo.json) passes the check: the first step then starts
+    demo.record_files(out)
+    monkeypatch.setattr(demo, "DEMO_STEPS", [])
+    monkeypatch.setattr("medprobe.models.check_model", lambda model: None)
+    assert main(["demo", "--out", str(out), "--sample", "--skip-mst"]) == 0
+    (out / "untuned.json").write_text("edited since\n")
+    assert main(["demo", "--out", str(out), "--sample", "--skip-mst"]) == 2
+    assert "changed since it wrote them (untuned.json)" in one_error_line(capsys)
+    assert main(["demo", "--out", str(out), "--sample", "--skip-mst", "--overwrite"]) == 0

@@ -57,7 +57,15 @@ from datasets.exceptions import DatasetGenerationError
 from medprobe.api import UserError
 from medprobe.atomic import signals_deferred, sigterm_raises
 from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
-from medprobe.building.cards import RECORD_KEY, package_version, render_dataset_card, sha256, split_template
+from medprobe.building.cards import (
+    CARD_DIGEST_KEY,
+    RECORD_KEY,
+    card_digest,
+    package_version,
+    render_dataset_card,
+    sha256,
+    split_template,
+)
 from medprobe.resources import load_builder_module
 
 CARD = "README.md"
@@ -244,6 +252,12 @@ def existing_build(out: Path, benchmark: str, overwrite: bool) -> dict | None:
         raise BuildError(
             f"{out} holds a medprobe build of {record.get('benchmark')!r} (configs {', '.join(record['configs'])}), "
             f"not of {benchmark!r}; pass --overwrite to replace it, or choose another --out"
+        )
+    recorded = record.get(CARD_DIGEST_KEY)  # builds before medprobe 0.2 recorded none: nothing shows an edit
+    if recorded and card_digest((out / CARD).read_text(encoding="utf-8"), str(out / CARD)) != recorded:
+        raise BuildError(
+            f"{out / CARD} was changed since medprobe built it (edited by hand?); a build writes a new card: move your "
+            "edits away, or pass --overwrite to replace it"
         )
     return meta
 

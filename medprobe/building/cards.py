@@ -70,9 +70,23 @@ LICENCES = ("open", "umls", "credentialed")
 #         parameters: {}                           # the builder config's own fields: seed, sizes, ...
 #         rows: {test: 19000}
 #         files: {full/test-00000-of-00001-<sha256[:16]>.parquet: <sha256>}   # named by content: build.data_file_path
+#     card_sha256: <sha256>                       # card_digest of the card as written (a hand-edited card differs)
 # It says which configs the folder holds and how each was made; a build changes only a folder
-# whose record names the same benchmark.
+# whose record names the same benchmark, and only a card it wrote (a rebuild refuses an edited card).
 RECORD_KEY = "medprobe_build"
+CARD_DIGEST_KEY = "card_sha256"
+
+
+def card_digest(text: str, source: str = "README.md") -> str:
+    """The digest of a card's content: its YAML (parsed, so formatting does not count) and its text, leaving out
+    the digest the build record holds of them. Equal exactly when the card is the one a build wrote."""
+    import json
+
+    meta, body = split_template(text, source)
+    record = dict(meta.get(RECORD_KEY) or {})
+    record.pop(CARD_DIGEST_KEY, None)
+    content = {"meta": {**meta, RECORD_KEY: record}, "body": body}
+    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 def sha256(path: Path) -> str:
@@ -223,6 +237,9 @@ def render_dataset_card(
         for config in built
     }
     MetadataConfigs(configs).to_dataset_card_data(card_data)
-    if build_record is not None:
-        card_data[RECORD_KEY] = build_record
+    if build_record is None:
+        return DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{text}")
+    card_data[RECORD_KEY] = build_record
+    build_record[CARD_DIGEST_KEY] = card_digest(f"---\n{card_data.to_yaml()}\n---\n{text}", str(path))
+    card_data[RECORD_KEY] = build_record
     return DatasetCard(f"---\n{card_data.to_yaml()}\n---\n{text}")

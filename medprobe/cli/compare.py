@@ -71,6 +71,11 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
         help="bootstrap resamples and permutations per test (default: 1000; a p-value is at least 1/(N+1))",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same numbers)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a compare.json or compare.md in --out that an earlier `medprobe compare` did not write",
+    )
     parser.set_defaults(func=run_compare_command)
 
 
@@ -80,6 +85,6 @@ def run_compare_command(args: argparse.Namespace) -> int:
 
     if len(args.inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
-    outputs = Outputs(out=args.out, plot=args.plot, html=args.html)
+    outputs = Outputs(out=args.out, plot=args.plot, html=args.html, overwrite=args.overwrite)
     run_compare(args.inputs, outputs, intersect=args.intersect, resamples=args.resamples, seed=args.seed)
     return 0

@@ -15,6 +15,7 @@ A later part adds its own step by appending a `DemoStep` to `DEMO_STEPS`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import time
@@ -387,7 +388,39 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=33, help="rewiring seed (default: 33)")
     parser.add_argument("--skip-mst", action="store_true", help="leave out the MST step (about 20 s on 2 idle CPU cores)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into --out even when it holds files an earlier demo did not record writing (they may be replaced)",
+    )
     parser.set_defaults(func=run_demo)
+
+
+RECORD = "demo.json"  # in --out: every file the demo wrote, with its sha256 (what a later demo may replace)
+
+
+def recorded_files(out: Path) -> dict[str, str]:
+    """The files an earlier demo recorded writing into `out` (its demo.json), {} when there is none."""
+    from medprobe.records.verify import RecordError, read_json_object
+
+    try:
+        files = read_json_object(out / RECORD, "a demo record").get("files")
+    except RecordError:
+        return {}
+    return {RECORD: "", **files} if isinstance(files, dict) else {}
+
+
+def record_files(out: Path) -> None:
+    """demo.json: the sha256 of every file under `out` the demo leaves, written last."""
+    from medprobe.atomic import write_text_atomically
+    from medprobe.digests import sha256_file
+
+    files = {
+        path.relative_to(out).as_posix(): sha256_file(path)
+        for path in sorted(out.rglob("*"))
+        if path.is_file() and path.name != RECORD
+    }
+    write_text_atomically(out / RECORD, json.dumps({"command": "medprobe demo", "files": files}, indent=1) + "\n")
 
 
 def check_data_dir(data_dir: str) -> None:
@@ -412,11 +445,14 @@ def check_data_dir(data_dir: str) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     """The steps in order, each with its header line and one progress line; the libraries' output goes to
     OUT/demo.log. What a user can get wrong (--out, --model, --data-dir) is checked before any step."""
-    from medprobe.atomic import check_writable
+    from medprobe.atomic import refuse_unrecorded
+    from medprobe.atomic_folder import check_output_folder
     from medprobe.models import check_model
 
     ctx = DemoContext(args=args, out=Path(args.out))
-    check_writable(ctx.out / "untuned.json", "--out")  # a file at --out, or no right to write there: stop now
+    check_output_folder(ctx.out)  # a file, a mount point, a read-only or immutable folder, no right to write: stop now
+    if not args.overwrite:  # a user's files in --out: stop now, before a step writes over them
+        refuse_unrecorded(ctx.out, recorded_files(ctx.out), command="demo")
     check_model(args.model)  # a wrong name fails in a fraction of a second, not after the dataset step
     if args.data_dir:
         check_data_dir(args.data_dir)
@@ -430,5 +466,6 @@ def run_demo(args: argparse.Namespace) -> int:
             step.run(ctx)
             ctx.seconds[step.name] = time.perf_counter() - start
         ctx.step = None
+    record_files(ctx.out)
     print(f"\nthe demo took {sum(ctx.seconds.values()):.0f} s; what the libraries printed is in {log}")
     return 0

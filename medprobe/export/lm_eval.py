@@ -192,11 +192,11 @@ def readme(benchmark: str, dataset: str, report: ExportReport) -> str:
 
 def check_out(out: Path) -> None:
     """OUT is absent, empty, or a previous export (it is replaced whole); anything else is refused."""
-    from medprobe.atomic import check_creatable
+    from medprobe.atomic_folder import check_output_folder
 
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the task YAMLs")
-    check_creatable(out, "--out")  # its folder can be made and written (the lock and the staging folder go beside it)
+    check_output_folder(out)  # not a mount point nor immutable; its folder takes the lock and the staging folder
     if out.is_dir():
         foreign = sorted(p.name for p in out.iterdir() if not EXPORTED_NAME.match(p.name))
         if foreign:
