@@ -271,6 +271,47 @@ def check_writable(path: str | Path, option: str) -> Path:
     return check_creatable(target, option)
 
 
+FS_IOC_GETFLAGS = 0x80086601  # linux/fs.h, read through an int
+FS_IMMUTABLE_FL, FS_APPEND_FL = 0x10, 0x20
+
+
+def file_flags(path: Path) -> int:
+    """The file's Linux inode flags (chattr's), 0 where they cannot be read (not Linux, a file system without them)."""
+    try:
+        import fcntl
+        import struct
+
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (ImportError, OSError):
+        return 0
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 4))[0]
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+
+
+def check_replaceable(path: str | Path, option: str) -> None:
+    """Fail at once, with one line naming `option`, when an existing file at `path` cannot be replaced by a rename
+    (as every output is written): it is a mount point, or immutable or append-only (chattr +i / +a: refused even to
+    root). Nothing to check when there is no file; a folder is check_writable's."""
+    target = Path(path).expanduser()
+    if not os.path.lexists(target) or target.is_dir():
+        return
+    if os.path.ismount(target):
+        raise UnwritableOutput(
+            f"{option} {path} is a mount point, which cannot be replaced by a rename as medprobe writes its outputs; "
+            "choose another path"
+        )
+    flags = file_flags(target)
+    if flags & (FS_IMMUTABLE_FL | FS_APPEND_FL):
+        kind, flag = ("immutable", "i") if flags & FS_IMMUTABLE_FL else ("append-only", "a")
+        raise UnwritableOutput(
+            f"{option} {path}: cannot be replaced ({kind}: chattr +{flag}); lift it (chattr -{flag}) or choose another path"
+        )
+
+
 def check_creatable(target: Path, option: str) -> Path:
     """Fail at once, with one line naming `option`, if nothing can be created at `target` (a file, or
     a folder written beside itself): an ancestor is a file, or its nearest existing folder cannot be

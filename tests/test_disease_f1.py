@@ -1,5 +1,7 @@
 """disease_f1 through evaluate.load, against values worked out by hand (no scikit-learn)."""
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -76,6 +78,16 @@ def test_an_empty_disease_id_is_refused_like_an_empty_group_of_acc_at_k(disease_
         disease_f1.compute(predictions=[1, 0], references=[1, 0], diseases=["A", ""])
     with pytest.raises(ValueError, match=r"diseases\[0\] is ''"):
         disease_f1.add(prediction=1, reference=1, diseases="")
+
+
+@pytest.mark.parametrize("blank", [" ", "\t", "  \n"])
+def test_a_whitespace_only_disease_id_is_refused_naming_the_row(disease_f1, blank):
+    """Measured before: diseases=["A", " "] was scored, " " counted as a disease of its own (macro over A and " ")."""
+    with pytest.raises(ValueError, match=re.escape(f"diseases[1] is {blank!r}; expected a non-empty str")) as found:
+        disease_f1.compute(predictions=[1, 0], references=[1, 0], diseases=["A", blank])
+    assert "not blank" in str(found.value) and len(str(found.value).splitlines()) == 1
+    with pytest.raises(ValueError, match=r"diseases\[0\] is "):
+        disease_f1.add(prediction=1, reference=1, diseases=blank)
 
 
 rows = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from("ABCD")), min_size=1, max_size=40)

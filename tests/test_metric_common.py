@@ -63,6 +63,7 @@ BAD_INPUTS = {
         ({"references": ["1", 0]}, r"references\[0\] is '1'; expected the int 0 or 1"),
         ({"diseases": ["A", 7]}, r"diseases\[1\] is 7; expected a non-empty str"),
         ({"diseases": ["A", ""]}, r"diseases\[1\] is ''; expected a non-empty str"),
+        ({"diseases": ["A", " "]}, r"diseases\[1\] is ' '; expected a non-empty str, not blank"),
     ],
     "ucm": [
         ({"target_rank_before": [2.9, 3]}, r"target_rank_before\[0\] is 2.9; expected a rank"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -147,14 +148,15 @@ def test_export_writes_blinded_sheets_tied_to_the_run_by_hashes(run, tmp_path):
         assert names[item["rank"] - 1] == item["prediction"]
         assert item["in_gold"] == (item["prediction"] in data[query["id"]]["answers"])
     rows = sheet(out / "raters" / "ana.csv")
-    assert list(rows[0]) == ["item", "rater", "query", "relation", "prediction", "rating"]  # blinded: no gold column
+    # blinded: no gold column; the export's id on every row
+    assert list(rows[0]) == ["export", "item", "rater", "query", "relation", "prediction", "rating"]
     assert len(rows) == 18 and all(row["rating"] == "" and row["rater"] == "ana" for row in rows)
     assert {row["item"] for row in rows} == {row["item"] for row in sheet(out / "raters" / "ben.csv")}
     # shuffled: the sheet's order within a query is not the model's ranking everywhere
     ranks = {i["item"]: i["rank"] for i in manifest["items"]}
     assert [ranks[row["item"]] for row in rows] != sorted((ranks[r["item"]] for r in rows), key=lambda r: r)
     tasks = json.loads((out / "raters" / "ben.label-studio.json").read_text())
-    assert len(tasks) == 18 and set(tasks[0]["data"]) == {"item", "rater", "query", "relation", "prediction"}
+    assert len(tasks) == 18 and set(tasks[0]["data"]) == {"export", "item", "rater", "query", "relation", "prediction"}
 
 
 def test_export_is_seeded_and_show_gold_adds_the_gold_column(run, tmp_path):
@@ -434,3 +436,272 @@ def test_publish_card_block_gets_the_review_line(run, tmp_path):
     assert with_review("block", str(run)) == "block"
     review_path(run).write_text(json.dumps({"format": "medprobe-review-record/1", "run": {"sha256": "0" * 64}}))
     assert "reviews another version" in with_review("block", str(run))
+
+
+# --- sheets carry their export's id (issue 31 §4) ----------------------------------------------------------
+
+
+def label_studio_export(out: Path, rater: str, ratings: dict[str, int], path: Path) -> str:
+    """Label Studio's JSON export of a rater's exported tasks, each annotated with its rating."""
+    tasks = json.loads((out / "raters" / f"{rater}.label-studio.json").read_text())
+    for number, task in enumerate(tasks, start=1):
+        value = {"choices": [str(ratings[task["data"]["item"]])]}
+        task["id"] = number
+        task["annotations"] = [{"id": number, "result": [{"from_name": "rating", "type": "choices", "value": value}]}]
+    path.write_text(json.dumps(tasks))
+    return str(path)
+
+
+@pytest.fixture()
+def two_exports(run, tmp_path) -> tuple[Path, Path]:
+    """Two exports of one run with the same item ids (Q1-1 ... Q6-3) but other queries (another seed)."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    do_export(run, first, seed=10)
+    do_export(run, second, seed=3)
+    a, b = (json.loads((out / "manifest.json").read_text()) for out in (first, second))
+    assert [i["item"] for i in a["items"]] == [i["item"] for i in b["items"]]
+    assert [q["id"] for q in a["queries"]] != [q["id"] for q in b["queries"]]
+    return first, second
+
+
+def test_every_sheet_carries_the_export_id_of_its_manifest(run, tmp_path, two_exports):
+    first, second = two_exports
+    ids = [json.loads((out / "manifest.json").read_text())["export_id"] for out in two_exports]
+    assert ids[0] != ids[1]  # other queries, another export
+    for out, export_id in zip(two_exports, ids):
+        for rater in ("ana", "ben"):
+            rows = sheet(out / "raters" / f"{rater}.csv")
+            assert list(rows[0])[0] == "export" and {row["export"] for row in rows} == {export_id}
+            tasks = json.loads((out / "raters" / f"{rater}.label-studio.json").read_text())
+            assert {task["data"]["export"] for task in tasks} == {export_id}
+    with pytest.raises(ValueError):
+        float(ids[0])  # a spreadsheet keeps it as text (a hex digest alone can read as 1.2E+50)
+    # the id is what the sheets ask: the same export again gets the same id and the same sheets
+    again = do_export(run, tmp_path / "again", seed=10)
+    assert json.loads(again["manifest.json"])["export_id"] == ids[0]
+
+
+@pytest.mark.parametrize("kind", ["csv", "label-studio"])
+def test_import_refuses_the_filled_sheets_of_another_export_with_the_same_item_ids(two_exports, tmp_path, kind, capsys):
+    """Measured before: the first export's sheets imported into the second's folder, exit 0, a review of queries
+    nobody rated (the item ids match, the queries do not)."""
+    first, second = two_exports
+    ratings = rate(json.loads((first / "manifest.json").read_text()))
+    files = fill(first, ratings)
+    if kind == "label-studio":
+        files[1] = label_studio_export(first, "ben", ratings["ben"], tmp_path / "ben-project.json")
+    first_id, second_id = (json.loads((out / "manifest.json").read_text())["export_id"] for out in two_exports)
+    assert main(["review", "import", str(second), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert files[0] in err and f"export {first_id}" in err and f"{second / 'manifest.json'} is export {second_id}" in err, err
+    assert not (second / "review.json").exists()
+    # the sheets go with their own folder
+    assert main(["review", "import", str(first), *files, "--resamples", "20"]) == 0
+
+
+def test_a_cleared_export_cell_is_one_line_naming_the_row(run, tmp_path, capsys):
+    out, files = filled(run, tmp_path)
+    rows = sheet(Path(files[0]))
+    rows[3]["export"] = ""
+    write_sheet(Path(files[0]), rows, {row["item"]: row["rating"] for row in rows})
+    export_id = json.loads((out / "manifest.json").read_text())["export_id"]
+    assert main(["review", "import", str(out), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    expected = f"{files[0]}, row 5: the export cell is empty; the exported sheet has {export_id} there ({out / 'manifest.json'})"
+    assert err == f"medprobe: error: {expected}\n"
+
+
+def test_import_out_that_is_a_folder_names_a_review_file(run, tmp_path, capsys):
+    out, files = filled(run, tmp_path)
+    assert main(["review", "import", str(out), *files, "--out", str(out), "--resamples", "20"]) == 2
+    assert capsys.readouterr().err == f"medprobe: error: --out {out} is a folder; give a file path, e.g. {out / 'review.json'}\n"
+
+
+def make_legacy(out: Path) -> None:
+    """The export as written before export ids: no export column, no data.export, no export_id."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    del manifest["export_id"]
+    manifest["csv_header"].remove("export")
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    for path in (out / "raters").glob("*.csv"):
+        rows = sheet(path)
+        write_sheet(path, [{k: v for k, v in row.items() if k != "export"} for row in rows], {r["item"]: "" for r in rows})
+    for path in (out / "raters").glob("*.label-studio.json"):
+        tasks = json.loads(path.read_text())
+        path.write_text(json.dumps([{"data": {k: v for k, v in t["data"].items() if k != "export"}} for t in tasks]))
+
+
+def test_sheets_of_an_export_written_before_export_ids(two_exports, capsys):
+    """An old export's own sheets still import (matched to its manifest by query and prediction text); an old
+    sheet given with another old export, or with a new one, is one line saying which folder it goes with.
+    Measured before: the other old export's sheets were accepted (exit 0)."""
+    first, second = two_exports
+    for out in two_exports:
+        make_legacy(out)
+    ratings = rate(json.loads((first / "manifest.json").read_text()))
+    files = fill(first, ratings)
+    assert main(["review", "import", str(first), *files, "--resamples", "20"]) == 0
+    assert "matched to the manifest by query and prediction text" in capsys.readouterr().out
+    assert main(["review", "import", str(second), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        len(err.splitlines()) == 1 and files[0] in err and "another export" in err and "with the folder its export wrote" in err
+    )
+    assert not (second / "review.json").exists()
+
+
+def test_an_old_sheet_given_with_a_new_export_says_what_to_do(run, two_exports, tmp_path, capsys):
+    """Measured before (an old sheet is one without the export column): `the header is ..., expected ...`, which
+    does not say the sheet is of another export."""
+    first, second = two_exports
+    make_legacy(first)
+    files = fill(first, rate(json.loads((first / "manifest.json").read_text())))
+    second_id = json.loads((second / "manifest.json").read_text())["export_id"]
+    assert main(["review", "import", str(second), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and files[0] in err and "no export column" in err and second_id in err, err
+    assert "import it with the folder its export wrote" in err
+
+
+# --- review outputs refuse files review did not write (issue 31 §4) -----------------------------------------
+
+
+def filled(run: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    out = tmp_path / "review"
+    do_export(run, out)
+    return out, fill(out, rate(json.loads((out / "manifest.json").read_text())))
+
+
+def test_import_refuses_to_replace_the_runs_results_json_given_as_out(run, tmp_path, capsys):
+    """Measured before: `--out RUN.json` replaced the run's results JSON with the review record, exit 0."""
+    out, files = filled(run, tmp_path)
+    before = run.read_bytes()
+    assert main(["review", "import", str(out), *files, "--out", str(run), "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"medprobe: error: --out {run}: a file `medprobe review import` did not write (not a review record); "
+        "the import would replace it: pass --overwrite to replace it, or choose another --out\n"
+    )
+    assert run.read_bytes() == before and not run.with_suffix(".md").exists()
+
+
+@pytest.mark.parametrize("case", ["users-notes", "hand-edited", "no-record-beside"])
+def test_import_refuses_to_replace_a_markdown_or_heatmap_it_did_not_write(run, tmp_path, case, capsys):
+    """Measured before: DIR/review.md (a user's notes, or the review's markdown edited by hand) replaced, exit 0."""
+    out, files = filled(run, tmp_path)
+    md = out / "review.md"
+    if case == "users-notes":
+        md.write_text("# my notes on the raters\n")
+    else:
+        assert main(["review", "import", str(out), *files, "--resamples", "20"]) == 0
+        if case == "hand-edited":
+            md.write_text(md.read_text() + "\nadded by hand\n")
+        else:
+            (out / "review.json").unlink()
+    capsys.readouterr()
+    kept = md.read_bytes()
+    assert main(["review", "import", str(out), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and str(md) in err and "pass --overwrite" in err and "Traceback" not in err, err
+    assert md.read_bytes() == kept
+    assert main(["review", "import", str(out), *files, "--resamples", "20", "--overwrite"]) == 0
+    assert md.read_text().startswith("# Expert review")
+
+
+def test_import_replaces_its_own_outputs_without_overwrite(run, tmp_path):
+    out, files = filled(run, tmp_path)
+    assert main(["review", "import", str(out), *files, "--resamples", "20"]) == 0
+    first = (out / "review.json").read_bytes()
+    assert main(["review", "import", str(out), *files, "--resamples", "20", "--accept", "4"]) == 0
+    assert (out / "review.json").read_bytes() != first
+    record = json.loads((out / "review.json").read_text())
+    for role, name in (("markdown", "review.md"), ("heatmap", "review.heatmap.svg")):
+        assert record["outputs"][role] == hashlib.sha256((out / name).read_bytes()).hexdigest()
+
+
+@pytest.fixture()
+def immutable():
+    """chattr +i on a path (undone at teardown); skipped where chattr is not permitted."""
+    import shutil
+    import subprocess
+
+    made = []
+
+    def make(path: Path) -> Path:
+        if not shutil.which("chattr") or subprocess.run(["chattr", "+i", str(path)], capture_output=True).returncode:
+            pytest.skip("chattr +i is not permitted here")
+        made.append(path)
+        return path
+
+    yield make
+    for path in made:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+@pytest.fixture()
+def no_work(monkeypatch):
+    """Call it, and the review's work (reading the run, reading the ratings) fails the test if it starts."""
+    import medprobe.review.ratings
+    import medprobe.review.sheets
+
+    def started(*args, **kwargs):
+        raise AssertionError("the work started before the output was checked")
+
+    def forbid() -> None:
+        monkeypatch.setattr(medprobe.review.sheets, "load_run", started)
+        monkeypatch.setattr(medprobe.review.ratings, "read_all", started)
+
+    return forbid
+
+
+def test_import_out_that_is_immutable_is_one_line_before_any_work(run, tmp_path, immutable, no_work, capsys):
+    """Measured before: the ratings were read and the review computed, then os.replace failed on the immutable
+    file: `[Errno 1] Operation not permitted: '.../.review-tmp-PID.json' -> ...` (a temporary name)."""
+    out, files = filled(run, tmp_path)
+    target = tmp_path / "kept.review.json"
+    assert import_ratings(out, files, out=target, resamples=20)
+    immutable(target)
+    no_work()
+    assert main(["review", "import", str(out), *files, "--out", str(target), "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"medprobe: error: --out {target}: cannot be replaced (") and len(err.splitlines()) == 1, err
+    assert "immutable" in err and "-tmp-" not in err
+
+
+def test_import_out_that_is_a_mount_point_is_one_line_before_any_work(run, tmp_path, no_work, monkeypatch, capsys):
+    """Measured before (mount point simulated): not checked, the import ran to the end (a real one then fails the
+    rename over it with EBUSY, by reading the code: after the work)."""
+    out, files = filled(run, tmp_path)
+    target = tmp_path / "mounted.json"
+    target.write_text(json.dumps({"format": "medprobe-review-record/1"}))
+    real = os.path.ismount
+    monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == target or real(path))
+    no_work()
+    assert main(["review", "import", str(out), *files, "--out", str(target), "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"medprobe: error: --out {target} is a mount point") and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize("case", ["immutable", "mount-point"])
+def test_export_out_that_cannot_be_replaced_is_one_line_before_any_work(
+    run, tmp_path, immutable, no_work, monkeypatch, case, capsys
+):
+    """Measured before: an empty OUT folder that is immutable or a mount point passed the first check; the run was
+    read and the sheets built before the swap refused it."""
+    out = tmp_path / "sheets"
+    out.mkdir()
+    if case == "immutable":
+        immutable(out)
+        expected = f"medprobe: error: --out {out}: cannot write in it ("
+    else:
+        real = os.path.ismount
+        monkeypatch.setattr(os.path, "ismount", lambda path: Path(path) == out or real(path))
+        expected = f"medprobe: error: --out {out} is a mount point"
+    args = ["review", "export", str(run), "--sample", "2", "--top-k", "2", "--raters", "1", "--out", str(out)]
+    no_work()
+    args += ["--dataset", str(run.parent.parent / "data")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(expected) and len(err.splitlines()) == 1, err
+    assert list(out.iterdir()) == []

@@ -39,7 +39,15 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     from medprobe.review.report import import_ratings, summary_line
 
-    record = import_ratings(args.folder, args.ratings, accept=args.accept, out=args.out, resamples=args.resamples, seed=args.seed)
+    record = import_ratings(
+        args.folder,
+        args.ratings,
+        accept=args.accept,
+        out=args.out,
+        resamples=args.resamples,
+        seed=args.seed,
+        overwrite=args.overwrite,
+    )
     print(summary_line(record))
     return 0
 
@@ -78,7 +86,8 @@ def add_review_command(subparsers: argparse._SubParsersAction) -> None:
         help="check filled sheets or Label Studio exports and write the review record",
         description=(
             "Check every ratings file (each item rated once per rater, values on the scale, ids in the manifest; "
-            "the first problem is one error naming the file and row, and nothing is written), then write the "
+            "sheets of another export are refused by their export id; the first problem is one error naming the file "
+            "and row, and nothing is written), then write the "
             "review: acc@k under gold, expert acceptance and both with 95% intervals, the rating x in-gold table "
             "and heatmap, agreement between raters, and erratum candidates. Written as RESULTS.review.json beside "
             "the run's results JSON (--out), `medprobe compare` and `medprobe publish results` show it."
@@ -91,6 +100,11 @@ def add_review_command(subparsers: argparse._SubParsersAction) -> None:
     )
     imports.add_argument(
         "--out", metavar="FILE", help="the review JSON (default: DIR/review.json; .md and .heatmap.svg beside it)"
+    )
+    imports.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace files at --out (and its .md and .heatmap.svg) that an earlier `review import` did not write",
     )
     imports.add_argument("--resamples", type=positive, default=1000, metavar="N", help="bootstrap resamples (default: 1000)")
     imports.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")

@@ -7,6 +7,11 @@ is the rating; cancelled annotations are skipped). Checked: every row's item id 
 its rater is one of the manifest's, its rating is a whole number on the scale, no rater rates an
 item twice, and every rater rated every item. The first problem found is one error naming the file
 and the row (a CSV line number as a spreadsheet shows it, or a Label Studio task number).
+
+Sheets belong to one export: every row carries its export's id (the CSV's `export` column, a Label
+Studio task's `data.export`), which must be the manifest's `export_id`; item ids alone (Q1-1, ...)
+repeat from one export to the next. A manifest written before export ids has none, and neither have
+its sheets: their rows are matched to it by what they show (query text and prediction) instead.
 """
 
 from __future__ import annotations
@@ -26,6 +31,55 @@ class Rating:
     item: str
     value: int
     where: str  # "FILE, row N" / "FILE, task N": named in errors
+    export: str | None = None  # the export id the row carries; None: a sheet written before export ids
+    shows: tuple[str, str] | None = None  # (query text, prediction) as the row shows them
+
+
+def short(text: object) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 50 else shown[:47] + "..."
+
+
+def check_export(ratings: list[Rating], path: Path, manifest: dict, source: str) -> None:
+    """Every row of the file `path` is of the manifest's export (`source` names the manifest in messages)."""
+    from medprobe.review.sheets import EXPORT_COLUMN
+
+    expected = manifest.get("export_id")
+    if expected is None:  # an export written before export ids: rows are matched by what they show
+        texts = {query["query"]: query["text"] for query in manifest["queries"]}
+        items = {item["item"]: (texts.get(item["query"]), item["prediction"]) for item in manifest["items"]}
+        for rating in ratings:
+            if rating.export is not None:
+                raise UserError(
+                    f"{path}: a sheet of export {rating.export}, but {source} has no export id (written before export "
+                    "ids): import the sheet with the folder its export wrote"
+                )
+            known = items.get(rating.item)
+            if known is None or rating.shows is None:
+                continue  # an unknown item is reported by check_ratings
+            shown = tuple(text.strip() for text in rating.shows)
+            if shown != tuple((text or "").strip() for text in known):
+                raise UserError(
+                    f"{rating.where} (item {rating.item}): shows {short(shown[0])} / {short(shown[1])}, but item "
+                    f"{rating.item} of {source} is {short(known[0])} / {short(known[1])}: a sheet of another export; "
+                    "import it with the folder its export wrote"
+                )
+        return
+    for rating in ratings:
+        if rating.export is None:  # a Label Studio task (a CSV without the column is refused by read_csv)
+            raise UserError(
+                f"{rating.where}: no data.{EXPORT_COLUMN} (tasks of an export written before export ids), so it cannot be of "
+                f"export {expected} ({source}): import it with the folder its export wrote"
+            )
+        if not rating.export:
+            raise UserError(
+                f"{rating.where}: the {EXPORT_COLUMN} cell is empty; the exported sheet has {expected} there ({source})"
+            )
+        if rating.export != expected:
+            raise UserError(
+                f"{rating.where}: a sheet of export {rating.export}, but {source} is export {expected}; "
+                "import it with the folder its export wrote"
+            )
 
 
 def read_manifest(folder: str | Path) -> dict:
@@ -55,13 +109,23 @@ def rating_value(text: object, where: str) -> int:
     return int(number)
 
 
-def read_csv(path: Path, header: list[str]) -> list[Rating]:
+def read_csv(path: Path, header: list[str], source: str = "manifest.json", export: str | None = None) -> list[Rating]:
+    """The ratings of a filled sheet with `header` (the manifest's); a sheet without the export column given
+    with an export that has an id (`export`) is refused, saying what to do."""
+    from medprobe.review.sheets import EXPORT_COLUMN
+
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text; save the sheet as CSV UTF-8") from None
     rows = list(csv.reader(text.splitlines()))
-    if not rows or [cell.strip() for cell in rows[0]] != header:
+    found = [cell.strip() for cell in rows[0]] if rows else []
+    if export is not None and found == [name for name in header if name != EXPORT_COLUMN]:
+        raise UserError(
+            f"{path}: no export column (a sheet of an export written before export ids, or the column was deleted), so it "
+            f"cannot be of export {export} ({source}): import it with the folder its export wrote"
+        )
+    if not rows or found != header:
         found = ",".join(rows[0]) if rows else "nothing"
         raise UserError(f"{path}, row 1: the header is {found!r}, expected {','.join(header)!r} (the exported sheet's)")
     ratings = []
@@ -73,7 +137,9 @@ def read_csv(path: Path, header: list[str]) -> list[Rating]:
             raise UserError(f"{where}: {len(row)} cells, expected {len(header)}")
         cells = dict(zip(header, row))
         value = rating_value(cells["rating"], f"{where} (item {cells['item']})")
-        ratings.append(Rating(cells["rater"].strip(), cells["item"].strip(), value, where))
+        export_cell = cells[EXPORT_COLUMN].strip() if EXPORT_COLUMN in cells else None
+        shows = (cells["query"], cells["prediction"])
+        ratings.append(Rating(cells["rater"].strip(), cells["item"].strip(), value, where, export_cell, shows))
     return ratings
 
 
@@ -108,21 +174,29 @@ def read_label_studio(path: Path) -> list[Rating]:
         done = [a for a in task.get("annotations") or [] if isinstance(a, dict) and not a.get("was_cancelled")]
         if len(done) > 1:
             raise UserError(f"{where} (item {data['item']}): {len(done)} annotations; each rater rates an item once")
+        export = str(data["export"]).strip() if data.get("export") is not None else None
+        shows = (str(data["query"]), str(data["prediction"])) if "query" in data and "prediction" in data else None
+        if export is None and shows is None:
+            shows = ("", "")  # neither an export id nor what the task shows: matches nothing
         for annotation in done:
             value = annotation_value(annotation, f"{where} (item {data['item']})")
-            ratings.append(Rating(str(data["rater"]), str(data["item"]), value, where))
+            ratings.append(Rating(str(data["rater"]), str(data["item"]), value, where, export, shows))
     return ratings
 
 
-def read_ratings_file(path: str | Path, manifest: dict) -> list[Rating]:
+def read_ratings_file(path: str | Path, manifest: dict, source: str = "manifest.json") -> list[Rating]:
+    """The ratings of one file, each row checked to be of the manifest's export (`source` names the manifest)."""
     path = Path(path)
     if not path.is_file():
         raise UserError(f"{path}: no such ratings file")
     if path.suffix.lower() == ".json":
-        return read_label_studio(path)
-    if path.suffix.lower() == ".csv":
-        return read_csv(path, manifest["csv_header"])
-    raise UserError(f"{path}: a ratings file is a filled sheet (.csv) or a Label Studio JSON export (.json)")
+        ratings = read_label_studio(path)
+    elif path.suffix.lower() == ".csv":
+        ratings = read_csv(path, manifest["csv_header"], source, manifest.get("export_id"))
+    else:
+        raise UserError(f"{path}: a ratings file is a filled sheet (.csv) or a Label Studio JSON export (.json)")
+    check_export(ratings, path, manifest, source)
+    return ratings
 
 
 def check_ratings(ratings: list[Rating], manifest: dict, files: list[str]) -> dict[str, dict[str, int]]:
@@ -153,5 +227,6 @@ def check_ratings(ratings: list[Rating], manifest: dict, files: list[str]) -> di
 def read_all(folder: str | Path, paths: list[str]) -> tuple[dict, dict[str, dict[str, int]]]:
     """The manifest and every rater's ratings, or the first problem as one UserError."""
     manifest = read_manifest(folder)
-    ratings = [rating for path in paths for rating in read_ratings_file(path, manifest)]
+    source = str(Path(folder) / "manifest.json")
+    ratings = [rating for path in paths for rating in read_ratings_file(path, manifest, source)]
     return manifest, check_ratings(ratings, manifest, [str(p) for p in paths])

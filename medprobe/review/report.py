@@ -12,6 +12,11 @@
 - erratum candidates: predictions whose median rating is 5 but that are not gold answers, and gold
   answers whose median rating is <= 3.
 
+The import writes OUT (default DIR/review.json), OUT's .md and .heatmap.svg, and replaces only files it
+wrote: a review record (its `format`) and the markdown and heatmap whose sha256 that record holds
+(`outputs`); anything else there (a user's file, a results JSON given as --out, a markdown edited by
+hand) is refused unless `overwrite`.
+
 A review of a run is shown by `medprobe compare` and `medprobe publish results` when it lies beside
 the run's results JSON as `<stem>.review.json` (results.json -> results.review.json) and was made
 from that very results JSON (same sha256).
@@ -115,7 +120,11 @@ def review_record(
     manifest_bytes = (Path(folder) / "manifest.json").read_bytes()
     return {
         "format": RECORD_FORMAT,
-        "export": {"folder": str(Path(folder).resolve()), "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest()},
+        "export": {
+            "folder": str(Path(folder).resolve()),
+            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+            "id": manifest.get("export_id"),  # None: exported before export ids (sheets matched by their text)
+        },
         "run": manifest["run"],
         "ratings": [{"file": str(Path(f).resolve()), "sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()} for f in files],
         "raters": list(table),
@@ -269,6 +278,44 @@ def review_line(results: str | Path) -> str | None:
 # --- the command ----------------------------------------------------------------------------------------
 
 
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_ours(target: Path, md: Path, svg: Path) -> None:
+    """The files at OUT, its .md and .heatmap.svg are absent or the ones a review import wrote there: OUT a review
+    record, the others those whose sha256 it holds (a record written before it held them: their text regenerated)."""
+    from medprobe.api import UserError
+    from medprobe.digests import sha256_text
+
+    advice = "the import would replace it: pass --overwrite to replace it, or choose another --out"
+    record = None
+    if target.is_file():
+        try:
+            record = json.loads(target.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            record = None
+        if not isinstance(record, dict) or record.get("format") != RECORD_FORMAT:
+            raise UserError(f"--out {target}: a file `medprobe review import` did not write (not a review record); {advice}")
+    for path, role, write in ((md, "markdown", lambda r: markdown(r) + "\n"), (svg, "heatmap", heatmap_svg)):
+        if not path.is_file():
+            continue
+        if record is None:
+            raise UserError(
+                f"{path}: a file `medprobe review import` did not write (no review record {target.name} beside it); {advice}"
+            )
+        expected = (record.get("outputs") or {}).get(role)
+        if expected is None:  # a record from before `outputs`: what it would have written
+            try:
+                expected = sha256_text(write(record))
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                expected = None
+        if sha256_of(path) != expected:
+            raise UserError(
+                f"{path}: not the {role} `medprobe review import` wrote beside {target.name} (edited since?); {advice}"
+            )
+
+
 def import_ratings(
     folder: str | Path,
     files: list[str],
@@ -277,11 +324,14 @@ def import_ratings(
     out: str | Path | None = None,
     resamples: int = 1000,
     seed: int = 0,
+    overwrite: bool = False,
 ) -> dict:
-    """Check every ratings file, then write OUT (default DIR/review.json), OUT's .md and .heatmap.svg
-    together (all or nothing). Nothing is written when any file has a problem."""
+    """Check the outputs and every ratings file, then write OUT (default DIR/review.json), OUT's .md and
+    .heatmap.svg together (all or nothing). Nothing is written when any file has a problem; a file there that
+    the import did not write is replaced only with `overwrite`."""
     from medprobe.api import UserError
-    from medprobe.atomic import check_distinct_outputs, check_writable, write_all_atomically
+    from medprobe.atomic import check_distinct_outputs, check_replaceable, check_writable, write_all_atomically
+    from medprobe.digests import sha256_text
     from medprobe.review.ratings import read_all
 
     if not LOWEST <= accept <= HIGHEST:
@@ -290,16 +340,30 @@ def import_ratings(
         raise UserError(f"--resamples must be a positive integer, got {resamples}")
     target = Path(out) if out else Path(folder) / "review.json"
     md, svg = target.with_suffix(".md"), target.with_name(f"{target.stem}.heatmap.svg")
+    if target.is_dir():
+        raise UserError(f"--out {target} is a folder; give a file path, e.g. {target / 'review.json'}")
     check_writable(target, "--out")
+    for path, option in ((target, "--out"), (md, "the markdown"), (svg, "the heatmap")):
+        if path.is_dir():  # --out itself is check_writable's
+            raise UserError(f"{path} ({option} beside --out) is a folder; choose another --out")
+        check_replaceable(path, option)
     check_distinct_outputs({"--out": target, "the markdown": md, "the heatmap": svg, **{f"ratings {f}": f for f in files}})
+    if not overwrite:
+        check_ours(target, md, svg)
     manifest, table = read_all(folder, files)
     record = review_record(folder, manifest, table, files, accept, resamples, seed)
+    md_text, svg_text = markdown(record) + "\n", heatmap_svg(record)
+    record["outputs"] = {"markdown": sha256_text(md_text), "heatmap": sha256_text(svg_text)}  # what a later import may replace
     text = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
     writers = [
         (target, lambda temp: temp.write_text(text, encoding="utf-8")),
-        (md, lambda temp: temp.write_text(markdown(record) + "\n", encoding="utf-8")),
-        (svg, lambda temp: temp.write_text(heatmap_svg(record), encoding="utf-8")),
+        (md, lambda temp: temp.write_text(md_text, encoding="utf-8")),
+        (svg, lambda temp: temp.write_text(svg_text, encoding="utf-8")),
     ]
     for path in write_all_atomically(writers):
         print(f"wrote {path}")
+    if manifest.get("export_id") is None:
+        print(
+            f"note: {folder} was exported before export ids; its sheets were matched to the manifest by query and prediction text"
+        )
     return record

@@ -10,6 +10,13 @@ DIR gets: `raters/<rater>.csv` (one row per query and prediction, an empty `rati
 `raters/<rater>.label-studio.json` (Label Studio tasks), `label-studio-config.xml` (the 1-5 scale),
 `scale.md`, and `manifest.json`, which holds the gold answers and ties every file to the run by
 sha256: hand raters their own sheet and scale.md, never the manifest.
+
+Every export has an id (`export_id` in the manifest), a digest of what its sheets ask: the run, the
+sampled queries with their gold answers, the items and their ranks, the raters and the sheet layout
+(never a path). Every sheet carries it, in an `export` column of every CSV row and in each Label
+Studio task's `data.export`, so `review import` tells the sheets of one export from another's with the
+same item ids. Two exports that ask the same (same run, options and seed) share it, and their sheets
+are interchangeable; any difference a rating depends on gives another id.
 """
 
 from __future__ import annotations
@@ -33,7 +40,8 @@ from medprobe.results import RunRecord, outcomes_path
 from medprobe.review.scale import SCALE, scale_markdown
 from medprobe.stats import Outcomes
 
-FORMAT = "medprobe-review/1"
+FORMAT = "medprobe-review/1"  # manifests without `export_id` were written before export ids (medprobe.review.ratings)
+EXPORT_COLUMN = "export"  # the CSV column (and Label Studio data key) holding the export id
 CONFIG_NAME = "label-studio-config.xml"
 RATER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -194,6 +202,7 @@ def items_of(queries: list[Query], rng: np.random.Generator) -> list[dict]:
 
 def csv_header(show_gold: bool, relations: bool) -> list[str]:
     return [
+        EXPORT_COLUMN,
         "item",
         "rater",
         "query",
@@ -217,9 +226,10 @@ def sheet_rows(queries: list[Query], items: list[dict], rater_seed: int) -> list
     return rows
 
 
-def shown(rater: str, query: Query, item: dict) -> dict[str, str]:
+def shown(export: str, rater: str, query: Query, item: dict) -> dict[str, str]:
     """What a rater sees of one prediction, in a sheet and in Label Studio alike (the gold only with --show-gold)."""
     return {
+        EXPORT_COLUMN: export,
         "item": item["item"],
         "rater": rater,
         "query": query.text,
@@ -228,21 +238,21 @@ def shown(rater: str, query: Query, item: dict) -> dict[str, str]:
     }
 
 
-def sheet_csv(rater: str, rows: list[tuple[Query, dict]], header: list[str]) -> str:
+def sheet_csv(export: str, rater: str, rows: list[tuple[Query, dict]], header: list[str]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(header)
     for query, item in rows:
-        values = {**shown(rater, query, item), "gold": "yes" if item["in_gold"] else "no", "rating": ""}
+        values = {**shown(export, rater, query, item), "gold": "yes" if item["in_gold"] else "no", "rating": ""}
         writer.writerow([values[name] for name in header])
     return buffer.getvalue()
 
 
-def label_studio_tasks(rater: str, rows: list[tuple[Query, dict]], show_gold: bool) -> str:
+def label_studio_tasks(export: str, rater: str, rows: list[tuple[Query, dict]], show_gold: bool) -> str:
     """Label Studio's JSON import: one task per row, `data` holds what the config shows and the ids to match."""
     tasks = []
     for query, item in rows:
-        data = shown(rater, query, item)
+        data = shown(export, rater, query, item)
         if show_gold:
             data["gold"] = "in the UMLS gold answers" if item["in_gold"] else "not in the UMLS gold answers"
         tasks.append({"data": data})
@@ -299,11 +309,6 @@ def export_files(
     queries = sample_queries(run, record, loaded.outcomes, found, rows, sample, top_k, seed)
     items = items_of(queries, np.random.default_rng([seed, 1]))
     header = csv_header(show_gold, any(q.relation for q in queries))
-    files: dict[str, str] = {"scale.md": scale_markdown(), CONFIG_NAME: label_studio_config(show_gold)}
-    for index, rater in enumerate(raters):
-        ordered = sheet_rows(queries, items, rater_seed=[seed, 2, index])
-        files[f"raters/{rater}.csv"] = "\ufeff" + sheet_csv(rater, ordered, header)  # BOM: Excel reads it as UTF-8
-        files[f"raters/{rater}.label-studio.json"] = label_studio_tasks(rater, ordered, show_gold)
     manifest = {
         "format": FORMAT,
         "run": {
@@ -339,23 +344,37 @@ def export_files(
             for q in queries
         ],
         "items": items,
-        "files": {name: sha256_text(text) for name, text in sorted(files.items())},
     }
     for query in manifest["queries"]:  # JSON has no NaN
         query["gold_rank"] = None if np.isnan(query["gold_rank"]) else int(query["gold_rank"])
+    export = export_id(manifest)
+    files: dict[str, str] = {"scale.md": scale_markdown(), CONFIG_NAME: label_studio_config(show_gold)}
+    for index, rater in enumerate(raters):
+        ordered = sheet_rows(queries, items, rater_seed=[seed, 2, index])
+        files[f"raters/{rater}.csv"] = "\ufeff" + sheet_csv(export, rater, ordered, header)  # BOM: Excel reads it as UTF-8
+        files[f"raters/{rater}.label-studio.json"] = label_studio_tasks(export, rater, ordered, show_gold)
+    manifest = {"format": FORMAT, "export_id": export, **manifest}
+    manifest["files"] = {name: sha256_text(text) for name, text in sorted(files.items())}
     files["manifest.json"] = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
     return files
 
 
-def check_out(out: Path) -> None:
-    """DIR must be new or empty: exporting again over sheets raters may be filling would lose their work."""
-    from medprobe.atomic import check_creatable
+def export_id(manifest: dict) -> str:
+    """`rx-` and 12 hex digits of the sha256 of what the sheets ask (the manifest without its paths): letters
+    first, so that a spreadsheet keeps it as text (a bare digest such as 12e45... reads as a number)."""
+    run = manifest["run"]
+    content = {**manifest, "run": {**run, "path": None, "dataset": None, "predictions": run["predictions"]["sha256"]}}
+    return "rx-" + sha256_text(json.dumps(content, sort_keys=True, ensure_ascii=False))[:12]
 
-    if out.is_file():
-        raise UserError(f"--out {out} is a file; give a new folder for the sheets")
+
+def check_out(out: Path) -> None:
+    """DIR must be new or empty (exporting again over sheets raters may be filling would lose their work), and
+    replaceable by a rename: not a file, a mount point, or a read-only or immutable folder (one line, before any work)."""
+    from medprobe.atomic_folder import check_output_folder
+
+    check_output_folder(out, "--out")
     if out.is_dir() and any(out.iterdir()):
         raise UserError(f"--out {out} is not empty (a previous export? its sheets may be being filled); give a new folder")
-    check_creatable(out, "--out")
 
 
 def write_folder(out: Path, files: dict[str, str]) -> None:

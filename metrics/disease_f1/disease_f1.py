@@ -36,7 +36,8 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `int`): predicted labels, 0 or 1, one per row.
     references (`list` of `int`): gold labels, 0 or 1, one per row.
-    diseases (`list` of `str`, required): the disease (e.g. target CUI) each row belongs to, a non-empty str. It is
+    diseases (`list` of `str`, required): the disease (e.g. target CUI) each row belongs to, a non-empty str
+        ("" or whitespace only, such as " ", is a ValueError naming the row). It is
         an input feature like `predictions`, so evaluate's distributed mode (`num_process`,
         `process_id`) gathers it with them.
     average (`str`, optional):
@@ -195,9 +196,9 @@ def _checked_batch(predictions, references, diseases):
             f"diseases has {len(diseases)} entries but there are {len(predictions)} predictions; give one disease per row"
         )
     for index, disease in enumerate(diseases):
-        if not isinstance(disease, str) or not disease:  # '' would be a disease of its own, named by nothing
+        if not isinstance(disease, str) or not disease.strip():  # '' or ' ' would be a disease of its own, named by nothing
             raise ValueError(
-                f"diseases[{index}] is {_shown(disease)}; expected a non-empty str (the disease of the row, e.g. its CUI)"
+                f"diseases[{index}] is {_shown(disease)}; expected a non-empty str, not blank (the disease of the row, e.g. its CUI)"
             )
     return {"predictions": predictions, "references": references, "diseases": diseases}
 
