@@ -261,13 +261,15 @@ def check_writable(path: str | Path, option: str) -> Path:
 
     Checks what an atomic write needs: the target is not a folder, its folder exists or can be
     created (no ancestor is a file), and a file can be created in that folder (tried for real:
-    permissions, read-only mounts and ACLs all show up). Creates nothing that stays.
+    permissions, read-only mounts and ACLs all show up), and an existing file there can be replaced
+    (not a mount point, immutable or append-only). Creates nothing that stays.
     """
     if not str(path).strip():
         raise UnwritableOutput(f"{option}: an empty path")
     target = Path(path).expanduser()
     if target.is_dir():
         raise UnwritableOutput(f"{option} {target} is a folder; give a file path, e.g. {target / default_name(option)}")
+    check_replaceable(target, option)  # an existing file a rename cannot replace: now, not after the run
     return check_creatable(target, option)
 
 
