@@ -171,9 +171,9 @@ def verify_space(
     bad, readable = [], []
     for path in embedding_cache.chunk_files(folder):
         read = embedding_cache.read_chunk(path, parts.get("width"))
-        if read is None:  # what a probe would drop on reading it anyway
+        if read is None and path.exists():  # what a probe would drop on reading it anyway (gone: evicted meanwhile)
             bad.append(Verdict(path, name, "damaged (fails its checksum, an entry's digest or the space's width)"))
-        else:
+        elif read is not None:
             readable.append((path, *read))
     keys = choose_keys([keys for _, keys, _ in readable], sample, random.Random(f"{seed}|{folder.name}"))
     fresh = probe._encode_all(keys, f"verifying {name}").numpy() if keys else np.zeros((0, 0), dtype=np.float32)
@@ -280,11 +280,12 @@ def local_models(root: Path) -> dict[str, list[str]]:
 
 
 def choose_keys(chunk_keys: Sequence[list[Key]], sample: int | None, rng: random.Random) -> list[Key]:
-    """`sample` distinct keys (None: all), drawn round robin over the chunks' shuffled keys, so that every chunk
-    is drawn from once the sample is at least the number of chunks."""
+    """`sample` distinct keys (None: all), drawn round robin over the chunks' shuffled keys (the chunks in a shuffled
+    order too), so that every chunk is drawn from once the sample is at least the number of chunks."""
     if sample is None:
         return list(dict.fromkeys(key for keys in chunk_keys for key in keys))
     queues = [rng.sample(keys, len(keys)) for keys in chunk_keys]
+    rng.shuffle(queues)  # a sample smaller than the number of chunks draws a seeded choice of them, not the first
     chosen: dict[Key, None] = {}
     while len(chosen) < sample and any(queues):
         for queue in queues:
