@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Imported here, not at the top, so that Ctrl-C while they load is caught by `main` too.
     from medprobe import __version__
     from medprobe.cli.build import add_build_command
+    from medprobe.cli.cache import add_cache_command
     from medprobe.cli.cite import add_cite_command
     from medprobe.cli.compare import add_compare_command
     from medprobe.cli.demo import add_demo_command
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_cite_command(subparsers)
     add_reproduce_command(subparsers)
     add_review_command(subparsers)
+    add_cache_command(subparsers)
     return parser
 
 

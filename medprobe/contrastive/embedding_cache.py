@@ -16,8 +16,12 @@ Layout, under `cache_root()` (`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medpro
                                  layers, dtype, device, versions) a run has loaded: a later run of
                                  the same model opens its space without loading the model, which it
                                  then loads only at its first miss (a warm run never does)
-    <space>/space.json           what the space key was made of (for people; never read back), among
-                                 it the embeddings' width (the model's hidden size) and dtype (float32)
+    <space>/space.json           what the space key was made of, among it the embeddings' width (the
+                                 model's hidden size) and dtype (float32); read back only by `medprobe
+                                 cache verify`, and only when its parts hash to the folder's name
+    <space>/models.json          the models (packaged name, Hub id or absolute folder) that runs loaded
+                                 this space's model from, the latest last: what `cache verify` loads to
+                                 re-encode (never read by a probe)
     <space>/<checksum>.npz       one chunk per run that encoded something new: token ids (flat),
                                  their lengths, the float32 embeddings (rows in the same order) and
                                  a 64-bit digest of each entry (its token ids and its embedding row)
@@ -38,7 +42,8 @@ can be checked cheaply is checked too: the arrays' dtypes, the embeddings' width
 space's (a chunk of another model is a miss, not a matmul error), and each entry's digest, which
 ties its embedding row to its key (rows shifted or swapped against their keys are a miss, not
 silently wrong scores). Embeddings that were wrong when they were written (another model's of the
-same width, stored under the right keys) cannot be told without encoding again.
+same width, stored under the right keys) cannot be told without encoding again: that is the trust
+boundary, and `medprobe cache verify` (medprobe.contrastive.cache_verify) re-encodes a sample to catch it.
 
 Chunks are written under a temporary name and renamed (medprobe.atomic), so processes sharing the
 cache see whole chunks or none, and the same chunk written twice is the same file. The whole
@@ -79,6 +84,9 @@ DIGESTS = "file-digests.json"
 SPACES = "model-spaces.json"
 TOKENS = "tokens"  # the folder of remembered token ids (looks like a space to eviction: its files count and go LRU)
 REMEMBERED_SPACES = 256  # model identities kept in SPACES (the latest; a forgotten one costs one model load)
+SPACE_PARTS = "space.json"
+MODEL_SOURCES = "models.json"  # in a space's folder: where its model was loaded from (for cache verify)
+REMEMBERED_SOURCES = 8  # models kept per space (the same weights in several folders; the latest last)
 RACY_SECONDS = 3.0  # a weight file changed this recently is re-hashed on every load
 
 Key = tuple[int, ...]
@@ -215,6 +223,38 @@ def remember_space(root: Path, identity: str, parts: dict) -> None:
         write_text_atomically(root / SPACES, json.dumps(kept, indent=1, default=str) + "\n")
     except OSError:
         pass
+
+
+def remember_source(folder: Path, source: str) -> None:
+    """Add `source` (how a run named the model: packaged name, Hub id or absolute folder) to the models a space
+    was loaded from, so that `cache verify` can load it again (a best effort: failing leaves verify to `--model`)."""
+    sources = model_sources(folder)
+    if source in sources:
+        return
+    kept = [*sources, source][-REMEMBERED_SOURCES:]
+    try:
+        write_text_atomically(folder / MODEL_SOURCES, json.dumps(kept, indent=1) + "\n")
+    except OSError:
+        pass
+
+
+def model_sources(folder: Path) -> list[str]:
+    """The models a space was loaded from, the latest last ([] when none is recorded)."""
+    try:
+        sources = json.loads((folder / MODEL_SOURCES).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [source for source in sources if isinstance(source, str)] if isinstance(sources, list) else []
+
+
+def space_parts(folder: Path) -> dict | None:
+    """The parts a space's folder was named for (its space.json), None when unreadable or when they do not hash
+    to the folder's name (then they are not the parts its vectors were stored under)."""
+    try:
+        parts = json.loads((folder / SPACE_PARTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return parts if isinstance(parts, dict) and space_key(parts) == folder.name else None
 
 
 # --- token ids ---------------------------------------------------------------------------------------
@@ -448,8 +488,8 @@ def open_space(root: Path, parts: dict) -> Space:
     space = Space(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        if not (folder / "space.json").is_file():
-            write_text_atomically(folder / "space.json", json.dumps(parts, indent=2, sort_keys=True, default=str) + "\n")
+        if not (folder / SPACE_PARTS).is_file():
+            write_text_atomically(folder / SPACE_PARTS, json.dumps(parts, indent=2, sort_keys=True, default=str) + "\n")
     except OSError as err:
         space.writable = False
         print(f"embedding cache: cannot write in {folder} ({err.strerror or err}); going on without storing")

@@ -147,6 +147,9 @@ class ContrastiveProbe(Prober):
         self._remembered_parts: dict | None = None
         # what the token ids of a text depend on besides the text (`tokenizer_identity`), None: not remembered
         self._tokens_identity: str | None = None
+        # how a later process can load this model again (a packaged name, a Hub id or an absolute folder): recorded
+        # beside its vectors for `medprobe cache verify`; None while the weights are not that model's files
+        self._source: str | None = None
 
     def _checked(self, tokenizer: PreTrainedTokenizerBase) -> PreTrainedTokenizerBase:
         require_mask_token(tokenizer, self.model_name)
@@ -220,6 +223,7 @@ class ContrastiveProbe(Prober):
                 probe._identity = model_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
                 probe._remembered_parts = embedding_cache.remembered_space(embedding_cache.cache_root(), probe._identity)
                 probe._tokens_identity = tokenizer_identity(folder, extra, probe.weights_digest)
+                probe._source = model_source(name_or_path, path)
         # loaded now without remembered space parts (the cache cannot be read without the model), and under a
         # launch (every process must take the same path through _encode's collective steps)
         if probe._remembered_parts is None or distributed.launched():
@@ -311,6 +315,7 @@ class ContrastiveProbe(Prober):
             self.weights_digest = digest
             # remembered (at the next _space) as that folder's: a probe of it reads these vectors without loading it
             self._identity = model_identity(Path(folder), {}, digest, self.layers, self.dtype, self.device)
+            self._source = model_source(str(folder), str(folder))
             self._remembered_parts = None
             self._spaces.clear()
 
@@ -365,7 +370,7 @@ class ContrastiveProbe(Prober):
         self._name_embeddings.clear()  # the encoder changed: cached names are stale
         if self.weights_digest is not None:  # and the weights are no longer the files': no disk cache
             self.weights_digest, self._cache_off = None, "off: rewired (the weights are not the model files')"
-        self._identity = self._remembered_parts = None
+        self._identity = self._remembered_parts = self._source = None
         self._spaces.clear()
         self.seed = args.seed
         self.rewiring = RewiringReport(
@@ -482,6 +487,8 @@ class ContrastiveProbe(Prober):
         key = embedding_cache.space_key(parts)
         if key not in self._spaces:
             self._spaces[key] = embedding_cache.open_space(embedding_cache.cache_root(), parts)
+            if self._source is not None:
+                embedding_cache.remember_source(self._spaces[key].folder, self._source)
         return self._spaces[key]
 
     def _space_parts(self) -> dict:
@@ -641,6 +648,14 @@ def model_files_digest(path: str) -> str | None:
     (`resolve_model`'s path), None when there are none to hash (then the disk cache stays off)."""
     folder = model_folder(path)
     return None if folder is None else embedding_cache.weights_digest(folder, embedding_cache.cache_root())
+
+
+def model_source(name_or_path: str, path: str) -> str:
+    """How to name a model (`path`: what resolve_model made of `name_or_path`) so that another process, in another
+    folder, loads it again: a local folder as an absolute path, a packaged name or a Hub id as given."""
+    folder = Path(path)
+    local = folder == Path(name_or_path).expanduser() and folder.is_dir()  # not a packaged model's folder
+    return str(folder.resolve()) if local else name_or_path
 
 
 def model_folder(path: str) -> Path | None:
