@@ -63,12 +63,15 @@ def reproduce_command(args: argparse.Namespace) -> int:
         corpus_dir=args.corpus_dir,
         overrides={key: option_value(value) for key, value in pairs(args.set, "--set").items()},
         device=args.device,
+        overwrite=args.overwrite,
     )
     report = reproduce(options)
     summary = report["summary"]
     print(f"{summary['figures']} figures, {summary['run']} measured, {summary['reproduced']} reproduced within tolerance")
     if report["plumbing_check"]:
-        print("PLUMBING CHECK, NOT A REPRODUCTION: models were mapped (--model-map) or options changed (--set)")
+        from medprobe.reproduce.report import PLUMBING, plumbing_what
+
+        print(f"{PLUMBING}: it ran {plumbing_what(report)}")
     failed = [row["cell"] for row in report["rows"] if row["status"] == "failed"]
     if failed:
         print(f"failed cells (see report.md): {', '.join(dict.fromkeys(failed))}")
@@ -83,7 +86,8 @@ def add_reproduce_command(subparsers: argparse._SubParsersAction) -> None:
         description="Run the cells of a reproduction recipe (a paper's table as data: models, prober, task, options, "
         "the paper's figures with their source and a tolerance) through the run loop, and write "
         "'paper | measured ± interval | Δ | within tolerance?' as report.json, report.md and report.png under --out. "
-        "Resumable: a cell finished with the same request is not rerun. `medprobe reproduce list` lists the recipes.",
+        "Resumable: a run of the same request whose results verify is not rerun, inside a cell too (each rewiring "
+        "corpus). `medprobe reproduce list` lists the recipes.",
     )
     parser.add_argument("recipe", metavar="RECIPE", help="a recipe name (see `medprobe reproduce list`) or a recipe file; 'list'")
     parser.add_argument("--cells", action="append", metavar="ID,...", help="run only these cells (repeatable)")
@@ -110,5 +114,10 @@ def add_reproduce_command(subparsers: argparse._SubParsersAction) -> None:
         "the report then says it is not a reproduction",
     )
     parser.add_argument("--out", metavar="DIR", help="output folder (default: reproduce-RECIPE)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into --out even when it holds files reproduce did not write (they stay; its own are replaced)",
+    )
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: auto)")
     parser.set_defaults(func=reproduce_command)

@@ -6,7 +6,7 @@
 A recipe file is JSON (no new dependency; the standard library reads it):
 
     {"id", "title", "paper": {"key", "citation", "version"}, "benchmark", "data": "what --data-dir must be",
-     "notes": [...],
+     "notes": [text, or {"text", "options": {dest: value}, "prober"} for a note that states option values],
      "models": {NAME: {"hub": Hub id or null, "revision": "main", "revision_pinned": false, "paper_name", "note",
                      "substitute": true when the id is not the paper's exact checkpoint}},
      "cells": [{"id", "model", "prober", "task", "config", "split", "options": {dest: value},
@@ -31,6 +31,18 @@ from medprobe.api import UserError
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 SOURCE_FIELDS = ("paper", "table", "row", "column")
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+    # the option values the text states (e.g. rewire_steps: 150): checked against the cells' options, and
+    # marked in the report where --set ran other values, so a note never describes what did not run
+    options: dict[str, Any] = field(default_factory=dict)
+    prober: str | None = None  # the options are those of this prober's cells (None: of every cell that has them)
+
+    def describes(self, cell: Cell) -> bool:
+        return self.prober in (None, cell.prober)
 
 
 @dataclass(frozen=True)
@@ -79,7 +91,7 @@ class Recipe:
     data: str
     models: dict[str, Model]
     cells: tuple[Cell, ...]
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     path: str = ""
 
     def cell(self, cell_id: str) -> Cell:
@@ -129,9 +141,18 @@ def parse_recipe(raw: dict, path: str = "") -> Recipe:
         data=raw["data"],
         models=models,
         cells=cells,
-        notes=tuple(raw.get("notes", ())),
+        notes=tuple(parse_note(note) for note in raw.get("notes", ())),
         path=path,
     )
+
+
+def parse_note(raw: str | dict) -> Note:
+    if isinstance(raw, str):
+        return Note(raw)
+    extra = sorted(set(raw) - {"text", "options", "prober"})
+    if extra or not isinstance(raw.get("text"), str) or not isinstance(raw.get("options", {}), dict):
+        raise TypeError(f"note {raw!r}: expected text, or an object with text, options and prober")
+    return Note(raw["text"], dict(raw.get("options", {})), raw.get("prober"))
 
 
 def parse_cell(raw: dict) -> Cell:
@@ -178,5 +199,34 @@ def check_recipe(recipe: Recipe) -> None:
                 problems.append(f"{where} {figure.metric}: its source lacks {', '.join(missing)}")
             if not figure.tolerance > 0:
                 problems.append(f"{where} {figure.metric}: tolerance must be positive")
+    problems += note_problems(recipe)
     if problems:
         raise UserError(f"recipe {recipe.path or recipe.id}: " + "; ".join(problems))
+
+
+def option_values(cell: Cell) -> dict[str, Any]:
+    """Every option of the cell's prober and task as the cell runs it: its own value, else the registry's default."""
+    from medprobe.registry import prober_entry, task_entry
+
+    specs = [*prober_entry(cell.prober).options, *task_entry(cell.task).options]
+    return {spec.dest: cell.options.get(spec.dest, spec.default) for spec in specs}
+
+
+def note_problems(recipe: Recipe) -> list[str]:
+    """A note that states an option value states the value every cell with that option runs."""
+    from medprobe.registry import PROBERS, TASKS
+
+    known = [cell for cell in recipe.cells if cell.prober in PROBERS and cell.task in TASKS]
+    problems = []
+    for note in recipe.notes:
+        cells = [cell for cell in known if note.describes(cell)]
+        for dest, stated in note.options.items():
+            runs = {cell.id: values[dest] for cell in cells if dest in (values := option_values(cell))}
+            if not runs:
+                problems.append(f"a note states {dest}={stated!r}, an option no cell has")
+            problems += [
+                f"a note states {dest}={stated!r}, cell {cell_id} runs {value!r}"
+                for cell_id, value in runs.items()
+                if value != stated
+            ]
+    return problems
