@@ -29,8 +29,8 @@ from medprobe.hub.checks import (
     raw_file_findings,
 )
 from medprobe.resources import available, card_template, metric_path
-from medprobe.results import RunRecord
 from synthetic_medlama import write_release
+from synthetic_runs import medlama_hits, write_run
 
 TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
 
@@ -430,48 +430,43 @@ def weights_identity(**files: bytes) -> dict:
     return {"weights_sha256": combined_digest(weights), "weights": weights}
 
 
-def run_record(**changes) -> RunRecord:
-    """A results record as `medprobe probe` writes it: whole config, a local model folder, intervals, provenance."""
-    fields = dict(
-        benchmark="medlama",
+WHOLE = {"may_treat": 25, "may_prevent": 75}  # queries per relation of a made-up whole run
+COMMAND = (
+    "medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
+    "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device cpu --dtype float32"
+)
+
+
+def write_results(path: Path, at_1=(2, 3), at_10=(8, 12), sizes: dict[str, int] = WHOLE, **fields) -> Path:
+    """A results JSON and its outcomes as `medprobe probe` writes them (tests/synthetic_runs.py): a whole config of a
+    local model folder, with provenance; every number is the outcomes'. Of each relation's `sizes` queries the first
+    `at_1` rank a gold answer 1st and the first `at_10` one in the top 10: by default acc@1 5% (2 of 25, 3 of 75),
+    acc@10 20%, macro_acc@1 6% and macro_acc@10 24%, each with a 1,000-resample interval over 100 queries."""
+    ids, groups, ranks = medlama_hits(sizes, dict(zip(sizes, at_1)), dict(zip(sizes, at_10)))
+    record = dict(
         dataset="my-lab/medlama",
-        config="hard",
-        split="test",
-        prober="contrastive",
-        model="/home/someone/models/bert",
         seed=1,
-        metrics={"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18},
-        per_group={"may_treat": {"acc@1": 0.1}},
-        intervals={
-            name: {
-                "low": value - 0.01,
-                "high": value + 0.01,
-                "level": 0.95,
-                "n": 15329,
-                "unit": "query",
-                "resamples": 1000,
-                "method": "percentile bootstrap over queries",
-            }
-            for name, value in {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18}.items()
-        },
+        model="/home/someone/models/bert",
         data_fingerprint={"sha256": "d" * 64, "files": {"hard/test/test-00000-of-00001-abc.parquet": "e" * 64}},
-        subset={"subset": False, "options": {}, "items": 15329, "item_ids_sha256": "f" * 64},
         model_identity={
             "name": "/home/someone/models/bert",
             "path": "/home/someone/models/bert",
             **weights_identity(model_safetensors=WEIGHTS),
         },
         source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
-        command="medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
-        "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device auto",
-        task="medlama",
+        command=COMMAND,
     )
-    return RunRecord(**{**fields, **changes})
+    return write_run(path, ids, groups, {"rank": ranks}, resamples=1000, per_group=True, **{**record, **fields})
+
+
+def values(path: Path) -> dict[str, float]:
+    """The overall metrics of a results JSON."""
+    return json.loads(path.read_text())["metrics"]
 
 
 @pytest.fixture
 def results_file(tmp_path) -> Path:
-    return run_record(dataset="my-lab/medlama").save(tmp_path / "results.json")
+    return write_results(tmp_path / "results.json")
 
 
 def model_repo(hub, card: str | None = EXISTING_CARD, weights: dict[str, bytes] | None = None):
@@ -496,12 +491,9 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
     results = card.data.eval_results
     assert [r.dataset_type for r in results] == ["glue"] + ["my-lab/medlama"] * 4
     medlama = {r.metric_type: r for r in results[1:]}
-    assert {name: r.metric_value for name, r in medlama.items()} == {
-        "acc@1": 0.05,
-        "acc@10": 0.2,
-        "macro_acc@1": 0.04,
-        "macro_acc@10": 0.18,
-    }
+    assert {name: r.metric_value for name, r in medlama.items()} == pytest.approx(
+        {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.06, "macro_acc@10": 0.24}
+    )
     first = medlama["acc@1"]
     assert (first.dataset_config, first.dataset_split, first.task_type) == ("hard", "test", "fill-mask")
     assert "contrastive" in first.task_name
@@ -510,16 +502,19 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
     assert_token_hidden(capsys, caplog)
 
 
-def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path):
+def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path, capsys):
     model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
     data = json.loads(results_file.read_text())
-    data["metrics"]["acc@1"] = 0.07
+    data["metrics"]["acc@1"] = 0.07  # edited by hand: its outcomes say 0.05, and it is not published
     results_file.write_text(json.dumps(data))
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "acc@1"]) == 2
+    assert "acc@1 is 0.07 in the file but 0.05 from its 100 per-item outcomes" in capsys.readouterr().err
+    write_results(results_file, at_1=(4, 3))  # the run again, 7 of its 100 queries now right at 1
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "acc@1"]) == 0
     results = published_card(hub).data.eval_results
     assert len(results) == 5
-    assert [r.metric_value for r in results if r.metric_type == "acc@1"] == [0.07]
+    assert [r.metric_value for r in results if r.metric_type == "acc@1"] == [pytest.approx(0.07)]
 
 
 def test_results_to_a_repo_without_a_card_and_as_a_pull_request(hub, token, results_file, capsys):
@@ -537,10 +532,8 @@ def test_results_to_a_missing_model_repo(hub, token, results_file, capsys):
     assert "no such model repo" in capsys.readouterr().err
 
 
-def test_results_of_a_local_dataset_need_its_hub_id(hub, token, tmp_path, results_file, capsys):
-    data = json.loads(results_file.read_text())
-    data["dataset"] = str(tmp_path)
-    results_file.write_text(json.dumps(data))
+def test_results_of_a_local_dataset_need_its_hub_id(hub, token, tmp_path, capsys):
+    results_file = write_results(tmp_path / "local.json", dataset=str(tmp_path))
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     assert "--dataset-id" in capsys.readouterr().err and hub.log == []
 
@@ -554,7 +547,7 @@ def test_results_dry_run_shows_the_model_index(hub, token, results_file, capsys)
 
 def test_unknown_metric_in_results(hub, token, results_file, capsys):
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "f1"]) == 2
-    assert "available: acc@1, acc@10" in capsys.readouterr().err and hub.log == []
+    assert "available: acc@1, macro_acc@1, acc@10, macro_acc@10" in capsys.readouterr().err and hub.log == []
 
 
 def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, capsys, caplog):
@@ -572,13 +565,13 @@ def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, cap
 SUBSETS = {  # task, subset as the run records it, the words in the model card
     "medlama": (
         "medlama",
-        {"options": {"per_relation": 10}, "of": {"probed": 190, "total": 15329, "unit": "queries"}},
-        "first 10 queries per relation, 190 of 15,329 queries",
+        {"options": {"per_relation": 10}, "of": {"probed": 20, "total": 15329, "unit": "queries"}},
+        "first 10 queries per relation, 20 of 15,329 queries",
     ),
     "context_variance": (
         "context_variance",
-        {"options": {"per_relation": 5}, "of": {"probed": 60, "total": 900, "unit": "instances"}},
-        "first 5 instances per relation, 60 of 900 instances",
+        {"options": {"per_relation": 5}, "of": {"probed": 10, "total": 900, "unit": "instances"}},
+        "first 5 instances per relation, 10 of 900 instances",
     ),
     "disknE_cuis": (
         "disknE",
@@ -588,8 +581,39 @@ SUBSETS = {  # task, subset as the run records it, the words in the model card
 }
 
 
+def subset_outcomes(task: str) -> tuple[list[str], list[str], dict, dict]:
+    """Ids, groups, outcome columns and settings of a made-up subset run of `task` (as SUBSETS describes it)."""
+    if task == "medlama":
+        ids, groups, ranks = medlama_hits({"may_treat": 10, "may_prevent": 10}, {"may_treat": 1, "may_prevent": 0}, WHOLE)
+        return ids, groups, {"rank": ranks}, {}
+    if task == "context_variance":
+        ids = [f"{relation}-{row}" for relation in ("may_treat", "may_prevent") for row in range(5)]
+        steps = [2.0] * 10
+        columns = {"understand": [1.0] * 10, "confuse": [1.0] * 10, "misunderstand": [0.0] * 10, "steps": steps}
+        columns.update(rank_without_context=[3.0] * 10, rank_with_context=[1.0] * 10)
+        return ids, [item.split("-")[0] for item in ids], columns, {"settings": {"k": [1, 10], "per_relation": 5}}
+    ids = [f"{disease}/{row}" for disease in ("C0020538", "C0011849") for row in range(4)]
+    columns = {"label": [1, 0, 1, 0] * 2, "prediction": [[1], [0], [0], [0]] * 2}
+    return ids, [item.split("/")[0] for item in ids], columns, {"settings": {"category": "medical", "seeds": [0]}}
+
+
 def subset_record(task: str, subset: dict, tmp_path: Path) -> Path:
-    return run_record(benchmark=task, task=task, subset={"subset": True, "items": 190, **subset}).save(tmp_path / "subset.json")
+    ids, groups, columns, settings = subset_outcomes(task)
+    return write_run(
+        tmp_path / "subset.json",
+        ids,
+        groups,
+        columns,
+        task=task,
+        config="hard" if task == "medlama" else "real-target" if task == "context_variance" else "medical_similar",
+        subset_options=subset["options"],
+        subset_of=subset["of"],
+        dataset="my-lab/data",
+        model_identity={"name": "/home/someone/models/bert", **weights_identity(model_safetensors=WEIGHTS)},
+        source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
+        command=COMMAND,
+        **settings,
+    )
 
 
 def publish_results(path: Path, *extra: str) -> int:
@@ -627,7 +651,7 @@ def test_a_whole_run_is_not_labelled_a_subset(hub, token, results_file, capsys):
 
 
 def test_a_results_file_that_does_not_record_its_subset_is_refused(hub, token, tmp_path, capsys):
-    path = run_record(subset={}).save(tmp_path / "old.json")  # written by a medprobe before 0.2
+    path = write_results(tmp_path / "old.json", subset={})  # written by a medprobe before 0.2
     assert publish_results(path, "--dry-run") == 2
     assert f"{path} does not record which items it probed" in capsys.readouterr().err
     assert publish_results(path, "--dry-run", "--allow-subset") == 0
@@ -641,7 +665,7 @@ def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp
         "revision": "1" * 40,
         **weights_identity(model_safetensors=WEIGHTS),
     }
-    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    path = write_results(tmp_path / "hub.json", model_identity=identity)
     assert publish_results(path, "--dry-run") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path} probed the Hub model other-org/bert, not --model-repo my-lab/bert" in err
@@ -657,7 +681,7 @@ def test_a_run_of_the_same_hub_model_says_so_in_the_plan(hub, token, tmp_path, c
         "revision": "1" * 40,
         **weights_identity(model_safetensors=WEIGHTS),
     }
-    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    path = write_results(tmp_path / "hub.json", model_identity=identity)
     assert publish_results(path, "--dry-run") == 0
     out = capsys.readouterr().out
     assert "checked: it was loaded from the Hub id My-Lab/bert, which is --model-repo" in out
@@ -671,14 +695,14 @@ def test_a_hub_model_that_changed_since_it_was_probed_is_refused_with_both_revis
         "revision": "1" * 40,
         **weights_identity(model_safetensors=WEIGHTS),
     }
-    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    path = write_results(tmp_path / "hub.json", model_identity=identity)
     model_repo(hub, weights={"model.safetensors": OTHER_WEIGHTS})
     assert publish_results(path) == 2
     assert f"the run probed revision 111111111111, the repo is at {HEAD[:12]}" in capsys.readouterr().err
 
 
 def test_a_run_without_a_weights_hash_is_refused(hub, token, tmp_path, capsys):
-    path = run_record(model_identity={"name": "bert", "note": "not identified: no such model"}).save(tmp_path / "nohash.json")
+    path = write_results(tmp_path / "nohash.json", model_identity={"name": "bert", "note": "not identified: no such model"})
     model_repo(hub)
     assert publish_results(path, "--dry-run") == 2
     err = capsys.readouterr().err
@@ -727,8 +751,8 @@ def test_the_weights_identity_a_run_records_matches_the_hub_s_file_metadata_of_t
     shards = {"model-00001-of-00002.safetensors": b"first shard", "model-00002-of-00002.safetensors": b"second shard"}
     for name, data in shards.items():
         (folder / name).write_bytes(data)
-    path = run_record(model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}).save(
-        tmp_path / "r.json"
+    path = write_results(
+        tmp_path / "r.json", model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}
     )
     model_repo(hub, weights=shards)
     assert publish_results(path) == 0
@@ -741,10 +765,10 @@ def test_the_card_says_n_interval_fingerprint_version_and_the_command(hub, token
     assert publish_results(results_file, "--metric", "acc@1", "--metric", "macro_acc@10") == 0
     text = published_card(hub).text
     assert "Text the owner wrote." in text and text.count("<!-- medprobe results: start") == 1
-    assert (
-        "| acc@1 | 5.00 | 4.00–6.00 | 15,329 queries |" in text
-        and "| macro_acc@10 | 18.00 | 17.00–19.00 | 15,329 queries |" in text
-    )
+    intervals = json.loads(results_file.read_text())["intervals"]
+    for name, value in (("acc@1", "5.00"), ("macro_acc@10", "24.00")):
+        low, high = (100 * intervals[name][bound] for bound in ("low", "high"))
+        assert f"| {name} | {value} | {low:.2f}–{high:.2f} | 100 queries |" in text and low < float(value) < high
     assert "- data: my-lab/data, sha256 `dddddddddddd` over 1 data file(s)" in text
     assert (
         "measured with medprobe 0.2.0 (commit `aaaaaaaaaaaa`)" in text
@@ -752,19 +776,17 @@ def test_the_card_says_n_interval_fingerprint_version_and_the_command(hub, token
     )
     assert (
         "- repeat: `medprobe probe --prober contrastive --task medlama --dataset my-lab/data --config hard --split test "
-        "--model my-lab/bert --out hard.json --device auto`"
+        "--model my-lab/bert --out hard.json --device cpu --dtype float32`"
     ) in text
     assert "/home/someone" not in str(published_card(hub))  # no local path in the card
 
 
 def test_the_results_section_replaces_a_run_s_block_and_keeps_the_others(hub, token, tmp_path, capsys):
     model_repo(hub)
-    hard = run_record().save(tmp_path / "hard.json")
-    full = run_record(config="full", metrics={"acc@1": 0.03, "acc@10": 0.1}).save(tmp_path / "full.json")
+    hard = write_results(tmp_path / "hard.json")
+    full = write_results(tmp_path / "full.json", at_1=(1, 2), at_10=(4, 6), config="full")  # acc@1 3%, acc@10 10%
     assert publish_results(hard) == 0 and publish_results(full) == 0
-    data = json.loads(hard.read_text())
-    data["metrics"]["acc@1"] = 0.07
-    hard.write_text(json.dumps(data))
+    write_results(hard, at_1=(4, 3))  # the hard run again: acc@1 7%
     assert publish_results(hard) == 0
     card = published_card(hub)
     assert card.text.count("<!-- medprobe results: start") == 1 and card.text.count("<!-- medprobe run: ") == 2
