@@ -611,6 +611,11 @@ def test_publish_a_quick_profile_is_refused_unless_allowed_and_then_labelled_a_s
         "my-lab/medlama": "MedLAMA (full; subset: profile --quick: first 10 queries per relation, 20 of 19,000 queries)",
         "my-lab/mst": "MST (measuring-skill tests) (subset: profile --quick: generated with train_size=200, validation_size=20, test_size=100)",
     }
+    configs = {result.dataset_type: result.dataset_config for result in card.data.eval_results}
+    assert configs == {
+        "my-lab/medlama": "full/subset:profile-quick,per_relation=10",
+        "my-lab/mst": "subset:profile-quick,train_size=200,validation_size=20,test_size=100",
+    }
 
 
 def test_publish_a_profile_checks_the_model_it_probed(tmp_path, hub, capsys):

@@ -643,6 +643,32 @@ def test_allow_subset_labels_the_model_index_and_the_card_as_a_subset(hub, token
     assert f"### MedLAMA (hard; subset: {words})" in card.text and f"- subset: {words}" in card.text
 
 
+def test_a_subset_goes_into_the_model_index_config_not_only_into_its_name(hub, token, tmp_path, results_file):
+    """Measured before: a subset run's model-index entries had config "hard" and split "test" like a whole run's, the
+    subset named only in the display name, so anything that aggregates by config and split mixed the two."""
+    model_repo(hub, card=None)
+    assert publish_results(results_file) == 0
+    assert publish_results(subset_record(*SUBSETS["medlama"][:2], tmp_path), "--allow-subset") == 0
+    results = published_card(hub).data.eval_results
+    by_config = {(r.dataset_config, r.dataset_split): r.metric_value for r in results if r.metric_type == "acc@1"}
+    assert by_config == pytest.approx({("hard", "test"): 0.05, ("hard/subset:per_relation=10", "test"): 0.05})
+    assert len(results) == 8  # four metrics of each run, none replacing the other's
+
+
+def test_the_model_index_config_of_a_subset_names_every_option(tmp_path):
+    from medprobe.hub.subsets import subset_config
+    from medprobe.records import load_run
+
+    expected = {
+        "context_variance": "real-target/subset:per_relation=5",
+        "disknE_cuis": "medical_similar/subset:diseases=C0020538+C0011849",
+    }
+    for case, config in expected.items():
+        assert subset_config(load_run(subset_record(*SUBSETS[case][:2], tmp_path / case)).record) == config
+    assert subset_config(load_run(write_results(tmp_path / "old.json", subset={})).record) == "hard/subset:not-recorded"
+    assert subset_config(load_run(write_results(tmp_path / "whole.json")).record) == "hard"
+
+
 def test_a_whole_run_is_not_labelled_a_subset(hub, token, results_file, capsys):
     model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--dry-run"]) == 0

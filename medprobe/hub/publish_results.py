@@ -3,7 +3,8 @@
 Before anything is sent (and under --dry-run too) a run is refused, with one line naming it and the
 flag that overrides, when
 - it probed a subset of its benchmark (medprobe/hub/subsets.py; --allow-subset publishes it with
-  "subset: ..." in the model-index dataset name and in the card text), or
+  "subset: ..." in the model-index dataset name and in the card text, under its own model-index config
+  `<config>/subset:<option>=<value>`), or
 - it names another model than --model-repo, or recorded no weights hash to compare
   (medprobe/hub/model_match.py; --model-mismatch-ok).
 A real publish then reads the repo's file metadata and checks that it holds the weights probed,
@@ -74,7 +75,7 @@ def publish_results(args: argparse.Namespace) -> int:
     from medprobe.hub.card_sections import run_block, with_results_section
     from medprobe.hub.eval_results import dataset_label, eval_results_for, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
-    from medprobe.hub.subsets import refuse_subsets, subset_phrase
+    from medprobe.hub.subsets import refuse_subsets, subset_config, subset_phrase
     from medprobe.records import load_run
 
     if Path(args.results).is_dir():
@@ -87,8 +88,15 @@ def publish_results(args: argparse.Namespace) -> int:
     check_offline(probed, repo_id, args.model_mismatch_ok)
     plain, named = parse_dataset_ids(args.dataset_id)
     dataset_id = results_dataset_id(named.get(record.benchmark, plain), record.dataset)
+    config = subset_config(record)
     results = eval_results_for(
-        record, dataset_id, metrics=args.metric, task_type=args.task_type, source_url=args.source_url, subset=subset
+        record,
+        dataset_id,
+        metrics=args.metric,
+        task_type=args.task_type,
+        source_url=args.source_url,
+        subset=subset,
+        config=config,
     )
     block = run_block(record, dataset_label(record, subset), dataset_id, repo_id, [r.metric_type for r in results], subset)
     block = with_review(block, args.results)
@@ -101,7 +109,7 @@ def publish_results(args: argparse.Namespace) -> int:
         subset_line([subset] if subset else []),
         *plan_lines(probed, repo_id, args.model_mismatch_ok),
         *card_calls(repo_id, args, what),
-        f"  eval results ({dataset_id}, config {record.config}, split {record.split}, prober {record.prober}):",
+        f"  eval results ({dataset_id}, config {config}, split {record.split}, prober {record.prober}):",
         *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
         "  card text (its block in the medprobe results section):",
         *("    " + line for line in block.splitlines()),
@@ -176,6 +184,7 @@ class ProfileRun:
     label: str
     record: Any  # medprobe.results.RunRecord
     subset: str | None
+    config: str | None = None  # the model-index config (medprobe.hub.subsets.subset_config)
     dataset_id: str = ""
     metrics: list[str] = field(default_factory=list)
 
@@ -183,7 +192,7 @@ class ProfileRun:
 def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> tuple[list[ProfileRun], list[str]]:
     """(the runs of the model that go into the card, notes on the runs left out and why); `loaded`: label ->
     the run read through medprobe.records (hub.publish.load_profile)."""
-    from medprobe.hub.subsets import subset_phrase
+    from medprobe.hub.subsets import subset_config, subset_phrase
 
     settings = profile.get("settings") or {}
     quick = (settings.get("quick_settings") or {}) if settings.get("quick") else None
@@ -204,7 +213,7 @@ def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> t
                 continue
             # profile.json keeps the --quick settings per task (medprobe.profile_plan.QUICK)
             task_quick = None if quick is None else quick.get(record.task or benchmark, {})
-            runs.append(ProfileRun(label, record, subset_phrase(record, task_quick)))
+            runs.append(ProfileRun(label, record, subset_phrase(record, task_quick), subset_config(record, task_quick)))
     return runs, notes
 
 
@@ -234,7 +243,13 @@ def profile_results(runs: list[ProfileRun], args: argparse.Namespace) -> tuple[l
         run.dataset_id = results_dataset_id(named.get(run.record.benchmark), run.record.dataset, run.record.benchmark)
         wanted = [name for name in args.metric or [] if name in run.record.metrics] or None
         found = eval_results_for(
-            run.record, run.dataset_id, metrics=wanted, task_type=args.task_type, source_url=args.source_url, subset=run.subset
+            run.record,
+            run.dataset_id,
+            metrics=wanted,
+            task_type=args.task_type,
+            source_url=args.source_url,
+            subset=run.subset,
+            config=run.config,
         )
         run.metrics = [result.metric_type for result in found]
         results += found
