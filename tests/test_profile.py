@@ -440,18 +440,23 @@ def written_run(path: Path, task: str, config: str | None, prober: str, weights_
         model="m",
         model_identity=identity,
         source={"version": "0.2.0", "commit": "b" * 40, "dirty": False},
-        data_fingerprint={"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}},
         command=f"medprobe probe --prober {prober} --task {task} --dataset {dataset} --model /home/someone/m",
         **options,
-        **fields,
+        **{"data_fingerprint": {"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}}, **fields},
     )
     return json.loads(path.read_text())
 
 
-def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = False, weights_hash: bool = True) -> Path:
+def written_profile(
+    folder: Path,
+    sample_medlama: bool = False,
+    quick: bool = False,
+    weights_hash: bool = True,
+    medlama_fingerprint: dict | None = None,
+) -> Path:
     """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run;
     `quick`: a --quick profile (MedLAMA probed with --per-relation 10, MST generated small); `weights_hash=False`: runs
-    that recorded no weights hash of their model."""
+    that recorded no weights hash of their model; `medlama_fingerprint`: the data the MedLAMA run read."""
     runs = folder / "runs"
     subset = {"subset_options": {"per_relation": 10}, "subset_of": {"probed": 20, "total": 19000, "unit": "queries"}}
     records = {
@@ -462,6 +467,7 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
             "contrastive",
             weights_hash,
             **(dict(subset, quick=True) if quick else {}),
+            **({"data_fingerprint": medlama_fingerprint} if medlama_fingerprint else {}),
         ),
         "mst-mlm-head": written_run(runs / "mst-mlm-head.json", "mst", None, "mlm-head", weights_hash),
         "mst-mlm-head-scratch": written_run(

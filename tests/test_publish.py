@@ -684,6 +684,50 @@ def test_a_results_file_that_does_not_record_its_subset_is_refused(hub, token, t
     assert "name: 'MedLAMA (hard; subset: not recorded)'" in capsys.readouterr().out
 
 
+def sample_fingerprint(folder: Path, config: str = "hard") -> dict:
+    """The data fingerprint a run on `folder` records (medprobe.provenance, as `medprobe probe` computes it)."""
+    from medprobe.provenance import dataset_fingerprint
+
+    return dataset_fingerprint(str(folder), [(config, "test")])
+
+
+@pytest.mark.parametrize("where", ["shipped", "copy", "renamed_copy"])
+def test_a_run_on_the_shipped_sample_is_refused_whatever_dataset_id_says(hub, token, tmp_path, capsys, where):
+    """Measured before: a run on medprobe.sample("medlama") published with --dataset-id me/medlama planned "MedLAMA
+    (hard)", subset none, acc@10 42.45: the sample's numbers as MedLAMA's. Recognised by the sample's file contents,
+    so a copy of the folder, or one whose files were renamed, is refused too."""
+    import medprobe
+
+    folder = Path(medprobe.sample("medlama"))
+    if where != "shipped":
+        folder = Path(shutil.copytree(folder, tmp_path / "my-medlama"))
+    if where == "renamed_copy":
+        (folder / "hard" / "test.jsonl").rename(folder / "hard" / "data.jsonl")
+        text = (folder / "README.md").read_text().replace("hard/test.jsonl", "hard/data.jsonl")
+        (folder / "README.md").write_text(text)
+    path = write_results(tmp_path / "sample.json", dataset=str(folder), data_fingerprint=sample_fingerprint(folder))
+    model_repo(hub)
+    for dry_run in (["--dry-run"], []):
+        assert main(["publish", "results", str(path), "--model-repo", "my-lab/bert", "--dataset-id", "me/medlama", *dry_run]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert f"{path} probed the sample of medlama shipped with medprobe" in err and "not the benchmark" in err
+    assert hub.log == []
+
+
+def test_a_profile_run_on_a_copy_of_the_sample_is_left_out_though_the_profile_calls_it_built(tmp_path, hub, capsys):
+    import medprobe
+    from test_profile import written_profile
+
+    copy = Path(shutil.copytree(medprobe.sample("medlama"), tmp_path / "my-medlama"))
+    folder = written_profile(tmp_path / "profile", medlama_fingerprint=sample_fingerprint(copy, "full"))
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "medlama-full-contrastive: left out, its data is the sample of medlama shipped with medprobe" in out
+    assert "type: my-lab/mst" in out and "type: my-lab/medlama" not in out
+
+
 def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
     identity = {
         "name": "other-org/bert",

@@ -2,6 +2,8 @@
 
 Before anything is sent (and under --dry-run too) a run is refused, with one line naming it and the
 flag that overrides, when
+- it read a sample shipped with medprobe (medprobe/hub/data_check.py: recognised by its files' sha256), whatever
+  --dataset-id says (no override: the sample is not the benchmark),
 - it probed a subset of its benchmark (medprobe/hub/subsets.py; --allow-subset publishes it with
   "subset: ..." in the model-index dataset name and in the card text, under its own model-index config
   `<config>/subset:<option>=<value>`), or
@@ -73,6 +75,7 @@ def card_calls(repo_id: str, args: argparse.Namespace, what: str) -> list[str]:
 
 def publish_results(args: argparse.Namespace) -> int:
     from medprobe.hub.card_sections import run_block, with_results_section
+    from medprobe.hub.data_check import refuse_sample
     from medprobe.hub.eval_results import dataset_label, eval_results_for, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
     from medprobe.hub.subsets import refuse_subsets, subset_config, subset_phrase
@@ -82,6 +85,7 @@ def publish_results(args: argparse.Namespace) -> int:
         return publish_profile(args)
     repo_id = check_repo_id(args.model_repo, "--model-repo")
     record = load_run(args.results).record  # every number recomputed from its outcomes, or refused
+    refuse_sample(args.results, record)  # whatever --dataset-id says
     subset = subset_phrase(record)
     refuse_subsets([(args.results, subset)] if subset else [], args.allow_subset)
     probed = [Probed(args.results, record.model_identity or {})]
@@ -192,6 +196,7 @@ class ProfileRun:
 def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> tuple[list[ProfileRun], list[str]]:
     """(the runs of the model that go into the card, notes on the runs left out and why); `loaded`: label ->
     the run read through medprobe.records (hub.publish.load_profile)."""
+    from medprobe.hub.data_check import sample_read, sample_words
     from medprobe.hub.subsets import subset_config, subset_phrase
 
     settings = profile.get("settings") or {}
@@ -206,6 +211,10 @@ def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> t
             notes.append(f"{label}: left out, a floor (random weights), not a result of this model")
         elif source.get("sample"):
             notes.append(f"{label}: left out, its data is a shipped sample, not the benchmark ({source.get('source')})")
+        elif sample := sample_read(loaded[label].record):  # a copy of a sample, whatever profile.json says of it
+            notes.append(
+                f"{label}: left out, its data is {sample_words(sample[0])} ({sample[1]} has the bytes of its {sample[2]})"
+            )
         else:
             record = loaded[label].record
             if args.metric and not any(name in record.metrics for name in args.metric):
