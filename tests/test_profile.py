@@ -402,6 +402,24 @@ def probed_identity(weights: bytes = PROBED_WEIGHTS) -> dict:
     return {"name": "/home/someone/m", "path": "/home/someone/m", "weights_sha256": combined_digest(files), "weights": files}
 
 
+PROFILE_DATA = {  # the data files of the made-up profile's datasets, as their Hub cards state them
+    "medlama": {"full": {"full/test-00000-of-00001-abc.parquet": "d" * 64}},
+    "mst": {"comparison": {"comparison/test-00000-of-00001-abc.parquet": "d" * 64}},
+}
+
+
+def profile_fingerprint(task: str) -> dict:
+    """The data fingerprint of a made-up profile run of `task`: the files PROFILE_DATA names."""
+    from medprobe.provenance import files_digest
+
+    files = {
+        f"{config}/test/{Path(path).name}": digest
+        for config, listed in PROFILE_DATA[task].items()
+        for path, digest in listed.items()
+    }
+    return {"sha256": files_digest(files), "files": files}
+
+
 def written_run(path: Path, task: str, config: str | None, prober: str, weights_hash: bool, **fields) -> dict:
     """A results JSON and its outcomes of a made-up profile run (tests/synthetic_runs.py: every number is the
     outcomes'), as profile.json records it. MedLAMA: 40 queries, acc@1 2.5% and acc@10 25% (`quick`: 20 queries, the
@@ -442,7 +460,7 @@ def written_run(path: Path, task: str, config: str | None, prober: str, weights_
         source={"version": "0.2.0", "commit": "b" * 40, "dirty": False},
         command=f"medprobe probe --prober {prober} --task {task} --dataset {dataset} --model /home/someone/m",
         **options,
-        **{"data_fingerprint": {"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}}, **fields},
+        **{"data_fingerprint": profile_fingerprint(task), **fields},
     )
     return json.loads(path.read_text())
 
@@ -534,9 +552,11 @@ def hub(monkeypatch):
     from huggingface_hub import constants, set_client_factory
     from huggingface_hub.utils import _http
 
-    from hub_mock import FakeHub
+    from hub_mock import FakeHub, dataset_card
 
     fake = FakeHub()
+    for task, configs in PROFILE_DATA.items():  # the datasets the profile's runs are published under
+        fake.add_repo("dataset", f"my-lab/{task}", files={"README.md": dataset_card(configs, benchmark=task)})
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_TOKEN", "hf_TestTokenForProfilePublishing0123")
     set_client_factory(fake.client)
@@ -651,7 +671,7 @@ def test_a_published_profile_card_gives_each_run_n_interval_fingerprint_version_
     low, high = 100 * interval["low"], 100 * interval["high"]
     assert "#### MedLAMA (full) · split test · prober contrastive" in section and low < 25 < high
     assert f"| acc@10 | 25.00 | {low:.2f}–{high:.2f} | 40 queries |" in section
-    assert "- data: my-lab/mst, sha256 `cccccccccccc` over 1 data file(s)" in section
+    assert f"- data: my-lab/mst, sha256 `{profile_fingerprint('mst')['sha256'][:12]}` over 1 data file(s)" in section
     assert "measured with medprobe 0.2.0 (commit `bbbbbbbbbbbb`)" in section
     assert "- repeat: `medprobe probe --prober mlm-head --task mst --dataset my-lab/mst --model my-lab/bert`" in section
     assert str(tmp_path) not in text and "/home/someone" not in text  # no local path in the card

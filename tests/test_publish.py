@@ -15,7 +15,7 @@ from huggingface_hub.utils import _http
 
 import medprobe.hub.publish as publish
 from built_folder import data_file
-from hub_mock import HEAD, FakeHub
+from hub_mock import HEAD, FakeHub, dataset_card
 from medprobe.cli import main
 from medprobe.hub.checks import (
     CARD_SECTIONS,
@@ -431,6 +431,17 @@ def weights_identity(**files: bytes) -> dict:
 
 
 WHOLE = {"may_treat": 25, "may_prevent": 75}  # queries per relation of a made-up whole run
+DATA_FILES = {config: {f"{config}/test-00000-of-00001-abc.parquet": "e" * 64} for config in ("full", "hard")}
+
+
+def fingerprint(config: str = "hard") -> dict:
+    """The data fingerprint of a run that read DATA_FILES[config] (as medprobe.provenance names and combines them)."""
+    from medprobe.provenance import files_digest
+
+    files = {f"{config}/test/{Path(path).name}": digest for path, digest in DATA_FILES[config].items()}
+    return {"sha256": files_digest(files), "files": files}
+
+
 COMMAND = (
     "medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
     "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device cpu --dtype float32"
@@ -447,7 +458,7 @@ def write_results(path: Path, at_1=(2, 3), at_10=(8, 12), sizes: dict[str, int] 
         dataset="my-lab/medlama",
         seed=1,
         model="/home/someone/models/bert",
-        data_fingerprint={"sha256": "d" * 64, "files": {"hard/test/test-00000-of-00001-abc.parquet": "e" * 64}},
+        data_fingerprint=fingerprint(fields.get("config", "hard")),
         model_identity={
             "name": "/home/someone/models/bert",
             "path": "/home/someone/models/bert",
@@ -470,7 +481,11 @@ def results_file(tmp_path) -> Path:
 
 
 def model_repo(hub, card: str | None = EXISTING_CARD, weights: dict[str, bytes] | None = None):
-    """The fake model repo my-lab/bert holding the probed weights (or `weights`) and `card`."""
+    """The fake model repo my-lab/bert holding the probed weights (or `weights`) and `card`, and the dataset repos
+    the runs name (my-lab/medlama, my-lab/data), unless published already, whose cards state the runs' data files
+    (DATA_FILES)."""
+    for dataset_id in [name for name in ("my-lab/medlama", "my-lab/data") if ("dataset", name) not in hub.repos]:
+        hub.add_repo("dataset", dataset_id, files={"README.md": dataset_card(DATA_FILES)})
     files = dict(weights if weights is not None else {"model.safetensors": WEIGHTS, "config.json": b"{}"})
     if card is not None:
         files["README.md"] = card.encode()
@@ -609,6 +624,7 @@ def subset_record(task: str, subset: dict, tmp_path: Path) -> Path:
         subset_options=subset["options"],
         subset_of=subset["of"],
         dataset="my-lab/data",
+        data_fingerprint=fingerprint("hard"),
         model_identity={"name": "/home/someone/models/bert", **weights_identity(model_safetensors=WEIGHTS)},
         source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
         command=COMMAND,
@@ -728,6 +744,106 @@ def test_a_profile_run_on_a_copy_of_the_sample_is_left_out_though_the_profile_ca
     assert "type: my-lab/mst" in out and "type: my-lab/medlama" not in out
 
 
+def test_the_fingerprint_a_dataset_card_states_is_the_one_a_run_on_that_folder_records(synthetic_medlama_hub, tmp_path):
+    """The card's medprobe_build record (what `publish dataset` uploads) gives each config/split the fingerprint
+    medprobe.provenance computes from the files themselves."""
+    from medprobe.hub.data_check import card_fingerprint
+    from medprobe.records import load_record_file
+
+    card = (synthetic_medlama_hub / "README.md").read_text()
+    for config in ("full", "hard"):
+        found = sample_fingerprint(synthetic_medlama_hub, config)
+        record = load_record_file(write_results(tmp_path / f"{config}.json", data_fingerprint=found))
+        assert card_fingerprint(card, record) == found["sha256"]
+    assert card_fingerprint("---\nlicense: mit\n---\n", record) is None  # a card without a build record states none
+
+
+@pytest.fixture
+def published_dataset(hub, token, folder, capsys) -> Path:
+    """The synthetic MedLAMA folder published to my-lab/medlama by `medprobe publish dataset` (its card uploaded)."""
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    capsys.readouterr()
+    return folder
+
+
+def test_a_real_publish_compares_the_run_s_data_with_the_fingerprint_the_dataset_card_states(
+    hub, token, tmp_path, published_dataset, capsys
+):
+    """Measured before: --dataset-id was never compared with the record's data; a run on any data was published
+    under the id given."""
+    model_repo(hub)
+    run = write_results(tmp_path / "hard.json", data_fingerprint=sample_fingerprint(published_dataset))
+    args = ["publish", "results", str(run), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama"]
+    log = len(hub.log)
+    assert main([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dataset fingerprint: not checked offline" in out and len(hub.log) == log
+    assert "hf_hub_download(repo_id='my-lab/medlama', repo_type='dataset', filename='README.md')" in out
+    assert main(args) == 0
+    ours = sample_fingerprint(published_dataset)["sha256"][:12]
+    assert (
+        f"dataset checked: hard/test of my-lab/medlama has the data fingerprint {ours} the run recorded"
+        in capsys.readouterr().out
+    )
+
+    other = Path(shutil.copytree(published_dataset, tmp_path / "other"))
+    data_file(other, "hard").write_bytes(b"other rows")
+    run = write_results(tmp_path / "other.json", data_fingerprint=sample_fingerprint(other))
+    commits = len(hub.repos[("model", "my-lab/bert")].commits)
+    assert main(["publish", "results", str(run), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama"]) == 2
+    err = capsys.readouterr().err
+    theirs = sample_fingerprint(other)["sha256"][:12]
+    assert err.count("\n") == 1 and f"{run} probed other data than --dataset-id my-lab/medlama holds" in err
+    assert f"data fingerprint {theirs} (hard/test) in the run, {ours} from the dataset card" in err
+    assert "--dataset-mismatch-ok" in err and len(hub.repos[("model", "my-lab/bert")].commits) == commits
+    assert (
+        main(
+            [
+                "publish",
+                "results",
+                str(run),
+                "--model-repo",
+                "my-lab/bert",
+                "--dataset-id",
+                "my-lab/medlama",
+                "--dataset-mismatch-ok",
+            ]
+        )
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    "card, message",
+    [
+        (None, "--dataset-id my-lab/nothing: no such dataset repo"),
+        (b"---\nlicense: mit\n---\n", "its card states no sha256 of the data files of hard/test"),
+    ],
+    ids=["no_repo", "no_build_record"],
+)
+def test_a_dataset_whose_card_states_no_fingerprint_is_refused(hub, token, results_file, capsys, card, message):
+    model_repo(hub)
+    if card is not None:
+        hub.add_repo("dataset", "my-lab/nothing", files={"README.md": card})
+    args = ["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/nothing"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--dataset-mismatch-ok" in err
+    assert main([*args, "--dataset-mismatch-ok"]) == 0
+
+
+def test_a_run_that_read_another_hub_dataset_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
+    read = {"sha256": "f" * 64, "files": {"hard/test/x.parquet": "other-org/medlama@" + "1" * 40}}
+    run = write_results(tmp_path / "hub.json", data_fingerprint={**read, "hub": "other-org/medlama", "revision": "1" * 40})
+    args = ["publish", "results", str(run), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama", "--dry-run"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{run} read its data from the Hub dataset other-org/medlama, not --dataset-id my-lab/medlama" in err
+    assert hub.log == []
+    assert main([*args[:-3], "--dataset-id", "other-org/medlama", "--dry-run"]) == 0
+    assert "read from the Hub dataset other-org/medlama, which is --dataset-id" in capsys.readouterr().out
+
+
 def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
     identity = {
         "name": "other-org/bert",
@@ -839,7 +955,7 @@ def test_the_card_says_n_interval_fingerprint_version_and_the_command(hub, token
     for name, value in (("acc@1", "5.00"), ("macro_acc@10", "24.00")):
         low, high = (100 * intervals[name][bound] for bound in ("low", "high"))
         assert f"| {name} | {value} | {low:.2f}–{high:.2f} | 100 queries |" in text and low < float(value) < high
-    assert "- data: my-lab/data, sha256 `dddddddddddd` over 1 data file(s)" in text
+    assert f"- data: my-lab/data, sha256 `{fingerprint()['sha256'][:12]}` over 1 data file(s)" in text
     assert (
         "measured with medprobe 0.2.0 (commit `aaaaaaaaaaaa`)" in text
         and "percentile bootstrap over queries, 1,000 resamples" in text

@@ -113,4 +113,10 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         help="skip the model check: by default a run that loaded another Hub model, or recorded no weights hash, is "
         "refused, and a real publish compares the run's weight files (size, sha256) with the repo's",
     )
+    results.add_argument(
+        "--dataset-mismatch-ok",
+        action="store_true",
+        help="skip the data check: by default a real publish compares the run's data fingerprint with the sha256 of the "
+        "data files that the --dataset-id dataset's card states (its medprobe_build record), and refuses a difference",
+    )
     results.set_defaults(func=run_results)

@@ -168,3 +168,54 @@ def check_dataset(what: str, record: RunRecord, dataset_id: str, card: str | Non
             f"{DATASET_MISMATCH_OK}"
         )
     return f"dataset checked: {pairs} of {dataset_id} has the data fingerprint {ours[:12]} the run recorded"
+
+
+# --- in a publish ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbedData:
+    """A run's data to check against the Hub dataset it is published under."""
+
+    what: str  # the results file, or a run of a profile
+    record: RunRecord
+    dataset_id: str
+
+
+def check_offline(items: list[ProbedData], mismatch_ok: bool) -> None:
+    """The refusal that needs no network: a run that read its data from another Hub dataset than --dataset-id."""
+    for item in [] if mismatch_ok else items:
+        hub = (item.record.data_fingerprint or {}).get("hub")
+        if hub and hub.lower() != item.dataset_id.lower():
+            check_dataset(item.what, item.record, item.dataset_id, None)  # says it, with the flag
+
+
+def plan_lines(items: list[ProbedData], mismatch_ok: bool) -> list[str]:
+    """What the plan says about the data check: what a dry run could not check, and what a real publish compares."""
+    if mismatch_ok:
+        return [f"  dataset: not checked ({DATASET_MISMATCH_OK}): the numbers are published under the --dataset-id given"]
+    lines = []
+    for item in items:
+        fingerprint = item.record.data_fingerprint or {}
+        pairs = ", ".join("/".join(pair) for pair in probed_pairs(item.record)) or "no data files recorded"
+        if fingerprint.get("hub"):
+            lines.append(f"  dataset: {item.what}: read from the Hub dataset {fingerprint['hub']}, which is --dataset-id")
+            continue
+        lines += [
+            f"  dataset: {item.what}: data fingerprint {str(fingerprint.get('sha256'))[:12]} ({pairs})",
+            f"           dataset fingerprint: not checked offline; a real publish reads the card of {item.dataset_id} and "
+            "compares the sha256 its medprobe_build record states for those files; otherwise it stops",
+        ]
+    return lines
+
+
+def dataset_ids_to_read(items: list[ProbedData], mismatch_ok: bool) -> list[str]:
+    """The Hub datasets whose card a real publish reads (a run read from the Hub is checked by its repo and revision)."""
+    if mismatch_ok:
+        return []
+    return list(dict.fromkeys(item.dataset_id for item in items if not (item.record.data_fingerprint or {}).get("hub")))
+
+
+def check_hub(items: list[ProbedData], cards: dict[str, str | None]) -> str:
+    """Each run's data against its dataset's card (`cards`: dataset id -> README.md text, None without one)."""
+    return "\n".join(check_dataset(item.what, item.record, item.dataset_id, cards.get(item.dataset_id)) for item in items)

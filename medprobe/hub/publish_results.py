@@ -60,22 +60,29 @@ def subset_line(subsets: list[str]) -> str:
     return f"  subset:  {'; '.join(dict.fromkeys(subsets))} (published labelled as a subset: --allow-subset)"
 
 
-def card_calls(repo_id: str, args: argparse.Namespace, what: str) -> list[str]:
-    """The plan's Hub calls of a card publish; model_info also fetches the file metadata of the weights check."""
+def card_calls(repo_id: str, args: argparse.Namespace, what: str, dataset_ids: list[str]) -> list[str]:
+    """The plan's Hub calls of a card publish; model_info also fetches the file metadata of the weights check, and
+    the cards of `dataset_ids` are read for the data check."""
     checked = not args.model_mismatch_ok
     metadata = ", files_metadata=True" if checked else ""
     purpose = ", and its files' sizes and sha256 for the weights check" if checked else ""
-    return [
-        "  calls:",
-        f"    1. model_info(repo_id={repo_id!r}{metadata}): the current commit (the new one must follow it){purpose}",
-        f"    2. hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the card at that commit, kept and merged",
-        f"    3. create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): {what}",
+    calls = [
+        f"model_info(repo_id={repo_id!r}{metadata}): the current commit (the new one must follow it){purpose}",
+        *(
+            f"hf_hub_download(repo_id={dataset_id!r}, repo_type='dataset', filename='README.md'): the dataset card, whose "
+            "medprobe_build record states the sha256 of its data files"
+            for dataset_id in dataset_ids
+        ),
+        f"hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the card at that commit, kept and merged",
+        f"create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): {what}",
     ]
+    return ["  calls:", *(f"    {number}. {call}" for number, call in enumerate(calls, 1))]
 
 
 def publish_results(args: argparse.Namespace) -> int:
+    from medprobe.hub import data_check
     from medprobe.hub.card_sections import run_block, with_results_section
-    from medprobe.hub.data_check import refuse_sample
+    from medprobe.hub.data_check import ProbedData, refuse_sample
     from medprobe.hub.eval_results import dataset_label, eval_results_for, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
     from medprobe.hub.subsets import refuse_subsets, subset_config, subset_phrase
@@ -92,6 +99,8 @@ def publish_results(args: argparse.Namespace) -> int:
     check_offline(probed, repo_id, args.model_mismatch_ok)
     plain, named = parse_dataset_ids(args.dataset_id)
     dataset_id = results_dataset_id(named.get(record.benchmark, plain), record.dataset)
+    data = [ProbedData(args.results, record, dataset_id)]
+    data_check.check_offline(data, args.dataset_mismatch_ok)
     config = subset_config(record)
     results = eval_results_for(
         record,
@@ -112,7 +121,8 @@ def publish_results(args: argparse.Namespace) -> int:
         f"  token:   {token_status(args.token)}",
         subset_line([subset] if subset else []),
         *plan_lines(probed, repo_id, args.model_mismatch_ok),
-        *card_calls(repo_id, args, what),
+        *data_check.plan_lines(data, args.dataset_mismatch_ok),
+        *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
         f"  eval results ({dataset_id}, config {config}, split {record.split}, prober {record.prober}):",
         *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
         "  card text (its block in the medprobe results section):",
@@ -127,7 +137,7 @@ def publish_results(args: argparse.Namespace) -> int:
         return with_results_section(merge_into_card(existing, results, model_name, dataset_id), [block])
 
     message = f"Add {record.benchmark} eval results ({record.prober}) with medprobe"
-    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok else probed)
+    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok else probed, data)
     print(f"published {len(results)} eval result(s) to {url}")
     return 0
 
@@ -140,9 +150,13 @@ def with_review(block: str, results: str) -> str:
     return f"{block}\n- {line}" if line else block
 
 
-def commit_card(args: argparse.Namespace, repo_id: str, message: str, make_card, probed: list | None = None) -> str:
+def commit_card(
+    args: argparse.Namespace, repo_id: str, message: str, make_card, probed: list | None = None, data: list | None = None
+) -> str:
     """Read the model card at the repo's head, commit `make_card(existing text or None)` on top of it;
-    with `probed` (model_match.Probed), first check that the repo holds the weights that were probed."""
+    with `probed` (model_match.Probed), first check that the repo holds the weights that were probed, and with
+    `data` (data_check.ProbedData), that each run read the data its Hub dataset's card states."""
+    from medprobe.hub import data_check
     from medprobe.hub.model_match import check_repo
 
     token = require_token(args.token)
@@ -157,6 +171,9 @@ def commit_card(args: argparse.Namespace, repo_id: str, message: str, make_card,
             ) from None
         if probed is not None:
             print(check_repo(probed, repo_id, info))
+        read = data_check.dataset_ids_to_read(data or [], args.dataset_mismatch_ok)
+        if data and not args.dataset_mismatch_ok:
+            print(data_check.check_hub(data, {dataset_id: download_dataset_card(api, dataset_id) for dataset_id in read}))
         card = make_card(download_card(api, repo_id, info.sha))
         commit = api.create_commit(
             repo_id,
@@ -168,14 +185,28 @@ def commit_card(args: argparse.Namespace, repo_id: str, message: str, make_card,
     return commit.pr_url or commit.commit_url
 
 
-def download_card(api: HfApi, repo_id: str, revision: str) -> str | None:
-    """The model repo's README.md at `revision`, or None when it has none (read into a throwaway folder)."""
+def download_card(api: HfApi, repo_id: str, revision: str | None, repo_type: str = "model") -> str | None:
+    """The repo's README.md at `revision`, or None when it has none (read into a throwaway folder)."""
     with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
         try:
-            path = api.hf_hub_download(repo_id, "README.md", repo_type="model", revision=revision, cache_dir=tmp)
+            path = api.hf_hub_download(repo_id, "README.md", repo_type=repo_type, revision=revision, cache_dir=tmp)
         except EntryNotFoundError:
             return None
         return Path(path).read_text(encoding="utf-8")
+
+
+def download_dataset_card(api: HfApi, dataset_id: str) -> str | None:
+    """The Hub dataset's card at its head (None without one), for the data check."""
+    from medprobe.hub.data_check import DATASET_MISMATCH_OK
+
+    try:
+        return download_card(api, dataset_id, None, repo_type="dataset")
+    except RepositoryNotFoundError:
+        raise PublishError(
+            f"--dataset-id {dataset_id}: no such dataset repo (or the token cannot see it), so nothing shows the run probed "
+            f"it; publish the dataset first (`medprobe publish dataset FOLDER --repo {dataset_id}`), or pass "
+            f"{DATASET_MISMATCH_OK}"
+        ) from None
 
 
 # --- a profile folder ----------------------------------------------------------------------------------
@@ -269,7 +300,9 @@ def profile_results(runs: list[ProfileRun], args: argparse.Namespace) -> tuple[l
 
 def publish_profile(args: argparse.Namespace) -> int:
     """A `medprobe profile` folder: every run of the model as eval results, profile.md and a block per run as a card section."""
+    from medprobe.hub import data_check
     from medprobe.hub.card_sections import run_block, with_profile_section
+    from medprobe.hub.data_check import ProbedData
     from medprobe.hub.eval_results import dataset_label, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
     from medprobe.hub.subsets import refuse_subsets
@@ -283,6 +316,8 @@ def publish_profile(args: argparse.Namespace) -> int:
     probed = [Probed(f"{name} run {run.label}", run.record.model_identity or {}) for run in runs]
     check_offline(probed, repo_id, args.model_mismatch_ok)
     results, dataset_ids = profile_results(runs, args)
+    data = [ProbedData(f"{name} run {run.label}", run.record, run.dataset_id) for run in runs]
+    data_check.check_offline(data, args.dataset_mismatch_ok)
     blocks = [
         run_block(run.record, dataset_label(run.record, run.subset), run.dataset_id, repo_id, run.metrics, run.subset)
         for run in runs
@@ -299,7 +334,8 @@ def publish_profile(args: argparse.Namespace) -> int:
         f"  token:   {token_status(args.token)}",
         subset_line([run.subset for run in runs if run.subset]),
         *(plan_lines(probed, repo_id, args.model_mismatch_ok) if probed else []),
-        *card_calls(repo_id, args, what),
+        *data_check.plan_lines(data, args.dataset_mismatch_ok),
+        *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
         *(f"  note: {note}" for note in notes),
         "  eval results:",
         *("    " + line for line in (model_index_yaml(results, model_name).splitlines() if results else ["(none)"])),
@@ -315,6 +351,6 @@ def publish_profile(args: argparse.Namespace) -> int:
         return with_profile_section(merge_into_card(existing, results, model_name, dataset_ids), table, blocks)
 
     message = f"Add the medprobe knowledge profile ({len(results)} eval results)"
-    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok or not probed else probed)
+    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok or not probed else probed, data)
     print(f"published the knowledge profile and {len(results)} eval result(s) to {url}")
     return 0
