@@ -548,7 +548,7 @@ def written_profile(
 
 
 @pytest.fixture
-def hub(monkeypatch):
+def hub(monkeypatch, tmp_path):
     from huggingface_hub import constants, set_client_factory
     from huggingface_hub.utils import _http
 
@@ -558,6 +558,7 @@ def hub(monkeypatch):
     for task, configs in PROFILE_DATA.items():  # the datasets the profile's runs are published under
         fake.add_repo("dataset", f"my-lab/{task}", files={"README.md": dataset_card(configs, benchmark=task)})
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # the model check reads the local Hub cache
     monkeypatch.setenv("HF_TOKEN", "hf_TestTokenForProfilePublishing0123")
     set_client_factory(fake.client)
     yield fake

@@ -47,10 +47,11 @@ def folder(synthetic_medlama_hub, tmp_path) -> Path:
 
 
 @pytest.fixture
-def hub(monkeypatch):
+def hub(monkeypatch, tmp_path):
     """A fake Hub that every huggingface_hub request goes to; the tests are otherwise offline."""
     fake = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # the model check reads the local Hub cache
     set_client_factory(fake.client)
     yield fake
     set_client_factory(_http.default_client_factory)
@@ -885,6 +886,106 @@ def test_a_hub_model_that_changed_since_it_was_probed_is_refused_with_both_revis
     model_repo(hub, weights={"model.safetensors": OTHER_WEIGHTS})
     assert publish_results(path) == 2
     assert f"the run probed revision 111111111111, the repo is at {HEAD[:12]}" in capsys.readouterr().err
+
+
+def cached_model(repo_id: str, files: dict[str, bytes]) -> Path:
+    """A snapshot of the Hub model `repo_id` in the local Hub cache (the hub fixture points it into tmp_path)."""
+    root = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}"
+    snapshot = root / "snapshots" / ("5" * 40)
+    snapshot.mkdir(parents=True)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text("5" * 40)
+    for name, data in {"config.json": b"{}", **files}.items():
+        (snapshot / name).write_bytes(data)
+    return snapshot
+
+
+def packaged_identity(name: str = "minilm") -> dict:
+    """The model_identity a run of a packaged model records (its weight files are those medprobe.models declares)."""
+    from medprobe.contrastive.embedding_cache import combined_digest
+    from medprobe.models import PACKAGED
+
+    weights = PACKAGED[name].weights
+    return {
+        "name": name,
+        "path": f"/site-packages/{PACKAGED[name].package}",
+        "weights_sha256": combined_digest(weights),
+        "weights": weights,
+    }
+
+
+def test_a_packaged_model_is_refused_offline_against_a_cached_repo_holding_other_weights(
+    hub, token, tmp_path, capsys, monkeypatch
+):
+    """Measured before: a run of the packaged minilm planned publishing to any --model-repo under --dry-run; the local
+    Hub cache held that repo's weights, and they were never compared."""
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    cached_model("my-lab/bert", {"model.safetensors": OTHER_WEIGHTS})
+    path = write_results(tmp_path / "minilm.json", model_identity=packaged_identity())
+    assert publish_results(path, "--dry-run") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: --model-repo my-lab/bert does not hold the weights that were probed" in err
+    assert "(model.safetensors: 90,868,376 B, sha256 53aa51172d14 probed; 26 B, sha256" in err
+    assert "in the local Hub cache's snapshot of my-lab/bert at 555555555555)" in err and "--model-mismatch-ok" in err
+    assert hub.log == []
+
+
+def test_a_local_model_is_refused_offline_against_the_repo_a_packaged_model_is_a_copy_of(hub, token, tmp_path, capsys):
+    """Measured before: a local model was published to sentence-transformers/all-MiniLM-L6-v2 in a dry run without a
+    word, though medprobe ships that repo's weights and knows their sha256."""
+    path = write_results(tmp_path / "local.json")  # /home/someone/models/bert, WEIGHTS
+    args = ["publish", "results", str(path), "--model-repo", "sentence-transformers/all-MiniLM-L6-v2", "--dry-run"]
+    assert main([*args, "--dataset-id", "my-lab/medlama"]) == 2
+    err = capsys.readouterr().err
+    assert "does not hold the weights that were probed (model.safetensors: 26 B, sha256" in err
+    assert "90,868,376 B, sha256 53aa51172d14 in sentence-transformers/all-MiniLM-L6-v2 at 1110a243fdf4" in err
+
+
+def test_what_the_model_check_compared_offline_is_in_the_plan(hub, token, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    minilm = write_results(tmp_path / "minilm.json", model_identity=packaged_identity())
+    args = ["publish", "results", str(minilm), "--dataset-id", "my-lab/medlama", "--dry-run", "--model-repo"]
+    assert main([*args, "sentence-transformers/all-MiniLM-L6-v2"]) == 0
+    out = capsys.readouterr().out
+    assert "checked offline: model.safetensors equal in sentence-transformers/all-MiniLM-L6-v2 at 1110a243fdf4" in out
+    cached_model("my-lab/bert", {"model.safetensors": WEIGHTS})
+    assert publish_results(write_results(tmp_path / "local.json"), "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "checked offline: model.safetensors equal in the local Hub cache's snapshot of my-lab/bert at 555555555555" in out
+    cached_model("my-lab/bin-only", {"pytorch_model.bin": b"a .bin of the model"})
+    assert main([*args, "my-lab/bin-only"]) == 0  # the snapshot may lack what the run loaded: a real publish checks
+    assert (
+        "not checked offline: the local Hub cache's snapshot of my-lab/bin-only at 555555555555 lists no model.safetensors"
+        in (capsys.readouterr().out)
+    )
+    assert main([*args, "my-lab/elsewhere"]) == 0
+    assert "not checked offline: my-lab/elsewhere is neither the repo of a packaged model nor in the local Hub cache" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("name", ["minilm", "smollm2"])
+def test_the_declared_weights_of_a_packaged_model_are_its_files(name, tmp_path, monkeypatch):
+    """What medprobe.models.PACKAGED states of the Hub repo is what the installed package holds (and a run records)."""
+    from medprobe.models import PACKAGED, packaged_model_path
+    from medprobe.provenance import weights_identity
+
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    try:
+        folder = packaged_model_path(name)
+    except FileNotFoundError:
+        pytest.skip(f"the packaged model {name} is not installed")
+    assert weights_identity(folder)["weights"] == PACKAGED[name].weights
+
+
+def test_the_dry_run_repeat_line_is_the_command_that_was_run_then_the_hub_form(hub, token, results_file, capsys):
+    """Measured before: the dry run's only "repeat" line was the card's, with the Hub dataset and model put in: a
+    command that was never run."""
+    assert publish_results(results_file, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert f"  repeat:  {COMMAND}\n" in out
+    hub_form = COMMAND.replace("/home/someone/out/medlama", "my-lab/data").replace("/home/someone/models/bert", "my-lab/bert")
+    assert f"(the command that was run); in the card, on the Hub: {hub_form.replace('/home/someone/runs/', '')}" in out
 
 
 def test_a_run_without_a_weights_hash_is_refused(hub, token, tmp_path, capsys):

@@ -60,6 +60,19 @@ def subset_line(subsets: list[str]) -> str:
     return f"  subset:  {'; '.join(dict.fromkeys(subsets))} (published labelled as a subset: --allow-subset)"
 
 
+def repeat_lines(record: Any, dataset_id: str, repo_id: str, label: str = "") -> list[str]:
+    """The command that was run, as the record has it, then its form in the card (the Hub dataset and model, files
+    by name): the plan never shows a command that was not run as if it had been."""
+    from medprobe.hub.card_sections import public_command
+
+    if not record.command:
+        return [f"  repeat:  {label}not recorded (a results file of a medprobe before 0.2)"]
+    return [
+        f"  repeat:  {label}{record.command}",
+        f"           (the command that was run); in the card, on the Hub: {public_command(record.command, dataset_id, repo_id)}",
+    ]
+
+
 def card_calls(repo_id: str, args: argparse.Namespace, what: str, dataset_ids: list[str]) -> list[str]:
     """The plan's Hub calls of a card publish; model_info also fetches the file metadata of the weights check, and
     the cards of `dataset_ids` are read for the data check."""
@@ -122,6 +135,7 @@ def publish_results(args: argparse.Namespace) -> int:
         subset_line([subset] if subset else []),
         *plan_lines(probed, repo_id, args.model_mismatch_ok),
         *data_check.plan_lines(data, args.dataset_mismatch_ok),
+        *repeat_lines(record, dataset_id, repo_id),
         *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
         f"  eval results ({dataset_id}, config {config}, split {record.split}, prober {record.prober}):",
         *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
@@ -335,6 +349,7 @@ def publish_profile(args: argparse.Namespace) -> int:
         subset_line([run.subset for run in runs if run.subset]),
         *(plan_lines(probed, repo_id, args.model_mismatch_ok) if probed else []),
         *data_check.plan_lines(data, args.dataset_mismatch_ok),
+        *(line for run in runs for line in repeat_lines(run.record, run.dataset_id, repo_id, f"{run.label}: ")),
         *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
         *(f"  note: {note}" for note in notes),
         "  eval results:",
