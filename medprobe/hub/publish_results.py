@@ -7,9 +7,12 @@ flag that overrides, when
 - it probed a subset of its benchmark (medprobe/hub/subsets.py; --allow-subset publishes it with
   "subset: ..." in the model-index dataset name and in the card text, under its own model-index config
   `<config>/subset:<option>=<value>`), or
-- it names another model than --model-repo, or recorded no weights hash to compare
-  (medprobe/hub/model_match.py; --model-mismatch-ok).
-A real publish then reads the repo's file metadata and checks that it holds the weights probed,
+- it names another model than --model-repo, recorded no weights hash to compare, or loaded weight files that
+  --model-repo is known offline to hold with other bytes (a packaged model's repo, the local Hub cache)
+  (medprobe/hub/model_match.py; --model-mismatch-ok), or
+- it read its data from another Hub dataset than --dataset-id (medprobe/hub/data_check.py; --dataset-mismatch-ok).
+A real publish then reads the repo's file metadata and checks that it holds the weights probed, reads
+the --dataset-id dataset's card and checks that its medprobe_build record gives the run's data fingerprint,
 reads the card at the repo's head, merges the eval results into its model-index and writes the
 card text (medprobe/hub/card_sections.py: each run's n, 95% interval, data fingerprint, medprobe
 version and the command that repeats it), and commits on top of that head.
