@@ -188,8 +188,8 @@ def commit_card(
             ) from None
         if probed is not None:
             print(check_repo(probed, repo_id, info))
-        read = data_check.dataset_ids_to_read(data or [], args.dataset_mismatch_ok)
         if data and not args.dataset_mismatch_ok:
+            read = data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)
             print(data_check.check_hub(data, {dataset_id: download_dataset_card(api, dataset_id) for dataset_id in read}))
         card = make_card(download_card(api, repo_id, info.sha))
         commit = api.create_commit(
