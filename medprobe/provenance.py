@@ -46,12 +46,17 @@ def dataset_fingerprint(dataset: str, probed: Sequence[tuple[str | None, str]]) 
                 files[name] = f"{hub['repo']}@{hub['revision']}"
             else:
                 files[name] = sha256(Path(path))
-    combined = hashlib.sha256("".join(f"{name}|{digest}\n" for name, digest in sorted(files.items())).encode()).hexdigest()
-    fingerprint: dict = {"sha256": combined, "files": dict(sorted(files.items()))}
+    fingerprint: dict = {"sha256": files_digest(files), "files": dict(sorted(files.items()))}
     if revisions:
         fingerprint["hub"] = ", ".join(sorted(revisions))
         fingerprint["revision"] = ", ".join(revisions[repo] for repo in sorted(revisions))
     return fingerprint
+
+
+def files_digest(files: dict[str, str]) -> str:
+    """One sha256 over data files' names (`<config>/<split>/<file>`) and digests: a dataset fingerprint's `sha256`
+    (also derived from a dataset card's build record by `medprobe publish results`)."""
+    return hashlib.sha256("".join(f"{name}|{digest}\n" for name, digest in sorted(files.items())).encode()).hexdigest()
 
 
 def items_digest(ids: Iterable[str]) -> str:

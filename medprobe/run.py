@@ -134,7 +134,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
         timings={phase: round(seconds, 3) for phase, seconds in timings.items()},
         counts=scored.counts,
         task=request.task,
-        command="medprobe " + shlex.join(probe_argv(request)),
+        command="medprobe " + shlex.join(probe_argv(request, prober)),
         citations=citation_keys(request.task, request.prober),
     )
     if distributed.launched():
@@ -216,21 +216,33 @@ def describe_measurement(record: RunRecord, request: RunRequest, task: Any, scor
     record.source = source_identity()
 
 
-def probe_argv(request: RunRequest) -> list[str]:
-    """The `medprobe probe` arguments that make the same RunRequest (recorded in every results file)."""
+def probe_argv(request: RunRequest, prober: Any = None) -> list[str]:
+    """The `medprobe probe` arguments that make the same RunRequest (recorded in every results file).
+
+    With the `prober` that ran, they name the device and dtype it resolved instead of what was asked:
+    `--device auto` and `--dtype auto` are this machine's choice (bfloat16 on a CUDA GPU, float32 on
+    CPU), and the recorded command must repeat the run on any machine."""
+    options = dict(request.prober_options)
+    device = request.device
+    if prober is not None:
+        device = resolved_device(prober, request.device)
+        dtype = (getattr(prober, "settings", None) or {}).get("dtype")
+        takes = next((option for option in prober_entry(request.prober).options if option.dest == "dtype"), None)
+        if takes is not None and dtype in (takes.choices or ()):
+            options["dtype"] = dtype
     argv = ["probe", "--prober", request.prober, "--task", request.task, "--dataset", request.dataset]
     if request.config:
         argv += ["--config", request.config]
     argv += ["--split", request.split, "--model", str(request.model)]
     if request.out:
         argv += ["--out", request.out]
-    argv += ["--device", request.device]
+    argv += ["--device", device]
     if request.seed is not None:
         argv += ["--seed", str(request.seed)]
     if request.resamples != RESAMPLES:
         argv += ["--resamples", str(request.resamples)]
     for entry_options, given in (
-        (prober_entry(request.prober).options, request.prober_options),
+        (prober_entry(request.prober).options, options),
         (task_entry(request.task).options, request.task_options),
     ):
         by_dest = {option.dest: option for option in entry_options}
@@ -242,3 +254,16 @@ def probe_argv(request: RunRequest) -> list[str]:
             else:
                 argv += [option.flag, ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)]
     return argv
+
+
+def resolved_device(prober: Any, given: str) -> str:
+    """The device the prober's model is on (`prober.device`, else its model's first parameter's), or `given`
+    under a launch, where `auto` is each process's own GPU and one resolved name would send them all to it."""
+    if distributed.launched():
+        return given
+    device = getattr(prober, "device", None)
+    model = getattr(prober, "model", None)
+    if device is None and model is not None and hasattr(model, "parameters"):
+        device = next(iter(model.parameters()), None)
+        device = getattr(device, "device", None)
+    return str(device) if device is not None else given

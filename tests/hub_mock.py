@@ -35,6 +35,15 @@ def sibling(path: str, content: bytes) -> dict:
     return entry
 
 
+def dataset_card(configs: dict[str, dict[str, str]], benchmark: str = "medlama") -> bytes:
+    """A dataset card as `medprobe publish dataset` uploads it, reduced to its `medprobe_build:` record: each config's
+    data files (`<config>/<split>-...parquet`) with their sha256."""
+    import yaml
+
+    record = {"benchmark": benchmark, "configs": {config: {"files": files} for config, files in configs.items()}}
+    return f"---\n{yaml.safe_dump({'medprobe_build': record}, sort_keys=False)}---\n\n# {benchmark}\n".encode()
+
+
 @dataclass
 class FakeRepo:
     repo_type: str
@@ -81,6 +90,8 @@ class FakeHub:
             ("GET", rf"/api/(?P<type>models|datasets|spaces)/{REPO_PATH}/tree/(?P<rev>[^/]+)", self.tree),
             ("HEAD", rf"/{REPO_PATH}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
             ("GET", rf"/{REPO_PATH}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
+            ("HEAD", rf"/(?P<type>datasets|spaces)/{REPO_PATH}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
+            ("GET", rf"/(?P<type>datasets|spaces)/{REPO_PATH}/resolve/(?P<rev>[^/]+)/(?P<file>.+)", self.resolve),
         ]
         for method, pattern, handler in routes:
             match = re.fullmatch(pattern, path)
@@ -189,8 +200,8 @@ class FakeHub:
             ],
         )
 
-    def resolve(self, request, ns, name, rev, file) -> httpx2.Response:
-        repo = self.repo("model", ns, name)
+    def resolve(self, request, ns, name, rev, file, type="models") -> httpx2.Response:
+        repo = self.repo(type, ns, name)
         if repo is None:
             return self.not_found()
         if file not in repo.files:

@@ -21,8 +21,9 @@ from medprobe.profile_plan import QUICK, plan_runs
 from medprobe.profiling import Profile, ProfileOptions, run_profile, write_profile
 from medprobe.records import load_record_file
 from medprobe.registry import task_entry
-from medprobe.results import RunRecord
+from medprobe.results import RunRecord, outcomes_path
 from medprobe.run import probe_argv
+from synthetic_runs import medlama_hits, write_run
 from tiny_bert import save_tiny_bert
 
 # the plan's own reason, after what the plan says of every kind it has no prober for
@@ -401,44 +402,106 @@ def probed_identity(weights: bytes = PROBED_WEIGHTS) -> dict:
     return {"name": "/home/someone/m", "path": "/home/someone/m", "weights_sha256": combined_digest(files), "weights": files}
 
 
-def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = False, weights_hash: bool = True) -> Path:
+PROFILE_DATA = {  # the data files of the made-up profile's datasets, as their Hub cards state them
+    "medlama": {"full": {"full/test-00000-of-00001-abc.parquet": "d" * 64}},
+    "mst": {"comparison": {"comparison/test-00000-of-00001-abc.parquet": "d" * 64}},
+}
+
+
+def profile_fingerprint(task: str) -> dict:
+    """The data fingerprint of a made-up profile run of `task`: the files PROFILE_DATA names."""
+    from medprobe.provenance import files_digest
+
+    files = {
+        f"{config}/test/{Path(path).name}": digest
+        for config, listed in PROFILE_DATA[task].items()
+        for path, digest in listed.items()
+    }
+    return {"sha256": files_digest(files), "files": files}
+
+
+def written_run(path: Path, task: str, config: str | None, prober: str, weights_hash: bool, **fields) -> dict:
+    """A results JSON and its outcomes of a made-up profile run (tests/synthetic_runs.py: every number is the
+    outcomes'), as profile.json records it. MedLAMA: 40 queries, acc@1 2.5% and acc@10 25% (`quick`: 20 queries, the
+    first 10 of each relation, acc@10 25%); MST: 10 items in each of two tasks, accuracy 60% (30% with random weights,
+    `scratch`)."""
+    scratch, quick = fields.pop("scratch", False), fields.pop("quick", False)
+    if task == "medlama":
+        size, top_10 = (10, (3, 2)) if quick else (20, (5, 5))  # acc@10 25% either way, over 20 or 40 queries
+        relations = ("may_treat", "may_prevent")
+        ids, groups, ranks = medlama_hits(
+            dict.fromkeys(relations, size), dict(zip(relations, (1, 0))), dict(zip(relations, top_10))
+        )
+        columns, options = {"rank": ranks}, {"chance": {"acc@10": {"value": 0.05, "method": "made-up chance"}}}
+    else:
+        ids = [f"{group}/{row}" for group in ("comparison", "sorting") for row in range(10)]
+        groups, right = [item.split("/")[0] for item in ids], 3 if scratch else 6
+        labels = [0] * len(ids)
+        columns = {
+            "label": labels,
+            "prediction": [[0] if int(i.split("/")[1]) < right else [1] for i in ids],
+            "choices": [2] * len(ids),
+        }
+        options = {"settings": {"seeds": [0], "train_split": "train"}, "seed_spread": True}
+        options["chance"] = {"accuracy": {"value": 0.375, "method": "made-up chance"}}
+    identity = probed_identity() if weights_hash else {"name": "m"}
+    dataset = str(path.parent.parent / "datasets" / task)
+    write_run(
+        path,
+        ids,
+        groups,
+        columns,
+        task=task,
+        config=config,
+        prober=prober,
+        dataset=dataset,
+        model="m",
+        model_identity=identity,
+        source={"version": "0.2.0", "commit": "b" * 40, "dirty": False},
+        command=f"medprobe probe --prober {prober} --task {task} --dataset {dataset} --model /home/someone/m",
+        **options,
+        **{"data_fingerprint": profile_fingerprint(task), **fields},
+    )
+    return json.loads(path.read_text())
+
+
+def written_profile(
+    folder: Path,
+    sample_medlama: bool = False,
+    quick: bool = False,
+    weights_hash: bool = True,
+    medlama_fingerprint: dict | None = None,
+) -> Path:
     """A profile folder of made-up runs: medlama full (built), mst and its scratch floor, a failed context-variance run;
     `quick`: a --quick profile (MedLAMA probed with --per-relation 10, MST generated small); `weights_hash=False`: runs
-    that recorded no weights hash of their model."""
+    that recorded no weights hash of their model; `medlama_fingerprint`: the data the MedLAMA run read."""
+    runs = folder / "runs"
+    subset = {"subset_options": {"per_relation": 10}, "subset_of": {"probed": 20, "total": 19000, "unit": "queries"}}
+    records = {
+        "medlama-full-contrastive": written_run(
+            runs / "medlama-full-contrastive.json",
+            "medlama",
+            "full",
+            "contrastive",
+            weights_hash,
+            **(dict(subset, quick=True) if quick else {}),
+            **({"data_fingerprint": medlama_fingerprint} if medlama_fingerprint else {}),
+        ),
+        "mst-mlm-head": written_run(runs / "mst-mlm-head.json", "mst", None, "mlm-head", weights_hash),
+        "mst-mlm-head-scratch": written_run(
+            runs / "mst-mlm-head-scratch.json", "mst", None, "mlm-head", weights_hash, scratch=True
+        ),
+    }
 
-    def run(label, benchmark, config, prober, record, floor_of=None):
-        return {
-            "label": label,
-            "benchmark": benchmark,
-            "config": config,
-            "prober": prober,
-            "floor_of": floor_of,
-            "record": record and {**vars(record)},
-        }
+    def run(label, benchmark, config, prober, floor_of=None):
+        entry = {"label": label, "benchmark": benchmark, "config": config, "prober": prober, "floor_of": floor_of}
+        record = records.get(label)
+        entry["record"] = record
+        if record:  # the run files, with their sha256 in profile.json as `medprobe profile` records them
+            path = runs / f"{label}.json"
+            entry["results"], entry["files"] = str(path), {f"runs/{p.name}": sha256(p) for p in (path, outcomes_path(path))}
+        return entry
 
-    request = medprobe.run.RunRequest
-    medlama = fake_record(
-        request(task="medlama", prober="contrastive", dataset=str(folder / "datasets/medlama"), config="full", model="m")
-    )
-    mst = fake_record(request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m"))
-    scratch = fake_record(
-        request(task="mst", prober="mlm-head", dataset=str(folder / "datasets/mst"), model="m", prober_options={"scratch": True})
-    )
-    for record in (medlama, mst, scratch):
-        record.model_identity, record.subset = probed_identity(), {"subset": False, "options": {}, "items": 40}
-        if not weights_hash:
-            record.model_identity = {"name": "m"}
-        record.source = {"version": "0.2.0", "commit": "b" * 40, "dirty": False}
-        record.data_fingerprint = {"sha256": "c" * 64, "files": {"x/test/test-00000-of-00001-abc.parquet": "d" * 64}}
-        record.command = (
-            f"medprobe probe --prober {record.prober} --task {record.task} --dataset {record.dataset} --model /home/someone/m"
-        )
-    if quick:
-        medlama.subset = {
-            "subset": True,
-            "options": {"per_relation": 10},
-            "of": {"probed": 190, "total": 19000, "unit": "queries"},
-        }
     settings = {"quick": quick, "quick_settings": QUICK if quick else None}
     profile = Profile(
         model="m", kind="encoder", kind_reason="architectures BertModel", settings=settings, figure_note="no figure"
@@ -446,19 +509,25 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
     profile.data = {
         "medlama": {
             "benchmark": "medlama",
-            "dataset": medlama.dataset,
+            "dataset": records["medlama-full-contrastive"]["dataset"],
             "source": "sample" if sample_medlama else "built",
             "note": "",
             "sample": sample_medlama,
         },
-        "mst": {"benchmark": "mst", "dataset": mst.dataset, "source": "generated", "note": "", "sample": False},
+        "mst": {
+            "benchmark": "mst",
+            "dataset": records["mst-mlm-head"]["dataset"],
+            "source": "generated",
+            "note": "",
+            "sample": False,
+        },
         "context_variance": {"benchmark": "context_variance", "dataset": "x", "source": "built", "note": "", "sample": False},
     }
     profile.runs = [
-        run("medlama-full-contrastive", "medlama", "full", "contrastive", medlama),
-        run("mst-mlm-head", "mst", None, "mlm-head", mst),
-        run("mst-mlm-head-scratch", "mst", None, "mlm-head", scratch, floor_of="mst-mlm-head"),
-        run("context_variance-real-target-contrastive", "context_variance", "real-target", "contrastive", None),
+        run("medlama-full-contrastive", "medlama", "full", "contrastive"),
+        run("mst-mlm-head", "mst", None, "mlm-head"),
+        run("mst-mlm-head-scratch", "mst", None, "mlm-head", floor_of="mst-mlm-head"),
+        run("context_variance-real-target-contrastive", "context_variance", "real-target", "contrastive"),
     ]
     profile.headline = [
         {
@@ -474,23 +543,22 @@ def written_profile(folder: Path, sample_medlama: bool = False, quick: bool = Fa
             "floor_source": "none",
         }
     ]
-    for entry in profile.runs:  # the run files, with their sha256 in profile.json as `medprobe profile` records them
-        if entry["record"]:
-            path = RunRecord(**entry["record"]).save(folder / "runs" / f"{entry['label']}.json")
-            entry["results"], entry["files"] = str(path), {f"runs/{path.name}": sha256(path)}
     write_profile(profile, folder)
     return folder
 
 
 @pytest.fixture
-def hub(monkeypatch):
+def hub(monkeypatch, tmp_path):
     from huggingface_hub import constants, set_client_factory
     from huggingface_hub.utils import _http
 
-    from hub_mock import FakeHub
+    from hub_mock import FakeHub, dataset_card
 
     fake = FakeHub()
+    for task, configs in PROFILE_DATA.items():  # the datasets the profile's runs are published under
+        fake.add_repo("dataset", f"my-lab/{task}", files={"README.md": dataset_card(configs, benchmark=task)})
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # the model check reads the local Hub cache
     monkeypatch.setenv("HF_TOKEN", "hf_TestTokenForProfilePublishing0123")
     set_client_factory(fake.client)
     yield fake
@@ -512,19 +580,23 @@ def test_publish_a_profile_folder(tmp_path, hub, capsys):
     )
     card = ModelCard(repo.files["README.md"].decode())
     results = card.data.eval_results
-    assert {(r.dataset_type, r.metric_type, r.metric_value) for r in results} == {
-        ("my-lab/medlama", "acc@1", 0.01),
-        ("my-lab/medlama", "acc@10", 0.25),
-        ("my-lab/mst", "accuracy", 0.6),
-        ("my-lab/mst", "accuracy_std", 0.0),
-    }
+    assert {(r.dataset_type, r.metric_type): r.metric_value for r in results} == pytest.approx(
+        {
+            ("my-lab/medlama", "acc@1"): 0.025,
+            ("my-lab/medlama", "macro_acc@1"): 0.025,
+            ("my-lab/medlama", "acc@10"): 0.25,
+            ("my-lab/medlama", "macro_acc@10"): 0.25,
+            ("my-lab/mst", "accuracy"): 0.6,
+            ("my-lab/mst", "accuracy_std"): 0.0,
+        }
+    )
     assert card.data.datasets == ["my-lab/medlama", "my-lab/mst"] and card.data.license == "apache-2.0"
     assert "Text the owner wrote." in card.text and "## Knowledge profile: m" in card.text
     assert "| medlama | full | contrastive | acc@10 | 25.00 | — | — | 5.00 | — |" in card.text
     # published again: the section is replaced, not added twice; the eval results are updated, not repeated
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids]) == 0
     card = ModelCard(repo.files["README.md"].decode())
-    assert card.text.count("## Knowledge profile") == 1 and len(card.data.eval_results) == 4
+    assert card.text.count("## Knowledge profile") == 1 and len(card.data.eval_results) == 6
 
 
 def test_publish_a_profile_needs_a_hub_id_per_local_benchmark(tmp_path, hub, capsys):
@@ -557,14 +629,19 @@ def test_publish_a_quick_profile_is_refused_unless_allowed_and_then_labelled_a_s
         assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, *dry_run]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{folder / 'profile.json'} run medlama-full-contrastive probed a subset" in err
-        assert "profile --quick: first 10 queries per relation, 190 of 19,000 queries" in err and "--allow-subset" in err
+        assert "profile --quick: first 10 queries per relation, 20 of 19,000 queries" in err and "--allow-subset" in err
     assert repo.commits == []
     assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--allow-subset"]) == 0
     card = ModelCard(repo.files["README.md"].decode())
     names = {result.dataset_type: result.dataset_name for result in card.data.eval_results}
     assert names == {
-        "my-lab/medlama": "MedLAMA (full; subset: profile --quick: first 10 queries per relation, 190 of 19,000 queries)",
+        "my-lab/medlama": "MedLAMA (full; subset: profile --quick: first 10 queries per relation, 20 of 19,000 queries)",
         "my-lab/mst": "MST (measuring-skill tests) (subset: profile --quick: generated with train_size=200, validation_size=20, test_size=100)",
+    }
+    configs = {result.dataset_type: result.dataset_config for result in card.data.eval_results}
+    assert configs == {
+        "my-lab/medlama": "full/subset:profile-quick,per_relation=10",
+        "my-lab/mst": "subset:profile-quick,train_size=200,validation_size=20,test_size=100",
     }
 
 
@@ -591,10 +668,11 @@ def test_a_published_profile_card_gives_each_run_n_interval_fingerprint_version_
     text = ModelCard(repo.files["README.md"].decode()).text
     section = text[text.index("<!-- medprobe knowledge profile: start") : text.index("<!-- medprobe knowledge profile: end")]
     assert "### Published runs" in section and section.count("<!-- medprobe run: ") == 2  # medlama and mst, not the floor
-    assert (
-        "#### MedLAMA (full) · split test · prober contrastive" in section and "| acc@10 | 25.00 | 15.00–35.00 | 40 |" in section
-    )
-    assert "- data: my-lab/mst, sha256 `cccccccccccc` over 1 data file(s)" in section
+    interval = json.loads((folder / "runs/medlama-full-contrastive.json").read_text())["intervals"]["acc@10"]
+    low, high = 100 * interval["low"], 100 * interval["high"]
+    assert "#### MedLAMA (full) · split test · prober contrastive" in section and low < 25 < high
+    assert f"| acc@10 | 25.00 | {low:.2f}–{high:.2f} | 40 queries |" in section
+    assert f"- data: my-lab/mst, sha256 `{profile_fingerprint('mst')['sha256'][:12]}` over 1 data file(s)" in section
     assert "measured with medprobe 0.2.0 (commit `bbbbbbbbbbbb`)" in section
     assert "- repeat: `medprobe probe --prober mlm-head --task mst --dataset my-lab/mst --model my-lab/bert`" in section
     assert str(tmp_path) not in text and "/home/someone" not in text  # no local path in the card

@@ -15,7 +15,7 @@ from huggingface_hub.utils import _http
 
 import medprobe.hub.publish as publish
 from built_folder import data_file
-from hub_mock import HEAD, FakeHub
+from hub_mock import HEAD, FakeHub, dataset_card
 from medprobe.cli import main
 from medprobe.hub.checks import (
     CARD_SECTIONS,
@@ -29,8 +29,8 @@ from medprobe.hub.checks import (
     raw_file_findings,
 )
 from medprobe.resources import available, card_template, metric_path
-from medprobe.results import RunRecord
 from synthetic_medlama import write_release
+from synthetic_runs import medlama_hits, write_run
 
 TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
 
@@ -47,10 +47,11 @@ def folder(synthetic_medlama_hub, tmp_path) -> Path:
 
 
 @pytest.fixture
-def hub(monkeypatch):
+def hub(monkeypatch, tmp_path):
     """A fake Hub that every huggingface_hub request goes to; the tests are otherwise offline."""
     fake = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # the model check reads the local Hub cache
     set_client_factory(fake.client)
     yield fake
     set_client_factory(_http.default_client_factory)
@@ -430,52 +431,62 @@ def weights_identity(**files: bytes) -> dict:
     return {"weights_sha256": combined_digest(weights), "weights": weights}
 
 
-def run_record(**changes) -> RunRecord:
-    """A results record as `medprobe probe` writes it: whole config, a local model folder, intervals, provenance."""
-    fields = dict(
-        benchmark="medlama",
+WHOLE = {"may_treat": 25, "may_prevent": 75}  # queries per relation of a made-up whole run
+DATA_FILES = {config: {f"{config}/test-00000-of-00001-abc.parquet": "e" * 64} for config in ("full", "hard")}
+
+
+def fingerprint(config: str = "hard") -> dict:
+    """The data fingerprint of a run that read DATA_FILES[config] (as medprobe.provenance names and combines them)."""
+    from medprobe.provenance import files_digest
+
+    files = {f"{config}/test/{Path(path).name}": digest for path, digest in DATA_FILES[config].items()}
+    return {"sha256": files_digest(files), "files": files}
+
+
+COMMAND = (
+    "medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
+    "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device cpu --dtype float32"
+)
+
+
+def write_results(path: Path, at_1=(2, 3), at_10=(8, 12), sizes: dict[str, int] = WHOLE, **fields) -> Path:
+    """A results JSON and its outcomes as `medprobe probe` writes them (tests/synthetic_runs.py): a whole config of a
+    local model folder, with provenance; every number is the outcomes'. Of each relation's `sizes` queries the first
+    `at_1` rank a gold answer 1st and the first `at_10` one in the top 10: by default acc@1 5% (2 of 25, 3 of 75),
+    acc@10 20%, macro_acc@1 6% and macro_acc@10 24%, each with a 1,000-resample interval over 100 queries."""
+    ids, groups, ranks = medlama_hits(sizes, dict(zip(sizes, at_1)), dict(zip(sizes, at_10)))
+    record = dict(
         dataset="my-lab/medlama",
-        config="hard",
-        split="test",
-        prober="contrastive",
-        model="/home/someone/models/bert",
         seed=1,
-        metrics={"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18},
-        per_group={"may_treat": {"acc@1": 0.1}},
-        intervals={
-            name: {
-                "low": value - 0.01,
-                "high": value + 0.01,
-                "level": 0.95,
-                "n": 15329,
-                "unit": "query",
-                "resamples": 1000,
-                "method": "percentile bootstrap over queries",
-            }
-            for name, value in {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.04, "macro_acc@10": 0.18}.items()
-        },
-        data_fingerprint={"sha256": "d" * 64, "files": {"hard/test/test-00000-of-00001-abc.parquet": "e" * 64}},
-        subset={"subset": False, "options": {}, "items": 15329, "item_ids_sha256": "f" * 64},
+        model="/home/someone/models/bert",
+        data_fingerprint=fingerprint(fields.get("config", "hard")),
         model_identity={
             "name": "/home/someone/models/bert",
             "path": "/home/someone/models/bert",
             **weights_identity(model_safetensors=WEIGHTS),
         },
         source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
-        command="medprobe probe --prober contrastive --task medlama --dataset /home/someone/out/medlama --config hard --split test "
-        "--model /home/someone/models/bert --out /home/someone/runs/hard.json --device auto",
-        task="medlama",
+        command=COMMAND,
     )
-    return RunRecord(**{**fields, **changes})
+    return write_run(path, ids, groups, {"rank": ranks}, resamples=1000, per_group=True, **{**record, **fields})
+
+
+def values(path: Path) -> dict[str, float]:
+    """The overall metrics of a results JSON."""
+    return json.loads(path.read_text())["metrics"]
 
 
 @pytest.fixture
 def results_file(tmp_path) -> Path:
-    return run_record(dataset="my-lab/medlama").save(tmp_path / "results.json")
+    return write_results(tmp_path / "results.json")
 
 
 def model_repo(hub, card: str | None = EXISTING_CARD, weights: dict[str, bytes] | None = None):
-    """The fake model repo my-lab/bert holding the probed weights (or `weights`) and `card`."""
+    """The fake model repo my-lab/bert holding the probed weights (or `weights`) and `card`, and the dataset repos
+    the runs name (my-lab/medlama, my-lab/data), unless published already, whose cards state the runs' data files
+    (DATA_FILES)."""
+    for dataset_id in [name for name in ("my-lab/medlama", "my-lab/data") if ("dataset", name) not in hub.repos]:
+        hub.add_repo("dataset", dataset_id, files={"README.md": dataset_card(DATA_FILES)})
     files = dict(weights if weights is not None else {"model.safetensors": WEIGHTS, "config.json": b"{}"})
     if card is not None:
         files["README.md"] = card.encode()
@@ -496,12 +507,9 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
     results = card.data.eval_results
     assert [r.dataset_type for r in results] == ["glue"] + ["my-lab/medlama"] * 4
     medlama = {r.metric_type: r for r in results[1:]}
-    assert {name: r.metric_value for name, r in medlama.items()} == {
-        "acc@1": 0.05,
-        "acc@10": 0.2,
-        "macro_acc@1": 0.04,
-        "macro_acc@10": 0.18,
-    }
+    assert {name: r.metric_value for name, r in medlama.items()} == pytest.approx(
+        {"acc@1": 0.05, "acc@10": 0.2, "macro_acc@1": 0.06, "macro_acc@10": 0.24}
+    )
     first = medlama["acc@1"]
     assert (first.dataset_config, first.dataset_split, first.task_type) == ("hard", "test", "fill-mask")
     assert "contrastive" in first.task_name
@@ -510,16 +518,19 @@ def test_results_merge_into_the_existing_model_card(hub, token, results_file, ca
     assert_token_hidden(capsys, caplog)
 
 
-def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path):
+def test_publishing_a_result_again_updates_it(hub, token, results_file, tmp_path, capsys):
     model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 0
     data = json.loads(results_file.read_text())
-    data["metrics"]["acc@1"] = 0.07
+    data["metrics"]["acc@1"] = 0.07  # edited by hand: its outcomes say 0.05, and it is not published
     results_file.write_text(json.dumps(data))
+    assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "acc@1"]) == 2
+    assert "acc@1 is 0.07 in the file but 0.05 from its 100 per-item outcomes" in capsys.readouterr().err
+    write_results(results_file, at_1=(4, 3))  # the run again, 7 of its 100 queries now right at 1
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "acc@1"]) == 0
     results = published_card(hub).data.eval_results
     assert len(results) == 5
-    assert [r.metric_value for r in results if r.metric_type == "acc@1"] == [0.07]
+    assert [r.metric_value for r in results if r.metric_type == "acc@1"] == [pytest.approx(0.07)]
 
 
 def test_results_to_a_repo_without_a_card_and_as_a_pull_request(hub, token, results_file, capsys):
@@ -537,10 +548,8 @@ def test_results_to_a_missing_model_repo(hub, token, results_file, capsys):
     assert "no such model repo" in capsys.readouterr().err
 
 
-def test_results_of_a_local_dataset_need_its_hub_id(hub, token, tmp_path, results_file, capsys):
-    data = json.loads(results_file.read_text())
-    data["dataset"] = str(tmp_path)
-    results_file.write_text(json.dumps(data))
+def test_results_of_a_local_dataset_need_its_hub_id(hub, token, tmp_path, capsys):
+    results_file = write_results(tmp_path / "local.json", dataset=str(tmp_path))
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert"]) == 2
     assert "--dataset-id" in capsys.readouterr().err and hub.log == []
 
@@ -554,7 +563,7 @@ def test_results_dry_run_shows_the_model_index(hub, token, results_file, capsys)
 
 def test_unknown_metric_in_results(hub, token, results_file, capsys):
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--metric", "f1"]) == 2
-    assert "available: acc@1, acc@10" in capsys.readouterr().err and hub.log == []
+    assert "available: acc@1, macro_acc@1, acc@10, macro_acc@10" in capsys.readouterr().err and hub.log == []
 
 
 def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, capsys, caplog):
@@ -572,13 +581,13 @@ def test_hub_refusal_is_one_line_without_the_token(hub, token, results_file, cap
 SUBSETS = {  # task, subset as the run records it, the words in the model card
     "medlama": (
         "medlama",
-        {"options": {"per_relation": 10}, "of": {"probed": 190, "total": 15329, "unit": "queries"}},
-        "first 10 queries per relation, 190 of 15,329 queries",
+        {"options": {"per_relation": 10}, "of": {"probed": 20, "total": 15329, "unit": "queries"}},
+        "first 10 queries per relation, 20 of 15,329 queries",
     ),
     "context_variance": (
         "context_variance",
-        {"options": {"per_relation": 5}, "of": {"probed": 60, "total": 900, "unit": "instances"}},
-        "first 5 instances per relation, 60 of 900 instances",
+        {"options": {"per_relation": 5}, "of": {"probed": 10, "total": 900, "unit": "instances"}},
+        "first 5 instances per relation, 10 of 900 instances",
     ),
     "disknE_cuis": (
         "disknE",
@@ -588,8 +597,40 @@ SUBSETS = {  # task, subset as the run records it, the words in the model card
 }
 
 
+def subset_outcomes(task: str) -> tuple[list[str], list[str], dict, dict]:
+    """Ids, groups, outcome columns and settings of a made-up subset run of `task` (as SUBSETS describes it)."""
+    if task == "medlama":
+        ids, groups, ranks = medlama_hits({"may_treat": 10, "may_prevent": 10}, {"may_treat": 1, "may_prevent": 0}, WHOLE)
+        return ids, groups, {"rank": ranks}, {}
+    if task == "context_variance":
+        ids = [f"{relation}-{row}" for relation in ("may_treat", "may_prevent") for row in range(5)]
+        steps = [2.0] * 10
+        columns = {"understand": [1.0] * 10, "confuse": [1.0] * 10, "misunderstand": [0.0] * 10, "steps": steps}
+        columns.update(rank_without_context=[3.0] * 10, rank_with_context=[1.0] * 10)
+        return ids, [item.split("-")[0] for item in ids], columns, {"settings": {"k": [1, 10], "per_relation": 5}}
+    ids = [f"{disease}/{row}" for disease in ("C0020538", "C0011849") for row in range(4)]
+    columns = {"label": [1, 0, 1, 0] * 2, "prediction": [[1], [0], [0], [0]] * 2}
+    return ids, [item.split("/")[0] for item in ids], columns, {"settings": {"category": "medical", "seeds": [0]}}
+
+
 def subset_record(task: str, subset: dict, tmp_path: Path) -> Path:
-    return run_record(benchmark=task, task=task, subset={"subset": True, "items": 190, **subset}).save(tmp_path / "subset.json")
+    ids, groups, columns, settings = subset_outcomes(task)
+    return write_run(
+        tmp_path / "subset.json",
+        ids,
+        groups,
+        columns,
+        task=task,
+        config="hard" if task == "medlama" else "real-target" if task == "context_variance" else "medical_similar",
+        subset_options=subset["options"],
+        subset_of=subset["of"],
+        dataset="my-lab/data",
+        data_fingerprint=fingerprint("hard"),
+        model_identity={"name": "/home/someone/models/bert", **weights_identity(model_safetensors=WEIGHTS)},
+        source={"version": "0.2.0", "commit": "a" * 40, "dirty": False},
+        command=COMMAND,
+        **settings,
+    )
 
 
 def publish_results(path: Path, *extra: str) -> int:
@@ -619,6 +660,32 @@ def test_allow_subset_labels_the_model_index_and_the_card_as_a_subset(hub, token
     assert f"### MedLAMA (hard; subset: {words})" in card.text and f"- subset: {words}" in card.text
 
 
+def test_a_subset_goes_into_the_model_index_config_not_only_into_its_name(hub, token, tmp_path, results_file):
+    """Measured before: a subset run's model-index entries had config "hard" and split "test" like a whole run's, the
+    subset named only in the display name, so anything that aggregates by config and split mixed the two."""
+    model_repo(hub, card=None)
+    assert publish_results(results_file) == 0
+    assert publish_results(subset_record(*SUBSETS["medlama"][:2], tmp_path), "--allow-subset") == 0
+    results = published_card(hub).data.eval_results
+    by_config = {(r.dataset_config, r.dataset_split): r.metric_value for r in results if r.metric_type == "acc@1"}
+    assert by_config == pytest.approx({("hard", "test"): 0.05, ("hard/subset:per_relation=10", "test"): 0.05})
+    assert len(results) == 8  # four metrics of each run, none replacing the other's
+
+
+def test_the_model_index_config_of_a_subset_names_every_option(tmp_path):
+    from medprobe.hub.subsets import subset_config
+    from medprobe.records import load_run
+
+    expected = {
+        "context_variance": "real-target/subset:per_relation=5",
+        "disknE_cuis": "medical_similar/subset:diseases=C0020538+C0011849",
+    }
+    for case, config in expected.items():
+        assert subset_config(load_run(subset_record(*SUBSETS[case][:2], tmp_path / case)).record) == config
+    assert subset_config(load_run(write_results(tmp_path / "old.json", subset={})).record) == "hard/subset:not-recorded"
+    assert subset_config(load_run(write_results(tmp_path / "whole.json")).record) == "hard"
+
+
 def test_a_whole_run_is_not_labelled_a_subset(hub, token, results_file, capsys):
     model_repo(hub)
     assert main(["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--dry-run"]) == 0
@@ -627,11 +694,155 @@ def test_a_whole_run_is_not_labelled_a_subset(hub, token, results_file, capsys):
 
 
 def test_a_results_file_that_does_not_record_its_subset_is_refused(hub, token, tmp_path, capsys):
-    path = run_record(subset={}).save(tmp_path / "old.json")  # written by a medprobe before 0.2
+    path = write_results(tmp_path / "old.json", subset={})  # written by a medprobe before 0.2
     assert publish_results(path, "--dry-run") == 2
     assert f"{path} does not record which items it probed" in capsys.readouterr().err
     assert publish_results(path, "--dry-run", "--allow-subset") == 0
     assert "name: 'MedLAMA (hard; subset: not recorded)'" in capsys.readouterr().out
+
+
+def sample_fingerprint(folder: Path, config: str = "hard") -> dict:
+    """The data fingerprint a run on `folder` records (medprobe.provenance, as `medprobe probe` computes it)."""
+    from medprobe.provenance import dataset_fingerprint
+
+    return dataset_fingerprint(str(folder), [(config, "test")])
+
+
+@pytest.mark.parametrize("where", ["shipped", "copy", "renamed_copy"])
+def test_a_run_on_the_shipped_sample_is_refused_whatever_dataset_id_says(hub, token, tmp_path, capsys, where):
+    """Measured before: a run on medprobe.sample("medlama") published with --dataset-id me/medlama planned "MedLAMA
+    (hard)", subset none, acc@10 42.45: the sample's numbers as MedLAMA's. Recognised by the sample's file contents,
+    so a copy of the folder, or one whose files were renamed, is refused too."""
+    import medprobe
+
+    folder = Path(medprobe.sample("medlama"))
+    if where != "shipped":
+        folder = Path(shutil.copytree(folder, tmp_path / "my-medlama"))
+    if where == "renamed_copy":
+        (folder / "hard" / "test.jsonl").rename(folder / "hard" / "data.jsonl")
+        text = (folder / "README.md").read_text().replace("hard/test.jsonl", "hard/data.jsonl")
+        (folder / "README.md").write_text(text)
+    path = write_results(tmp_path / "sample.json", dataset=str(folder), data_fingerprint=sample_fingerprint(folder))
+    model_repo(hub)
+    for dry_run in (["--dry-run"], []):
+        assert main(["publish", "results", str(path), "--model-repo", "my-lab/bert", "--dataset-id", "me/medlama", *dry_run]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert f"{path} probed the sample of medlama shipped with medprobe" in err and "not the benchmark" in err
+    assert hub.log == []
+
+
+def test_a_profile_run_on_a_copy_of_the_sample_is_left_out_though_the_profile_calls_it_built(tmp_path, hub, capsys):
+    import medprobe
+    from test_profile import written_profile
+
+    copy = Path(shutil.copytree(medprobe.sample("medlama"), tmp_path / "my-medlama"))
+    folder = written_profile(tmp_path / "profile", medlama_fingerprint=sample_fingerprint(copy, "full"))
+    ids = ["--dataset-id", "medlama=my-lab/medlama", "--dataset-id", "mst=my-lab/mst"]
+    assert main(["publish", "results", str(folder), "--model-repo", "my-lab/bert", *ids, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "medlama-full-contrastive: left out, its data is the sample of medlama shipped with medprobe" in out
+    assert "type: my-lab/mst" in out and "type: my-lab/medlama" not in out
+
+
+def test_the_fingerprint_a_dataset_card_states_is_the_one_a_run_on_that_folder_records(synthetic_medlama_hub, tmp_path):
+    """The card's medprobe_build record (what `publish dataset` uploads) gives each config/split the fingerprint
+    medprobe.provenance computes from the files themselves."""
+    from medprobe.hub.data_check import card_fingerprint
+    from medprobe.records import load_record_file
+
+    card = (synthetic_medlama_hub / "README.md").read_text()
+    for config in ("full", "hard"):
+        found = sample_fingerprint(synthetic_medlama_hub, config)
+        record = load_record_file(write_results(tmp_path / f"{config}.json", data_fingerprint=found))
+        assert card_fingerprint(card, record) == found["sha256"]
+    assert card_fingerprint("---\nlicense: mit\n---\n", record) is None  # a card without a build record states none
+
+
+@pytest.fixture
+def published_dataset(hub, token, folder, capsys) -> Path:
+    """The synthetic MedLAMA folder published to my-lab/medlama by `medprobe publish dataset` (its card uploaded)."""
+    assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
+    capsys.readouterr()
+    return folder
+
+
+def test_a_real_publish_compares_the_run_s_data_with_the_fingerprint_the_dataset_card_states(
+    hub, token, tmp_path, published_dataset, capsys
+):
+    """Measured before: --dataset-id was never compared with the record's data; a run on any data was published
+    under the id given."""
+    model_repo(hub)
+    run = write_results(tmp_path / "hard.json", data_fingerprint=sample_fingerprint(published_dataset))
+    args = ["publish", "results", str(run), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama"]
+    log = len(hub.log)
+    assert main([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dataset fingerprint: not checked offline" in out and len(hub.log) == log
+    assert "hf_hub_download(repo_id='my-lab/medlama', repo_type='dataset', filename='README.md')" in out
+    assert main(args) == 0
+    ours = sample_fingerprint(published_dataset)["sha256"][:12]
+    assert (
+        f"dataset checked: hard/test of my-lab/medlama has the data fingerprint {ours} the run recorded"
+        in capsys.readouterr().out
+    )
+
+    other = Path(shutil.copytree(published_dataset, tmp_path / "other"))
+    data_file(other, "hard").write_bytes(b"other rows")
+    run = write_results(tmp_path / "other.json", data_fingerprint=sample_fingerprint(other))
+    commits = len(hub.repos[("model", "my-lab/bert")].commits)
+    assert main(["publish", "results", str(run), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama"]) == 2
+    err = capsys.readouterr().err
+    theirs = sample_fingerprint(other)["sha256"][:12]
+    assert err.count("\n") == 1 and f"{run} probed other data than --dataset-id my-lab/medlama holds" in err
+    assert f"data fingerprint {theirs} (hard/test) in the run, {ours} from the dataset card" in err
+    assert "--dataset-mismatch-ok" in err and len(hub.repos[("model", "my-lab/bert")].commits) == commits
+    assert (
+        main(
+            [
+                "publish",
+                "results",
+                str(run),
+                "--model-repo",
+                "my-lab/bert",
+                "--dataset-id",
+                "my-lab/medlama",
+                "--dataset-mismatch-ok",
+            ]
+        )
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    "card, message",
+    [
+        (None, "--dataset-id my-lab/nothing: no such dataset repo"),
+        (b"---\nlicense: mit\n---\n", "its card states no sha256 of the data files of hard/test"),
+    ],
+    ids=["no_repo", "no_build_record"],
+)
+def test_a_dataset_whose_card_states_no_fingerprint_is_refused(hub, token, results_file, capsys, card, message):
+    model_repo(hub)
+    if card is not None:
+        hub.add_repo("dataset", "my-lab/nothing", files={"README.md": card})
+    args = ["publish", "results", str(results_file), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/nothing"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and "--dataset-mismatch-ok" in err
+    assert main([*args, "--dataset-mismatch-ok"]) == 0
+
+
+def test_a_run_that_read_another_hub_dataset_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
+    read = {"sha256": "f" * 64, "files": {"hard/test/x.parquet": "other-org/medlama@" + "1" * 40}}
+    run = write_results(tmp_path / "hub.json", data_fingerprint={**read, "hub": "other-org/medlama", "revision": "1" * 40})
+    args = ["publish", "results", str(run), "--model-repo", "my-lab/bert", "--dataset-id", "my-lab/medlama", "--dry-run"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{run} read its data from the Hub dataset other-org/medlama, not --dataset-id my-lab/medlama" in err
+    assert hub.log == []
+    assert main([*args[:-3], "--dataset-id", "other-org/medlama", "--dry-run"]) == 0
+    assert "read from the Hub dataset other-org/medlama, which is --dataset-id" in capsys.readouterr().out
 
 
 def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp_path, capsys):
@@ -641,7 +852,7 @@ def test_a_run_of_another_hub_model_is_refused_even_in_a_dry_run(hub, token, tmp
         "revision": "1" * 40,
         **weights_identity(model_safetensors=WEIGHTS),
     }
-    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    path = write_results(tmp_path / "hub.json", model_identity=identity)
     assert publish_results(path, "--dry-run") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path} probed the Hub model other-org/bert, not --model-repo my-lab/bert" in err
@@ -657,7 +868,7 @@ def test_a_run_of_the_same_hub_model_says_so_in_the_plan(hub, token, tmp_path, c
         "revision": "1" * 40,
         **weights_identity(model_safetensors=WEIGHTS),
     }
-    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    path = write_results(tmp_path / "hub.json", model_identity=identity)
     assert publish_results(path, "--dry-run") == 0
     out = capsys.readouterr().out
     assert "checked: it was loaded from the Hub id My-Lab/bert, which is --model-repo" in out
@@ -671,14 +882,114 @@ def test_a_hub_model_that_changed_since_it_was_probed_is_refused_with_both_revis
         "revision": "1" * 40,
         **weights_identity(model_safetensors=WEIGHTS),
     }
-    path = run_record(model_identity=identity).save(tmp_path / "hub.json")
+    path = write_results(tmp_path / "hub.json", model_identity=identity)
     model_repo(hub, weights={"model.safetensors": OTHER_WEIGHTS})
     assert publish_results(path) == 2
     assert f"the run probed revision 111111111111, the repo is at {HEAD[:12]}" in capsys.readouterr().err
 
 
+def cached_model(repo_id: str, files: dict[str, bytes]) -> Path:
+    """A snapshot of the Hub model `repo_id` in the local Hub cache (the hub fixture points it into tmp_path)."""
+    root = Path(constants.HF_HUB_CACHE) / f"models--{repo_id.replace('/', '--')}"
+    snapshot = root / "snapshots" / ("5" * 40)
+    snapshot.mkdir(parents=True)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text("5" * 40)
+    for name, data in {"config.json": b"{}", **files}.items():
+        (snapshot / name).write_bytes(data)
+    return snapshot
+
+
+def packaged_identity(name: str = "minilm") -> dict:
+    """The model_identity a run of a packaged model records (its weight files are those medprobe.models declares)."""
+    from medprobe.contrastive.embedding_cache import combined_digest
+    from medprobe.models import PACKAGED
+
+    weights = PACKAGED[name].weights
+    return {
+        "name": name,
+        "path": f"/site-packages/{PACKAGED[name].package}",
+        "weights_sha256": combined_digest(weights),
+        "weights": weights,
+    }
+
+
+def test_a_packaged_model_is_refused_offline_against_a_cached_repo_holding_other_weights(
+    hub, token, tmp_path, capsys, monkeypatch
+):
+    """Measured before: a run of the packaged minilm planned publishing to any --model-repo under --dry-run; the local
+    Hub cache held that repo's weights, and they were never compared."""
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    cached_model("my-lab/bert", {"model.safetensors": OTHER_WEIGHTS})
+    path = write_results(tmp_path / "minilm.json", model_identity=packaged_identity())
+    assert publish_results(path, "--dry-run") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: --model-repo my-lab/bert does not hold the weights that were probed" in err
+    assert "(model.safetensors: 90,868,376 B, sha256 53aa51172d14 probed; 26 B, sha256" in err
+    assert "in the local Hub cache's snapshot of my-lab/bert at 555555555555)" in err and "--model-mismatch-ok" in err
+    assert hub.log == []
+
+
+def test_a_local_model_is_refused_offline_against_the_repo_a_packaged_model_is_a_copy_of(hub, token, tmp_path, capsys):
+    """Measured before: a local model was published to sentence-transformers/all-MiniLM-L6-v2 in a dry run without a
+    word, though medprobe ships that repo's weights and knows their sha256."""
+    path = write_results(tmp_path / "local.json")  # /home/someone/models/bert, WEIGHTS
+    args = ["publish", "results", str(path), "--model-repo", "sentence-transformers/all-MiniLM-L6-v2", "--dry-run"]
+    assert main([*args, "--dataset-id", "my-lab/medlama"]) == 2
+    err = capsys.readouterr().err
+    assert "does not hold the weights that were probed (model.safetensors: 26 B, sha256" in err
+    assert "90,868,376 B, sha256 53aa51172d14 in sentence-transformers/all-MiniLM-L6-v2 at 1110a243fdf4" in err
+
+
+def test_what_the_model_check_compared_offline_is_in_the_plan(hub, token, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    minilm = write_results(tmp_path / "minilm.json", model_identity=packaged_identity())
+    args = ["publish", "results", str(minilm), "--dataset-id", "my-lab/medlama", "--dry-run", "--model-repo"]
+    assert main([*args, "sentence-transformers/all-MiniLM-L6-v2"]) == 0
+    out = capsys.readouterr().out
+    assert "checked offline: model.safetensors equal in sentence-transformers/all-MiniLM-L6-v2 at 1110a243fdf4" in out
+    cached_model("my-lab/bert", {"model.safetensors": WEIGHTS})
+    assert publish_results(write_results(tmp_path / "local.json"), "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert "checked offline: model.safetensors equal in the local Hub cache's snapshot of my-lab/bert at 555555555555" in out
+    cached_model("my-lab/bin-only", {"pytorch_model.bin": b"a .bin of the model"})
+    assert main([*args, "my-lab/bin-only"]) == 0  # the snapshot may lack what the run loaded: a real publish checks
+    assert (
+        "not checked offline: the local Hub cache's snapshot of my-lab/bin-only at 555555555555 lists no model.safetensors"
+        in (capsys.readouterr().out)
+    )
+    assert main([*args, "my-lab/elsewhere"]) == 0
+    assert "not checked offline: my-lab/elsewhere is neither the repo of a packaged model nor in the local Hub cache" in (
+        capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize("name", ["minilm", "smollm2"])
+def test_the_declared_weights_of_a_packaged_model_are_its_files(name, tmp_path, monkeypatch):
+    """What medprobe.models.PACKAGED states of the Hub repo is what the installed package holds (and a run records)."""
+    from medprobe.models import PACKAGED, packaged_model_path
+    from medprobe.provenance import weights_identity
+
+    monkeypatch.setenv("MEDPROBE_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    try:
+        folder = packaged_model_path(name)
+    except FileNotFoundError:
+        pytest.skip(f"the packaged model {name} is not installed")
+    assert weights_identity(folder)["weights"] == PACKAGED[name].weights
+
+
+def test_the_dry_run_repeat_line_is_the_command_that_was_run_then_the_hub_form(hub, token, results_file, capsys):
+    """Measured before: the dry run's only "repeat" line was the card's, with the Hub dataset and model put in: a
+    command that was never run."""
+    assert publish_results(results_file, "--dry-run") == 0
+    out = capsys.readouterr().out
+    assert f"  repeat:  {COMMAND}\n" in out
+    hub_form = COMMAND.replace("/home/someone/out/medlama", "my-lab/data").replace("/home/someone/models/bert", "my-lab/bert")
+    assert f"(the command that was run); in the card, on the Hub: {hub_form.replace('/home/someone/runs/', '')}" in out
+
+
 def test_a_run_without_a_weights_hash_is_refused(hub, token, tmp_path, capsys):
-    path = run_record(model_identity={"name": "bert", "note": "not identified: no such model"}).save(tmp_path / "nohash.json")
+    path = write_results(tmp_path / "nohash.json", model_identity={"name": "bert", "note": "not identified: no such model"})
     model_repo(hub)
     assert publish_results(path, "--dry-run") == 2
     err = capsys.readouterr().err
@@ -727,8 +1038,8 @@ def test_the_weights_identity_a_run_records_matches_the_hub_s_file_metadata_of_t
     shards = {"model-00001-of-00002.safetensors": b"first shard", "model-00002-of-00002.safetensors": b"second shard"}
     for name, data in shards.items():
         (folder / name).write_bytes(data)
-    path = run_record(model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}).save(
-        tmp_path / "r.json"
+    path = write_results(
+        tmp_path / "r.json", model_identity={"name": str(folder), "path": str(folder), **weights_identity(folder)}
     )
     model_repo(hub, weights=shards)
     assert publish_results(path) == 0
@@ -741,30 +1052,28 @@ def test_the_card_says_n_interval_fingerprint_version_and_the_command(hub, token
     assert publish_results(results_file, "--metric", "acc@1", "--metric", "macro_acc@10") == 0
     text = published_card(hub).text
     assert "Text the owner wrote." in text and text.count("<!-- medprobe results: start") == 1
-    assert (
-        "| acc@1 | 5.00 | 4.00–6.00 | 15,329 queries |" in text
-        and "| macro_acc@10 | 18.00 | 17.00–19.00 | 15,329 queries |" in text
-    )
-    assert "- data: my-lab/data, sha256 `dddddddddddd` over 1 data file(s)" in text
+    intervals = json.loads(results_file.read_text())["intervals"]
+    for name, value in (("acc@1", "5.00"), ("macro_acc@10", "24.00")):
+        low, high = (100 * intervals[name][bound] for bound in ("low", "high"))
+        assert f"| {name} | {value} | {low:.2f}–{high:.2f} | 100 queries |" in text and low < float(value) < high
+    assert f"- data: my-lab/data, sha256 `{fingerprint()['sha256'][:12]}` over 1 data file(s)" in text
     assert (
         "measured with medprobe 0.2.0 (commit `aaaaaaaaaaaa`)" in text
         and "percentile bootstrap over queries, 1,000 resamples" in text
     )
     assert (
         "- repeat: `medprobe probe --prober contrastive --task medlama --dataset my-lab/data --config hard --split test "
-        "--model my-lab/bert --out hard.json --device auto`"
+        "--model my-lab/bert --out hard.json --device cpu --dtype float32`"
     ) in text
     assert "/home/someone" not in str(published_card(hub))  # no local path in the card
 
 
 def test_the_results_section_replaces_a_run_s_block_and_keeps_the_others(hub, token, tmp_path, capsys):
     model_repo(hub)
-    hard = run_record().save(tmp_path / "hard.json")
-    full = run_record(config="full", metrics={"acc@1": 0.03, "acc@10": 0.1}).save(tmp_path / "full.json")
+    hard = write_results(tmp_path / "hard.json")
+    full = write_results(tmp_path / "full.json", at_1=(1, 2), at_10=(4, 6), config="full")  # acc@1 3%, acc@10 10%
     assert publish_results(hard) == 0 and publish_results(full) == 0
-    data = json.loads(hard.read_text())
-    data["metrics"]["acc@1"] = 0.07
-    hard.write_text(json.dumps(data))
+    write_results(hard, at_1=(4, 3))  # the hard run again: acc@1 7%
     assert publish_results(hard) == 0
     card = published_card(hub)
     assert card.text.count("<!-- medprobe results: start") == 1 and card.text.count("<!-- medprobe run: ") == 2

@@ -85,7 +85,8 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
             "and the command that repeats it. Given a folder written by `medprobe profile`, every run of the model goes "
             "in as eval results (floor runs, failed runs and runs on a shipped sample are left out, and the plan says so) "
             "and profile.md with those runs becomes the card's knowledge-profile section, replaced on the next publish. "
-            "A run that probed a subset, or that names another model than --model-repo, is refused unless told."
+            "A run on a shipped sample is refused. A run that probed a subset, that names another model than --model-repo, "
+            "or whose data fingerprint is not the one the --dataset-id dataset's card states, is refused unless told."
         ),
     )
     results.add_argument("results", help="results JSON written by medprobe probe --out, or a folder written by medprobe profile")
@@ -112,5 +113,11 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="skip the model check: by default a run that loaded another Hub model, or recorded no weights hash, is "
         "refused, and a real publish compares the run's weight files (size, sha256) with the repo's",
+    )
+    results.add_argument(
+        "--dataset-mismatch-ok",
+        action="store_true",
+        help="skip the data check: by default a real publish compares the run's data fingerprint with the sha256 of the "
+        "data files that the --dataset-id dataset's card states (its medprobe_build record), and refuses a difference",
     )
     results.set_defaults(func=run_results)

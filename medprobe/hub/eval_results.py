@@ -65,8 +65,10 @@ def eval_results_for(
     task_type: str | None = None,
     source_url: str | None = None,
     subset: str | None = None,
+    config: str | None = None,
 ) -> list[EvalResult]:
-    """One EvalResult per overall metric; `subset` (medprobe.hub.subsets.subset_phrase) goes into the dataset name."""
+    """One EvalResult per overall metric; `subset` (medprobe.hub.subsets.subset_phrase) goes into the dataset name,
+    `config` (medprobe.hub.subsets.subset_config: the record's config, or it with the subset) is the dataset config."""
     meta = benchmark_metadata(record.benchmark)
     task_type = task_type or next(iter(meta.get("task_categories") or []), None)
     if not task_type:
@@ -82,7 +84,7 @@ def eval_results_for(
             task_name=f"{pretty} probing: {record.prober}",
             dataset_type=dataset_id,
             dataset_name=dataset_name,
-            dataset_config=record.config,
+            dataset_config=config if subset else record.config,
             dataset_split=record.split,
             metric_type=name,
             metric_name=name,

@@ -5,7 +5,12 @@ revision it was loaded from, if any, and the sha256 of each weight file with one
 Two checks, both refused unless --model-mismatch-ok:
 
 - offline (also under --dry-run): a run that loaded a Hub model names it, and another --model-repo
-  is refused; a run that recorded no weights hash cannot be checked at all, and is refused too;
+  is refused; a run that recorded no weights hash cannot be checked at all, and is refused too; and
+  a run's weight files are compared with those --model-repo is known to hold without the network
+  (`known_weights`): the repo a packaged model is a copy of (medprobe.models.PACKAGED declares its
+  files' sizes and sha256), or the repo's snapshot in the local Hub cache (hashed here). A probed file
+  that the repo holds with another size or sha256 is refused; one it is not known to hold is left to
+  the real publish, and the plan says which;
 - on a real publish: the repo's file metadata (`HfApi.model_info(repo, files_metadata=True)`: each
   file's size and, for LFS files, its sha256) must hold every weight file the run loaded (top-level
   *.safetensors, *.bin, *.gguf, as the embedding cache finds them) with the same size and sha256,
@@ -80,6 +85,46 @@ def check_offline(probed: list[Probed], repo_id: str, mismatch_ok: bool) -> None
                 f"{item.what} records no weights hash of its model ({why}), so nothing shows that {repo_id} holds the "
                 f"model probed: run the probe again with this medprobe, or pass {MISMATCH_OK}"
             )
+        same, detail = offline_comparison(item, repo_id)
+        if same is False:
+            raise PublishError(
+                f"{item.what}: --model-repo {repo_id} does not hold the weights that were probed ({detail}); publish to "
+                f"the repo of the model you probed, or pass {MISMATCH_OK} if you know it is the same model"
+            )
+
+
+def known_weights(repo_id: str) -> tuple[dict[str, dict], str] | None:
+    """({file: {"size", "sha256"}}, where that is known from) of the weight files `repo_id` holds, without the network:
+    the declaration of a packaged model copied from it, else its snapshot in the local Hub cache; None if neither."""
+    from medprobe.models import PACKAGED
+    from medprobe.provenance import hub_snapshot, weights_identity
+
+    for name, packaged in PACKAGED.items():
+        if same_repo(packaged.hub_id, repo_id):
+            return packaged.weights, f"{packaged.hub_id} at {packaged.revision[:12]} (the packaged {name} is a copy of it)"
+    snapshot = hub_snapshot(repo_id)
+    weights = weights_identity(snapshot).get("weights") if snapshot is not None else None
+    return (weights, f"the local Hub cache's snapshot of {repo_id} at {snapshot.name[:12]}") if weights else None
+
+
+def offline_comparison(item: Probed, repo_id: str) -> tuple[bool | None, str]:
+    """(True: the repo holds every probed weight file, False: it holds one with other bytes, None: not known offline;
+    what was compared, in words)."""
+    known = known_weights(repo_id)
+    if known is None:
+        return None, f"{repo_id} is neither the repo of a packaged model nor in the local Hub cache"
+    held, where = known
+    for name, probed_file in sorted(item.files.items()):
+        found = held.get(name)
+        if found is not None and (found["size"], found["sha256"]) != (probed_file["size"], probed_file["sha256"]):
+            return False, (
+                f"{name}: {probed_file['size']:,} B, sha256 {probed_file['sha256'][:12]} probed; {found['size']:,} B, "
+                f"sha256 {found['sha256'][:12]} in {where}"
+            )
+    missing = sorted(set(item.files) - set(held))
+    if missing:
+        return None, f"{where} lists no {', '.join(missing)}"
+    return True, f"{', '.join(sorted(item.files))} equal in {where} (size and sha256)"
 
 
 def plan_lines(probed: list[Probed], repo_id: str, mismatch_ok: bool) -> list[str]:
@@ -91,6 +136,8 @@ def plan_lines(probed: list[Probed], repo_id: str, mismatch_ok: bool) -> list[st
         lines.append(f"  model:   {item.what}: {item.describe()}")
         if item.identity.get("hub_id"):
             lines.append(f"           checked: it was loaded from the Hub id {item.identity['hub_id']}, which is --model-repo")
+        same, detail = offline_comparison(item, repo_id)
+        lines.append(f"           {'checked offline' if same else 'not checked offline'}: {detail}")
     names = sorted({name for item in distinct(probed) for name in item.files})
     lines.append(
         f"           a real publish checks: model_info({repo_id!r}, files_metadata=True) lists {', '.join(names)} "

@@ -2,13 +2,16 @@
 
     subset_phrase(record)                  # "first 10 queries per relation, 190 of 15,329 queries", or None
     subset_phrase(record, quick=QUICK[b])  # a `medprobe profile --quick` run: "profile --quick: ..., generated with test_size=100"
+    subset_config(record)                  # the model-index config: "hard/subset:per_relation=10", or "hard" for a whole run
 
 A run probed a subset when the record says so (`record.subset["subset"]`: an option marked
 `subset=True` in the registry was given, e.g. --per-relation or --diseases), when it belongs to a
 `medprobe profile --quick` folder (whose subset options and smaller generated data are the quick
 settings recorded in profile.json), or when its record predates the `subset` entry (then nobody can
 say). `publish results` refuses such runs unless --allow-subset, and then names the subset in the
-model-index dataset name and in the card, never the full config's name alone.
+model-index dataset name and in the card, never the full config's name alone, and gives its results their
+own model-index config (`<config>/subset:<option>=<value>,...`), so that nothing that groups results by
+config and split (a leaderboard, the Hub's own) puts a subset's numbers beside the whole config's.
 
 MST data generated with other sizes than the builder's defaults, outside --quick, is not a subset:
 MST is a generator with no canonical rows, the size of its test split is a property of the dataset
@@ -80,3 +83,22 @@ def refuse_subsets(found: list[tuple[str, str]], allow: bool) -> None:
         f"{what} probed a subset ({phrase}){more}: its numbers are not the benchmark's; publish a run of the whole "
         f"config, or pass {ALLOW_SUBSET} to publish {'them' if more else 'it'} labelled 'subset: ...'"
     )
+
+
+def subset_config(record: RunRecord, quick: dict | None = None) -> str | None:
+    """The model-index config of the run's results: its config for a whole run; with a subset, the config then
+    `/subset:` and what made it a subset in `key=value` form (`hard/subset:per_relation=10`,
+    `subset:profile-quick,test_size=100` for a config-less task); `quick` as for `subset_phrase`."""
+    if subset_phrase(record, quick) is None:
+        return record.config
+    subset = record.subset or {}
+    parts = [
+        f"{dest}={'+'.join(map(str, value)) if isinstance(value, (list, tuple)) else value}"
+        for dest, value in (subset.get("options") or {}).items()
+    ]
+    if quick is not None:
+        parts = ["profile-quick", *parts, *(f"{key}={value}" for key, value in ((quick or {}).get("build") or {}).items())]
+    elif not subset:
+        parts = ["not-recorded"]
+    described = "subset:" + (",".join(parts) or "options-not-recorded")
+    return f"{record.config}/{described}" if record.config else described
