@@ -117,7 +117,12 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = temporary_sibling(target)
     try:
-        yield temp
+        try:
+            yield temp
+        except OSError as err:  # a full disk raises from a write, naming no file: name the output
+            if err.filename is None:
+                err.filename = str(target)
+            raise
         if not temp.is_file():
             raise RuntimeError(f"nothing was written to {temp} for {target}")
         with open(temp, "rb") as handle:  # on disk before the rename, so a power cut cannot leave an empty target
