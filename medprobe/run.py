@@ -262,8 +262,8 @@ def resolved_device(prober: Any, given: str) -> str:
     if distributed.launched():
         return given
     device = getattr(prober, "device", None)
-    model = getattr(prober, "model", None)
-    if device is None and model is not None and hasattr(model, "parameters"):
-        device = next(iter(model.parameters()), None)
-        device = getattr(device, "device", None)
+    if device is None:  # only then: a warm contrastive probe loads its model on first access of `model`
+        model = getattr(prober, "model", None)
+        parameter = next(iter(model.parameters()), None) if hasattr(model, "parameters") else None
+        device = getattr(parameter, "device", None)
     return str(device) if device is not None else given

@@ -49,7 +49,9 @@ def run_once(tree: Path, dataset: str, config: str, cache: Path, out: Path) -> t
     command += ["--dataset", dataset, "--config", config, "--model", "minilm", "--device", "cpu"]
     command += ["--out", str(out / "results.json"), "--predictions", str(out / "predictions.jsonl")]
     start = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    # run from `out`: `python -m` puts the working directory first on sys.path, which would import this checkout's
+    # medprobe in place of `tree`'s (an --against run measured the same code twice)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=out)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"{tree}: medprobe probe failed ({done.returncode}):\n{done.stderr[-3000:]}")
