@@ -1,119 +1,14 @@
-"""The prober contracts: one verb means one thing in every class.
+"""`medprobe.api` was the name of medprobe.contracts before 0.2 (it read as the public API, which is
+medprobe.python_api: `import medprobe`). It keeps working for this release, with a DeprecationWarning, and is
+removed in 0.3 (docs/changelog.md)."""
 
-A prober wraps a model (and its tokenizer) and answers one kind of question. Each prober class
-declares which of these Protocols it implements (`Prober.kinds`); a task accepts the kinds it can
-use (see `medprobe.registry`), and `tests/test_registry_conformance.py` checks every registered
-class against its declared Protocols on a tiny model.
+import warnings
 
-- `RankingProber.rank(queries, candidates, k)`: the top-k names per cloze query (MedLAMA).
-- `CandidateScorer.score_candidates(queries, candidate_lists)`: one score per candidate of each
-  query, higher is better (context variance, re-ranking; a scorer gets `rank` for free).
-- `ChoiceScorer.score_choices(texts, choices)`: one score per choice of each cloze text, after
-  `fit` on labelled items (MST's trained masked-LM head).
-- `DiseaseClassifier.run_disease(encoded, splits, seed)`: fine-tune with the `transformers.Trainer`
-  on one disease's training rows and label its test rows (DisKnE).
+from medprobe.contracts import *  # noqa: F403 - the same objects, so an isinstance check against either holds
+from medprobe.contracts import __all__  # noqa: F401
 
-Queries hold the answer slot `[Y]`; each prober replaces it with its own mask token (or sentinel,
-or nothing) through `fill_mask_slot`. Nothing here imports torch or datasets.
-"""
-
-from __future__ import annotations
-
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    import numpy as np
-
-MASK_SLOT = "[Y]"
-
-
-class UserError(ValueError):
-    """An error whose message tells the user what to fix; the CLI prints it without a traceback.
-
-    A subclass of ValueError so that callers that already catch ValueError for bad input keep working.
-    """
-
-
-def fill_mask_slot(query: str, mask: str) -> str:
-    """Put a model's mask token (or sentinel) into the [Y] slot of a query."""
-    if MASK_SLOT not in query:
-        raise UserError(f"query {query!r} has no {MASK_SLOT} slot for the answer; every query needs exactly one")
-    return query.replace(MASK_SLOT, mask)
-
-
-@runtime_checkable
-class RankingProber(Protocol):
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        """Top-k candidates per query, best first, with ties broken by candidate order."""
-        ...
-
-
-@runtime_checkable
-class CandidateScorer(Protocol):
-    def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """One float array per query, aligned with that query's candidates; higher is better."""
-        ...
-
-
-@runtime_checkable
-class ChoiceScorer(Protocol):
-    def fit(self, texts: Sequence[str], choices: Sequence[Sequence[str]], labels: Sequence[int]) -> dict:
-        """Train on labelled cloze items (texts with [MASK]); returns what training reported."""
-        ...
-
-    def score_choices(self, texts: Sequence[str], choices: Sequence[Sequence[str]]) -> list[list[float]]:
-        """One score per choice of each text, higher is better."""
-        ...
-
-
-@runtime_checkable
-class DiseaseClassifier(Protocol):
-    def encode(self, ds: Any) -> Any:
-        """Tokenise every row once; the per-disease splits are row selections of the result."""
-        ...
-
-    def run_disease(self, encoded: Any, splits: Any, seed: int) -> Any:
-        """Fine-tune on one disease's training rows with the Trainer and label its test rows."""
-        ...
-
-
-# kind name (used by the registry and the tasks) -> the Protocol a prober of that kind implements
-PROTOCOLS: dict[str, type] = {
-    "ranking": RankingProber,
-    "candidate-scoring": CandidateScorer,
-    "choice-scoring": ChoiceScorer,
-    "disease-classification": DiseaseClassifier,
-}
-
-
-class Prober:
-    """What every prober class shares: its registry name, the Protocols it implements, the settings
-    a results file records, and the seconds spent per phase. (What it cites is in its registry
-    entry: `ProberEntry.citations`, medprobe/citations.py.)"""
-
-    name: ClassVar[str] = ""
-    kinds: ClassVar[tuple[str, ...]] = ()
-
-    @property
-    def timings(self) -> dict[str, float]:
-        # created on first use, so that subclasses need not call a base __init__
-        if "_timings" not in self.__dict__:
-            self.__dict__["_timings"] = {}
-        return self.__dict__["_timings"]
-
-    @timings.setter
-    def timings(self, value: dict[str, float]) -> None:
-        self.__dict__["_timings"] = value
-
-    @property
-    def settings(self) -> dict:
-        return {}
-
-    @classmethod
-    def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options: Any) -> Prober:
-        """The one construction call of every prober (`medprobe.registry.ProberEntry.create` makes it):
-        the prober on `model` (a folder, a Hub id or a packaged name), on `device`, with `options` (the
-        keywords of its registry options; left out = the class's own defaults). `seed` seeds what the
-        prober draws itself (a head, a rewiring); a prober that draws nothing ignores it."""
-        raise NotImplementedError(f"{cls.__name__} does not define create(model, *, device, seed, **options)")
+warnings.warn(
+    "medprobe.api is now medprobe.contracts: write `from medprobe.contracts import ...` (the old name goes in medprobe 0.3)",
+    DeprecationWarning,
+    stacklevel=2,
+)

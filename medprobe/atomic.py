@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 
 class UnwritableOutput(UserError):

@@ -1,7 +1,7 @@
 """Output folders that are complete or absent: a lock, a staging folder beside the target, one swap.
 
 `medprobe build` writes a whole dataset folder this way (medprobe/building/build.py), `medprobe export
-lm-eval` its task folder and `medprobe profile` its profile folder (medprobe/profile_folder.py);
+lm-eval` its task folder and `medprobe profile` its profile folder (medprobe/profiling/folder.py);
 single files use medprobe/atomic.py. The pieces:
 
 - `prepare_parent(out)`: OUT's folder exists and can be written, or one line says why not.
@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from medprobe.api import UserError
 from medprobe.atomic import UnwritableOutput, check_creatable
+from medprobe.contracts import UserError
 
 try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
     import fcntl

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.registry import PROBERS, TASKS, prober_entry, task_entry
 from medprobe.resources import card_template
 

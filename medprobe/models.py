@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from medprobe import distributed
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 if TYPE_CHECKING:  # torch and transformers load in seconds: imported where used, so that a wrong --model fails at once
     import torch

@@ -28,12 +28,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 if TYPE_CHECKING:
     from medprobe.building.build import BuildReport
-    from medprobe.profiling import Profile
-    from medprobe.results import RunRecord
+    from medprobe.profiling.profile import Profile
+    from medprobe.records.record import RunRecord
 
 
 def quietly(quiet: bool) -> contextlib.AbstractContextManager:
@@ -127,8 +127,8 @@ def profile(
     >>> [(row["config"], row["prober"], row["metric"]) for row in profile.headline]
     [('full', 'contrastive', 'acc@10'), ('hard', 'contrastive', 'acc@10')]
     """
-    from medprobe.profile_plan import BENCHMARKS
-    from medprobe.profiling import ProfileOptions, run_profile
+    from medprobe.profiling.plan import BENCHMARKS, ProfileOptions
+    from medprobe.profiling.run import run_profile
 
     chosen = tuple(dict.fromkeys(benchmarks)) if benchmarks else BENCHMARKS
     options = ProfileOptions(
@@ -161,7 +161,7 @@ def compare(
         >>> [(found["headline"], found["items"]["compared"]) for found in comparison["comparisons"]]
         [('acc@10', 108)]
     """
-    from medprobe.comparison import Outputs, run_compare
+    from medprobe.comparison.outputs import Outputs, run_compare
 
     if len(inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
@@ -208,7 +208,7 @@ def load(path: str | Path) -> RunRecord | Profile:
     """
     import json
 
-    from medprobe.profiling import Profile
+    from medprobe.profiling.profile import Profile
     from medprobe.records import load_run
 
     path = Path(path)
@@ -230,7 +230,7 @@ def sample(benchmark: str) -> str:
         >>> Path(medprobe.sample("medlama")).name   # the 108-fact MedLAMA-format sample of `medprobe demo`
         'medlama_sample'
     """
-    from medprobe.profile_plan import plans_of, sample_folder
+    from medprobe.profiling.plan import plans_of, sample_folder
 
     shipped = [plan for _, plan in plans_of(benchmark) if plan.without_data == "sample"]
     if not shipped:

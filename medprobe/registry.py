@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 
 def positive_int(text: str) -> int:
@@ -130,7 +130,7 @@ def seeds(default: int, paper: str = "") -> Option:
 class ProberEntry:
     name: str
     target: str  # "module:Class"
-    kinds: tuple[str, ...]  # Protocols of medprobe.api it implements (api.PROTOCOLS keys)
+    kinds: tuple[str, ...]  # Protocols of medprobe.contracts it implements (api.PROTOCOLS keys)
     description: str
     model: str  # which models it takes, for --help and for `medprobe profile`
     default_task: str
@@ -139,9 +139,9 @@ class ProberEntry:
     citations: tuple[str, ...] = ()
 
     def create(self, model: str, *, device: str = "auto", seed: int | None = None, **options: Any) -> Any:
-        """The prober on `model`: its class's `create` (medprobe.api.Prober.create), the one way every
+        """The prober on `model`: its class's `create` (medprobe.contracts.Prober.create), the one way every
         prober is built, with only the options given (the class's own defaults fill the rest)."""
-        from medprobe.api import PROTOCOLS
+        from medprobe.contracts import PROTOCOLS
 
         prober = load(self.target).create(model, device=device, seed=seed, **options)
         missing = [kind for kind in self.kinds if not isinstance(prober, PROTOCOLS[kind])]

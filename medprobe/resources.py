@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 _PACKAGE_DIR = Path(__file__).resolve().parent  # medprobe/
 

@@ -21,11 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from medprobe import distributed, timeline
-from medprobe.api import UserError
 from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
+from medprobe.contracts import UserError
+from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
+from medprobe.records.record import RunRecord
+from medprobe.records.tables import format_intervals, plot_format
+from medprobe.records.write import save_run
 from medprobe.registry import PROBERS, REMOVED_PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
-from medprobe.results import RunRecord, format_intervals, outcomes_entry, outcomes_jsonl, outcomes_path, plot_format, save_run
 from medprobe.stats import RESAMPLES, Estimator, estimate, intervals
 
 

@@ -33,7 +33,7 @@ from transformers import TrainerCallback
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from phases import Phases  # noqa: E402
 
-from medprobe.api import fill_mask_slot
+from medprobe.contracts import fill_mask_slot
 from medprobe.contrastive import ContrastiveProbe, InfoNCELoss, build_pairs, rewiring_arguments
 from medprobe.contrastive.encoding import tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import read_sentences

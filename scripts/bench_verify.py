@@ -37,9 +37,11 @@ RELATIONS = 19
 
 
 def made_up_run(folder: Path, queries: int) -> Path:
-    """A MedLAMA-full-shaped run written as `medprobe probe` writes one (medprobe.results.save_run)."""
+    """A MedLAMA-full-shaped run written as `medprobe probe` writes one (medprobe.records.write.save_run)."""
     from medprobe.provenance import items_digest
-    from medprobe.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path, save_run
+    from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
+    from medprobe.records.record import RunRecord
+    from medprobe.records.write import save_run
     from medprobe.stats import Outcomes, estimate, intervals, item_digest
     from medprobe.tasks.medlama import MedLAMATask
 

@@ -23,7 +23,7 @@ from importlib import resources
 
 import torch
 
-from medprobe.api import fill_mask_slot
+from medprobe.contracts import fill_mask_slot
 from medprobe.contrastive import ContrastiveProbe
 from medprobe.contrastive.encoding import tokenize_keeping_mask, tokenize_truncated
 

@@ -2,7 +2,7 @@
 
 For the tests of the folder `medprobe profile` writes (lock, staging, kills, resume: tests/test_profile_folder.py,
 through tests/build_pause.py --fake-runs), where the model is not the point. The files are written the way a real
-run writes them (medprobe.results.save_run: outcomes and predictions first, the JSON last, naming their sha256),
+run writes them (medprobe.records.write.save_run: outcomes and predictions first, the JSON last, naming their sha256),
 so the runs read back through medprobe.records. A MedLAMA or MST run has 1,000 items of which 250 + seed are hits,
 so its headline metric is 0.25 + seed / 1000 and the runs of profiles with other seeds differ.
 """
@@ -14,8 +14,10 @@ import numpy as np
 import medprobe.run
 from medprobe.digests import sha256_text
 from medprobe.provenance import items_digest
+from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
+from medprobe.records.record import RunRecord
+from medprobe.records.write import save_run
 from medprobe.registry import load, task_entry
-from medprobe.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path, save_run
 from medprobe.stats import Outcomes, estimate, intervals, item_digest
 
 CALLS: list = []  # the requests run, in this process

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from medprobe.provenance import items_digest
+from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
+from medprobe.records.record import RunRecord
 from medprobe.registry import load, task_entry
-from medprobe.results import RunRecord, outcomes_entry, outcomes_jsonl, outcomes_path
 from medprobe.stats import Outcomes, estimate, intervals, item_digest
 
 RELATIONS = ("may_treat", "may_prevent", "occurs_after")

@@ -12,10 +12,10 @@ import pytest
 import tomllib
 import yaml
 
-from medprobe.api import UserError
 from medprobe.building.build import build
 from medprobe.citations import MEDPROBE, benchmark_keys, bibtex, citable_names, citation_keys, entries
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.registry import PROBERS, TASKS
 from medprobe.resources import available, card_template
 from synthetic_medlama import BUILD_PARAMS, write_release

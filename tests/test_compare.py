@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import medprobe.compare_report
+import medprobe.comparison.report
 from medprobe.cli import main
 from medprobe.records import load_record_file, read_run_outcomes
+from medprobe.records.outcomes import outcomes_path
 from medprobe.registry import load, task_entry
-from medprobe.results import outcomes_path
 from medprobe.stats import holm, item_digest, paired
 from synthetic_runs import medlama_ranks, write_medlama_run, write_mst_run, write_profile, write_run
 
@@ -356,7 +356,7 @@ def test_outputs_are_written_all_or_nothing(tmp_path, monkeypatch, capsys):
         Path(path).write_bytes(b"half a plot")
         raise RuntimeError("the plot failed")
 
-    monkeypatch.setattr(medprobe.compare_report, "draw_forest", failing)
+    monkeypatch.setattr(medprobe.comparison.report, "draw_forest", failing)
     with pytest.raises(RuntimeError, match="the plot failed"):
         main(
             [

@@ -227,7 +227,7 @@ def test_names_that_tokenize_alike_tie_and_keep_answer_space_order_plumbing_tiny
 
 def test_score_candidates_ranks_as_rank_does_plumbing_tiny_random_bert():
     """Contrastive-Probe is a CandidateScorer: ranking by its scores gives rank()'s names, ties included."""
-    from medprobe.api import CandidateScorer
+    from medprobe.contracts import CandidateScorer
     from medprobe.lm.candidate_scoring import rank_by_scores
 
     probe = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False, batch_size=3)

@@ -11,8 +11,8 @@ import pytest
 
 from medprobe.cli import main
 from medprobe.cli.demo import SAMPLE_DATASET, side_by_side
+from medprobe.records.record import RunRecord
 from medprobe.resources import load_builder_module
-from medprobe.results import RunRecord
 from medprobe.tasks.medlama import answer_space, first_per_group
 from tiny_bert import save_tiny_bert, toy_corpus
 

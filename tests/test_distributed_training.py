@@ -351,7 +351,7 @@ def test_rewiring_on_two_processes_saves_once_the_model_every_process_probed_wit
 
 
 def test_a_rewiring_batch_that_the_processes_cannot_share_evenly_is_refused(monkeypatch, tmp_path):
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
     from medprobe.contrastive import rewiring
 
     monkeypatch.setattr(rewiring.distributed, "num_processes", lambda: 4)

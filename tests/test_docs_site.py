@@ -44,7 +44,7 @@ def test_the_site_builds_strict_with_every_page(site: Path):
     for page in ("index.html", "benchmarks/medlama.html", "probers/contrastive.html", "api.html", "reproducing.html"):
         assert page in pages, sorted(pages)
     api = (site / "api.html").read_text(encoding="utf-8")
-    for name in ("medprobe.python_api.probe", "medprobe.python_api.compare", "medprobe.stats", "medprobe.api"):
+    for name in ("medprobe.python_api.probe", "medprobe.python_api.compare", "medprobe.stats", "medprobe.contracts"):
         assert name in api, f"{name} is not documented on the API page"
 
 

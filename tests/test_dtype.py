@@ -4,7 +4,7 @@ and records it. Tiny random BERTs (tiny_bert.py): plumbing, not accuracy."""
 import pytest
 import torch
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.contrastive import ContrastiveProbe
 from medprobe.models import DTYPES, resolve_dtype
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus

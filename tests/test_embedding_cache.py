@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from medprobe.api import UserError
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.contrastive import ContrastiveProbe
 from medprobe.contrastive import embedding_cache as ec
 from tiny_bert import save_tiny_bert, tiny_bert, tiny_tokenizer, toy_corpus

@@ -82,7 +82,8 @@ def test_status_of_a_library_fragment(fragment, status):
 def fake_probe_step(ctx, label, extra, headless_model=None, after_first=None):
     """The tables the demo prints, without a model: records of the shipped sample's shape."""
     from medprobe.cli.demo import COLUMNS_SENTENCE, chance_sentence, side_by_side
-    from medprobe.results import RunRecord, save_run
+    from medprobe.records.record import RunRecord
+    from medprobe.records.write import save_run
 
     for suffix, acc1 in (("", 0.0), ("-exclude-head", 0.2)):
         record = RunRecord(

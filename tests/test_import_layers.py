@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "foundation",
         (
             "medprobe",  # the package: __version__, and the Python API looked up by name on first use
-            "medprobe.api",
+            "medprobe.contracts",
+            "medprobe.api",  # the old name of contracts, a deprecated alias until 0.3
             "medprobe.stats",
             "medprobe.atomic",
             "medprobe.atomic_folder",
@@ -38,18 +39,23 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "medprobe.timeline",
         ),
     ),
-    ("data", ("medprobe.building", "medprobe.results")),
+    (
+        "data",
+        (
+            "medprobe.building",
+            "medprobe.records.record",
+            "medprobe.records.outcomes",
+            "medprobe.records.tables",
+            "medprobe.records.write",
+        ),
+    ),
     ("probers and tasks", ("medprobe.contrastive", "medprobe.lm", "medprobe.tasks", "medprobe.export")),
     ("run", ("medprobe.run", "medprobe.provenance", "medprobe.records")),
     (
         "uses of runs",
         (
             "medprobe.profiling",
-            "medprobe.profile_plan",
-            "medprobe.profile_folder",
             "medprobe.comparison",
-            "medprobe.compare_inputs",
-            "medprobe.compare_report",
             "medprobe.hub",
             "medprobe.reproduce",
             "medprobe.review",
@@ -64,7 +70,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # Modules that import no other module of medprobe: everything may import them, and they stay small.
-LEAVES = ("medprobe.api", "medprobe.stats")
+LEAVES = ("medprobe.contracts", "medprobe.stats")
 # The run loop reaches tasks and probers only through the registry (by name), as it reaches a plugin's.
 RUN_DOES_NOT_IMPORT = ("medprobe.contrastive", "medprobe.lm", "medprobe.tasks")
 
@@ -102,7 +108,7 @@ def test_every_module_has_a_layer(graph):
 
 
 def test_layer_of_takes_the_most_specific_name():
-    assert layer_of("medprobe") == 0 and layer_of("medprobe.api") == 0 and layer_of("medprobe.hub.checks") == 4
+    assert layer_of("medprobe") == 0 and layer_of("medprobe.contracts") == 0 and layer_of("medprobe.hub.checks") == 4
     assert layer_of("medprobe.cli.probe") == 5 and layer_of("medprobe.runner") is None  # a prefix is not a package
 
 
@@ -126,7 +132,7 @@ def test_a_module_imports_only_its_own_layer_and_those_below(graph):
 
 def test_the_check_sees_an_upward_import():
     """The rule is not vacuous: a data module importing the CLI is caught, the run importing a lower layer is not."""
-    made_up = {"medprobe.building.build": {"medprobe.cli.probe", "medprobe.api"}, "medprobe.run": {"medprobe.lm.loading"}}
+    made_up = {"medprobe.building.build": {"medprobe.cli.probe", "medprobe.contracts"}, "medprobe.run": {"medprobe.lm.loading"}}
     assert upward_imports(made_up) == {("medprobe.building.build", "medprobe.cli.probe")}
 
 

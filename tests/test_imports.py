@@ -97,11 +97,11 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_import_graph_sees_lazy_imports_and_skips_type_checking_blocks():
     source = (
-        "from typing import TYPE_CHECKING\nimport medprobe.api\nif TYPE_CHECKING:\n    from medprobe import run\n"
+        "from typing import TYPE_CHECKING\nimport medprobe.contracts\nif TYPE_CHECKING:\n    from medprobe import run\n"
         "def f():\n    from medprobe.lm import loading\n    from . import probe\n"
     )
     names = imported_names(ast.parse(source), "medprobe.cli.demo", is_package=False)
-    assert {"medprobe.api", "medprobe.lm.loading", "medprobe.cli.probe"} <= set(names) and "medprobe.run" not in names
+    assert {"medprobe.contracts", "medprobe.lm.loading", "medprobe.cli.probe"} <= set(names) and "medprobe.run" not in names
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 

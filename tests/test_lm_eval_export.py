@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from medprobe.api import UserError
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.export.lm_eval import export_lm_eval
 from medprobe.tasks.lm_eval_utils import medlama_results, mst_choices, mst_text
 from medprobe.tasks.mst_lm_eval import MST_CONFIGS

@@ -4,7 +4,7 @@ import pytest
 import tqdm.auto
 from datasets import Dataset
 
-from medprobe.api import Prober
+from medprobe.contracts import Prober
 from medprobe.lm.candidate_scoring import ShortlistProber
 from medprobe.lm.causal_lm import CausalLMProbe
 from medprobe.tasks.medlama import rank_queries, relation_answer_spaces

@@ -21,9 +21,9 @@ import yaml
 from datasets import load_dataset
 
 from built_folder import data_file
-from medprobe.api import UserError
 from medprobe.building.build import build
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.resources import load_builder_module
 from synthetic_medlama import BUILD_PARAMS, write_release
 from synthetic_umls import RELATIONS, SHORT_RELATION, VERSION, Truth, write_meta, write_prompts

@@ -231,7 +231,7 @@ def test_bad_items_are_clear_errors(with_head):
 
 
 def test_epochs_and_learning_rate_set_the_probes_own_training_arguments_plumbing_tiny_random_bert(with_head):
-    from medprobe.api import ChoiceScorer, Prober
+    from medprobe.contracts import ChoiceScorer, Prober
 
     probe = MLMHeadProbe(with_head, epochs=1, learning_rate=0.0, seed=3, progress=False, device="cpu")
     assert isinstance(probe, Prober) and isinstance(probe, ChoiceScorer) and probe.name == "mlm-head"

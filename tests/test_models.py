@@ -90,7 +90,7 @@ def no_hub(monkeypatch, tmp_path):
 
 
 def test_unreachable_hub_id_without_a_cache_is_one_user_error_listing_the_packaged_models(no_hub):
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
     from medprobe.models import check_model
 
     with pytest.raises(UserError) as raised:
@@ -115,7 +115,7 @@ def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_p
     from huggingface_hub import constants
 
     import medprobe.models as models
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
@@ -129,7 +129,7 @@ def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_p
 
 
 def test_a_name_that_cannot_be_a_hub_id_is_a_user_error():
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
     from medprobe.models import check_model
 
     with pytest.raises(UserError, match="not a model folder, a packaged model name or a Hub id"):

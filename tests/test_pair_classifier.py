@@ -11,8 +11,8 @@ import string
 import pytest
 from datasets import load_dataset
 
-from medprobe.api import DiseaseClassifier, Prober, UserError
 from medprobe.cli import main
+from medprobe.contracts import DiseaseClassifier, Prober, UserError
 from medprobe.lm.pair_classifier import PairClassifierProbe
 from medprobe.registry import PROBERS, TASKS
 from medprobe.run import RunRequest, run

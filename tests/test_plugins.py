@@ -130,7 +130,7 @@ def test_a_toy_benchmark_builds_probes_profiles_and_exports(toy_env, tiny_encode
     assert row["floor_source"] == "the reverse alphabetical order (--reverse), run toy_facts-facts-toy_order-reverse"
     assert "| toy_facts | facts | toy_order | acc@1 |" in (tmp_path / "profile" / "profile.md").read_text()
     plan = subprocess.run(
-        [sys.executable, "-c", "from medprobe.profile_plan import plan_runs; print(plan_runs('seq2seq', ('toy_facts',))[1])"],
+        [sys.executable, "-c", "from medprobe.profiling.plan import plan_runs; print(plan_runs('seq2seq', ('toy_facts',))[1])"],
         env=toy_env,
         capture_output=True,
         text=True,

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import medprobe.run
-from medprobe.api import Prober
 from medprobe.atomic import UnwritableOutput, atomic_output, check_writable, write_all_atomically
 from medprobe.cli import main
+from medprobe.contracts import Prober
 from medprobe.run import RunRequest, run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -282,7 +282,7 @@ def test_killed_run_leaves_the_previous_results_byte_identical(tmp_path):
     target.write_bytes(b'{"metrics": {"acc@1": 0.42}}\n')
     script = textwrap.dedent(f"""
         import io, builtins, sys, time
-        from medprobe.results import RunRecord
+        from medprobe.records.record import RunRecord
         real_open = io.open
         def slow_open(file, mode="r", *args, **kwargs):
             handle = real_open(file, mode, *args, **kwargs)

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 import medprobe.run
-from medprobe.api import Prober, fill_mask_slot
+from medprobe.contracts import Prober, fill_mask_slot
 from medprobe.run import RunRequest, run
 from medprobe.tasks.medlama import MedLAMATask, answer_space, relation_answer_spaces
 

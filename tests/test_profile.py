@@ -13,15 +13,17 @@ from huggingface_hub import ModelCard
 from transformers import BertConfig, GPT2Config, T5Config
 
 import medprobe.run
-from medprobe.api import UserError
 from medprobe.building.cards import sha256
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.models import load_model_kind, model_kind
-from medprobe.profile_plan import QUICK, plan_runs
-from medprobe.profiling import Profile, ProfileOptions, run_profile, write_profile
+from medprobe.profiling.plan import QUICK, ProfileOptions, plan_runs
+from medprobe.profiling.profile import Profile, write_profile
+from medprobe.profiling.run import run_profile
 from medprobe.records import load_record_file
+from medprobe.records.outcomes import outcomes_path
+from medprobe.records.record import RunRecord
 from medprobe.registry import task_entry
-from medprobe.results import RunRecord, outcomes_path
 from medprobe.run import probe_argv
 from synthetic_runs import medlama_hits, write_run
 from tiny_bert import save_tiny_bert
@@ -890,7 +892,7 @@ def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_pat
 
 def test_the_medlama_sample_is_the_demo_s():
     from medprobe.cli.demo import SAMPLE_DATASET
-    from medprobe.profile_plan import sample_folder
+    from medprobe.profiling.plan import sample_folder
 
     sample = sample_folder(task_entry("medlama").profile)
     assert sample == SAMPLE_DATASET and (sample / "README.md").is_file()

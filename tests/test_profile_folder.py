@@ -1,4 +1,4 @@
-"""The folder `medprobe profile` writes (medprobe/profile_folder.py): one profile or the one before, never a mix.
+"""The folder `medprobe profile` writes (medprobe/profiling/folder.py): one profile or the one before, never a mix.
 
 A user's files are refused unless --overwrite; a killed, interrupted or terminated profile leaves the
 previous profile byte for byte; a second profile into the same folder stops at once naming the first;
@@ -24,7 +24,7 @@ from transformers import BertConfig
 import fake_runs
 import medprobe.run
 from medprobe.cli import main
-from medprobe.profile_folder import disagreement, verified_run
+from medprobe.profiling.folder import disagreement, verified_run
 from test_build_atomic import PROBERS_HOME, leftovers, signal_and_wait, snapshot, start_paused
 
 SMALL = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}

@@ -11,7 +11,7 @@ import pytest
 
 import medprobe
 from medprobe import python_api
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 ORDER = ("sample", "probe", "build", "profile", "compare", "load")
 

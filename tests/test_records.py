@@ -17,7 +17,7 @@ import pytest
 
 from medprobe.cli import main
 from medprobe.records import RecordError, load_run
-from medprobe.results import outcomes_path
+from medprobe.records.outcomes import outcomes_path
 from synthetic_runs import write_medlama_run, write_mst_run
 from test_probe_outputs import run_lookup
 

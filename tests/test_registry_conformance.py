@@ -32,9 +32,9 @@ import numpy as np
 import pytest
 
 from medprobe import registry
-from medprobe.api import PROTOCOLS, Prober
 from medprobe.cli import main
 from medprobe.cli.probe import probe_parser
+from medprobe.contracts import PROTOCOLS, Prober
 from medprobe.registry import PROBERS, TASKS, Option, ProberEntry, TaskEntry, load
 from medprobe.tasks import Scored
 
@@ -65,7 +65,7 @@ def common_flags() -> set[str]:
 def test_prober_class_is_an_api_prober_with_the_registry_name_and_kinds(name):
     entry = PROBERS[name]
     cls = load(entry.target)
-    assert issubclass(cls, Prober), f"{entry.target} does not subclass medprobe.api.Prober"
+    assert issubclass(cls, Prober), f"{entry.target} does not subclass medprobe.contracts.Prober"
     assert cls.name == name, f"{entry.target}.name is {cls.name!r}, registered as {name!r}"
     assert set(entry.kinds) <= set(PROTOCOLS), f"unknown kinds {set(entry.kinds) - set(PROTOCOLS)}"
     assert entry.default_task in TASKS and set(entry.kinds) & set(TASKS[entry.default_task].accepts)
@@ -162,7 +162,7 @@ FAST_OPTIONS = {
 def tiny_kind(name: str) -> str:
     """The tiny model a prober is built on: the first model kind a profile plan gives it, else a masked LM
     (an encoder with a masked-LM head: what an encoder's and a masked LM's probers both take)."""
-    from medprobe.profile_plan import KIND_NAMES, profiled
+    from medprobe.profiling.plan import KIND_NAMES, profiled
 
     planned = [kind for kind in KIND_NAMES if any(name in entry.profile.probers.get(kind, ()) for entry in profiled())]
     return planned[0] if planned else "masked-lm"
@@ -329,7 +329,7 @@ class TaskRun:
 
 
 def task_run(name: str) -> TaskRun:
-    from medprobe.profile_plan import KIND_NAMES
+    from medprobe.profiling.plan import KIND_NAMES
 
     entry = TASKS[name]
     plan = entry.profile
@@ -345,7 +345,7 @@ def task_run(name: str) -> TaskRun:
 def task_data(request, tmp_path_factory):
     """benchmark -> (dataset folder, config) of a task's tiny run, built once per module."""
     from medprobe.building.build import build, config_names
-    from medprobe.profile_plan import sample_folder
+    from medprobe.profiling.plan import sample_folder
 
     found: dict[str, tuple[str, str | None]] = {}
 

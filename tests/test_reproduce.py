@@ -16,10 +16,10 @@ import pytest
 
 import medprobe
 import medprobe.run
-from medprobe.api import UserError
 from medprobe.atomic_folder import out_lock
 from medprobe.building.build import config_names
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.registry import TASKS
 from medprobe.reproduce.recipe import check_recipe, load_recipe, option_values, parse_recipe, recipe_paths
 from medprobe.reproduce.runner import ReproduceOptions

@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from medprobe.api import Prober
 from medprobe.cli import main
+from medprobe.contracts import Prober
 from medprobe.lm.candidate_scoring import ShortlistProber, rank_by_scores, read_shortlists, shortlists_by_query
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from medprobe.api import UserError
 from medprobe.cli import main
+from medprobe.contracts import UserError
 from medprobe.review.agreement import interval_alpha, quadratic_kappa
 from medprobe.review.report import import_ratings, review_line, review_path
 from medprobe.review.sheets import export, rater_names

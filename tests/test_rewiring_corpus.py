@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import medprobe.models
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.contrastive.rewiring import corpora_named, corpus_cache, corpus_path, release_corpora
 from medprobe.resources import load_builder_module
 

@@ -54,7 +54,6 @@ from types import ModuleType
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from medprobe.api import UserError
 from medprobe.atomic import signals_deferred, sigterm_raises
 from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
 from medprobe.building.cards import (
@@ -66,6 +65,7 @@ from medprobe.building.cards import (
     sha256,
     split_template,
 )
+from medprobe.contracts import UserError
 from medprobe.resources import load_builder_module
 
 CARD = "README.md"
@@ -174,7 +174,7 @@ def build_config(
     """One config built with the builder: its splits, its builder parameters and what the builder
     recorded for the card (its `card_statistics`, None when it keeps none; see `write_card`)."""
     # A builder raises ValueError for bad source files or parameters, with a message naming the file,
-    # row or parameter (builders are self-contained and cannot import medprobe.api): shown as user errors.
+    # row or parameter (builders are self-contained and cannot import medprobe.contracts): shown as user errors.
     try:
         builder = builder_class(benchmark)(config_name=config, data_dir=data_dir, cache_dir=cache_dir, **params)
         builder.download_and_prepare()

@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from medprobe.api import UserError
 from medprobe.citations import benchmark_keys, bibtex
+from medprobe.contracts import UserError
 from medprobe.resources import card_template, resource_root
 
 if TYPE_CHECKING:  # datasets is imported where a card is rendered: publish and --help import this module

@@ -2,7 +2,7 @@
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see medprobe/cli/probe.py). Errors a user
-can fix (medprobe.api.UserError: missing files, bad arguments, malformed data) are printed as one
+can fix (medprobe.contracts.UserError: missing files, bad arguments, malformed data) are printed as one
 message without a traceback (set MEDPROBE_DEBUG=1 to see it).
 
 Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
@@ -17,9 +17,9 @@ import os
 import sys
 
 from medprobe import distributed, timeline
-from medprobe.api import UserError
 from medprobe.atomic import Terminated, sigterm_raises
 from medprobe.cli.quiet import filter_known_warnings
+from medprobe.contracts import UserError
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.

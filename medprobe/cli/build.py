@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.registry import TASKS, Option, benchmarks
 
 

@@ -80,8 +80,8 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_compare_command(args: argparse.Namespace) -> int:
-    from medprobe.api import UserError
-    from medprobe.comparison import Outputs, run_compare
+    from medprobe.comparison.outputs import Outputs, run_compare
+    from medprobe.contracts import UserError
 
     if len(args.inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medprobe.cli.step_progress import StepProgress
-from medprobe.results import RunRecord, percent
+from medprobe.records.record import RunRecord
+from medprobe.records.tables import percent
 
 DEMO_DATA = Path(__file__).resolve().parent.parent / "demo_data"
 SAMPLE_DATASET = DEMO_DATA / "medlama_sample"
@@ -426,7 +427,7 @@ def record_files(out: Path) -> None:
 def check_data_dir(data_dir: str) -> None:
     """A --data-dir that is no MedLAMA release folder: two lines, before any step (the build would name
     every missing file, 20 of them). Where a subfolder is the release, the error names it."""
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
 
     folder = Path(data_dir).expanduser()
     if (folder / "prompts.csv").is_file() and (folder / "2021AA").is_dir():

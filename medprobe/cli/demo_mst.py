@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from medprobe.results import RunRecord, interval_text
+from medprobe.records.record import RunRecord
+from medprobe.records.tables import interval_text
 from medprobe.tasks.mst import MST_TASKS, format_scores, scores_from_record
 
 

@@ -139,7 +139,7 @@ def replace_removed_prober(argv: list[str]) -> list[str]:
     known, rest = parser.parse_known_args(argv)
     if known.prober != "rank-change":
         return argv
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
     from medprobe.registry import REMOVED_PROBER_TASKS, REMOVED_PROBERS
 
     if known.scorer in ("mask-average", "causal-lm"):

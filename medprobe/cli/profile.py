@@ -1,4 +1,4 @@
-"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profile_plan).
+"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profiling.plan).
 
 Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
 medprobe/__main__.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from medprobe.profile_plan import BENCHMARKS, KIND_NAMES, QUICK_HELP, profiled
+from medprobe.profiling.plan import BENCHMARKS, KIND_NAMES, QUICK_HELP, profiled
 
 DESCRIPTION = (
     "Run, for the model's kind (read from its config), every benchmark/prober pair that fits, each as one "
@@ -105,8 +105,9 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_profile_command(args: argparse.Namespace) -> int:
-    from medprobe.api import UserError
-    from medprobe.profiling import ProfileOptions, run_profile
+    from medprobe.contracts import UserError
+    from medprobe.profiling.plan import ProfileOptions
+    from medprobe.profiling.run import run_profile
 
     names = [name for name, _ in args.data_dirs]
     repeated = sorted({name for name in names if names.count(name) > 1})

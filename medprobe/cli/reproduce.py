@@ -13,7 +13,7 @@ import argparse
 import json
 from typing import Any
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 
 def pairs(values: list[str] | None, option: str) -> dict[str, str]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from medprobe.api import UserError
 from medprobe.atomic import atomic_output, check_writable
+from medprobe.contracts import UserError
 from medprobe.resources import load_builder_module
 
 
@@ -89,7 +89,7 @@ def run_umls_names(args: argparse.Namespace) -> int:
     try:
         cuis = disknE.annotation_cuis(paths)
         names = disknE.read_mrconso(mrconso, cuis, progress=not args.no_progress)
-    except disknE.DisknEInputError as err:  # the builder cannot import medprobe.api; its message names file and line
+    except disknE.DisknEInputError as err:  # the builder cannot import medprobe.contracts; its message names file and line
         raise UserError(str(err)) from err
     with atomic_output(args.out) as temp:  # a failed or interrupted write keeps the previous TSV
         rows = disknE.write_names_tsv(names, temp)

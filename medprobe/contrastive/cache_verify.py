@@ -34,8 +34,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from medprobe.api import UserError
 from medprobe.atomic import signals_deferred
+from medprobe.contracts import UserError
 from medprobe.contrastive import embedding_cache
 from medprobe.contrastive.embedding_cache import Key
 from medprobe.contrastive.prober import ContrastiveProbe, model_files_digest, model_folder

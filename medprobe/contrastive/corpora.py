@@ -18,8 +18,8 @@ from importlib import import_module
 from pathlib import Path
 from urllib.parse import urlparse
 
-from medprobe.api import UserError
 from medprobe.atomic import atomic_output
+from medprobe.contracts import UserError
 from medprobe.contrastive.pairs import CorpusStats, check_corpus
 
 # The paper's rewiring settings (Meng, Liu et al. 2022; released script mirror_sentence_pubmedbert.sh).

@@ -72,8 +72,8 @@ from pathlib import Path
 
 import numpy as np
 
-from medprobe.api import UserError
 from medprobe.atomic import atomic_output, write_text_atomically
+from medprobe.contracts import UserError
 
 ENCODING_VERSION = 1  # bump when encode_cls changes the embeddings it returns for the same ids
 CHUNK_FORMAT = 2  # 2: chunks hold each entry's digest (a space part: chunks of format 1 are in other spaces)

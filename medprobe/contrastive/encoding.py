@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from medprobe import distributed, timeline
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 if TYPE_CHECKING:  # only types here: a warm probe reads every vector from the cache and never imports transformers' models
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

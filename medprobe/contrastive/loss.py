@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 
 class InfoNCELoss(nn.Module):

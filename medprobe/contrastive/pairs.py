@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 MIN_WORDS = 2  # one visible word of context and one masked word
 

@@ -41,7 +41,7 @@ import torch
 
 import medprobe.contrastive.embedding_cache as embedding_cache
 from medprobe import distributed, timeline
-from medprobe.api import Prober, UserError, fill_mask_slot
+from medprobe.contracts import Prober, UserError, fill_mask_slot
 from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS, TEMPERATURE, RewiringReport, corpus_path
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences

@@ -25,7 +25,7 @@ from torch.utils.data import Dataset
 from transformers import PreTrainedModel, PreTrainedTokenizerBase, Trainer, TrainingArguments
 
 from medprobe import distributed
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.contrastive.corpora import (  # noqa: F401 (re-exported: the settings and corpora were defined here)
     MASK_RATIO,
     MAX_LENGTH,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 SIMILARITIES = ("cos", "l2")
 NAN_SCORES = "the similarity scores contain NaN: the model produced invalid embeddings"

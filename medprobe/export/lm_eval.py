@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 if TYPE_CHECKING:
     import datasets

@@ -24,7 +24,7 @@ from pathlib import PurePath
 
 from huggingface_hub import ModelCard
 
-from medprobe.results import RunRecord
+from medprobe.records.record import RunRecord
 
 PROFILE_START = "<!-- medprobe knowledge profile: start (replaced by `medprobe publish results PROFILE_DIR`) -->"
 PROFILE_END = "<!-- medprobe knowledge profile: end -->"

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
-from medprobe.api import UserError
 from medprobe.building.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
+from medprobe.contracts import UserError
 from medprobe.resources import available, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help

@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from medprobe.hub.checks import PublishError
-from medprobe.results import RunRecord
+from medprobe.records.record import RunRecord
 
 DATASET_MISMATCH_OK = "--dataset-mismatch-ok"
 
@@ -46,7 +46,7 @@ class Sample:
 def shipped_samples() -> tuple[Sample, ...]:
     """Every shipped sample, its data files hashed once per process (a few hundred kB)."""
     from medprobe.building.cards import sha256
-    from medprobe.profile_plan import profiled, sample_folder
+    from medprobe.profiling.plan import profiled, sample_folder
 
     samples: list[Sample] = []
     for entry in profiled():

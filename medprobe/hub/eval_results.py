@@ -1,4 +1,4 @@
-"""A run's numbers (medprobe.results.RunRecord) as eval results in a Hub model card.
+"""A run's numbers (medprobe.records.record.RunRecord) as eval results in a Hub model card.
 
 The results go into the card's `model-index` YAML through huggingface_hub's
 `ModelCardData(eval_results=[EvalResult(...)])`: one entry per overall metric of the run,
@@ -22,7 +22,7 @@ from huggingface_hub.repocard_data import eval_results_to_model_index
 
 from medprobe.building.cards import template_metadata
 from medprobe.hub.checks import PublishError
-from medprobe.results import RunRecord
+from medprobe.records.record import RunRecord
 
 
 def overall_metrics(record: RunRecord, wanted: list[str] | None) -> dict[str, float]:

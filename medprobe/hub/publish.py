@@ -328,8 +328,8 @@ def load_profile(folder: Path) -> tuple[dict, str, dict]:
     sha256, whose runs prove their numbers, and whose headline rows and table are those of its runs."""
     import json
 
-    from medprobe.profile_folder import disagreement, verified_run
-    from medprobe.profiling import check_headline
+    from medprobe.profiling.folder import disagreement, verified_run
+    from medprobe.profiling.profile import check_headline
 
     paths = [folder / "profile.json", folder / "profile.md"]
     missing = [path.name for path in paths if not path.is_file()]

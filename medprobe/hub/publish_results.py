@@ -234,7 +234,7 @@ class ProfileRun:
     """A run of a profile that goes into the card, with what it probed and where it is published."""
 
     label: str
-    record: Any  # medprobe.results.RunRecord
+    record: Any  # medprobe.records.record.RunRecord
     subset: str | None
     config: str | None = None  # the model-index config (medprobe.hub.subsets.subset_config)
     dataset_id: str = ""
@@ -268,7 +268,7 @@ def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> t
             if args.metric and not any(name in record.metrics for name in args.metric):
                 notes.append(f"{label}: left out, it has none of --metric {', '.join(args.metric)}")
                 continue
-            # profile.json keeps the --quick settings per task (medprobe.profile_plan.QUICK)
+            # profile.json keeps the --quick settings per task (medprobe.profiling.plan.QUICK)
             task_quick = None if quick is None else quick.get(record.task or benchmark, {})
             runs.append(ProfileRun(label, record, subset_phrase(record, task_quick), subset_config(record, task_quick)))
     return runs, notes

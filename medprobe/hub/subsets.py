@@ -24,8 +24,8 @@ Imports (docs/architecture.md, layer uses of runs): any layer but the commands; 
 from __future__ import annotations
 
 from medprobe.hub.checks import PublishError
+from medprobe.records.record import RunRecord
 from medprobe.registry import TASKS, Option, show_default
-from medprobe.results import RunRecord
 
 ALLOW_SUBSET = "--allow-subset"
 UNRECORDED = "not recorded"  # a results file of a medprobe before 0.2: nobody can say what it probed

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from medprobe.api import CandidateScorer, Prober, UserError
+from medprobe.contracts import CandidateScorer, Prober, UserError
 
 
 def top_k(candidates: Sequence[str], scores: np.ndarray, k: int) -> list[str]:

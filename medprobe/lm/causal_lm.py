@@ -39,7 +39,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.api import MASK_SLOT, Prober, UserError, fill_mask_slot
+from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
 from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, check_model, model_device, position_limit
 from medprobe.lm.tree_scoring import Group, TreePasses, make_group, plan_batches

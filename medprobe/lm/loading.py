@@ -29,7 +29,7 @@ from transformers.models.auto.modeling_auto import (
     MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES,
 )
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.models import load_config, load_tokenizer, resolve_device, resolve_dtype, resolve_model
 
 # kind -> (Auto class, model types -> class names, what a user should give instead)

@@ -19,7 +19,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.api import Prober, UserError, fill_mask_slot
+from medprobe.contracts import Prober, UserError, fill_mask_slot
 from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from medprobe.models import dtype_name, require_mask_token

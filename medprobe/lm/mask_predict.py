@@ -26,7 +26,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.api import Prober, UserError, fill_mask_slot
+from medprobe.contracts import Prober, UserError, fill_mask_slot
 from medprobe.lm.answer_pooling import pool_predictions
 from medprobe.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from medprobe.models import dtype_name, require_mask_token

@@ -55,7 +55,7 @@ from transformers import (
 from transformers.modeling_outputs import MaskedLMOutput
 from transformers.utils import logging as hf_logging
 
-from medprobe.api import Prober, UserError
+from medprobe.contracts import Prober, UserError
 from medprobe.distributed import pin_training_device
 from medprobe.models import (
     dtype_name,

@@ -34,7 +34,7 @@ from transformers import (
 )
 from transformers.utils import logging as transformers_logging
 
-from medprobe.api import Prober, UserError
+from medprobe.contracts import Prober, UserError
 from medprobe.distributed import pin_training_device
 from medprobe.models import dtype_name, load_tokenizer, resolve_device, resolve_dtype, resolve_model
 

@@ -23,7 +23,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.api import MASK_SLOT, Prober, UserError, fill_mask_slot
+from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
 from medprobe.lm.answer_pooling import pool_predictions
 from medprobe.lm.loading import FromPretrained, check_model, model_device
 from medprobe.models import dtype_name

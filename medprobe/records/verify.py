@@ -25,9 +25,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
-from medprobe.results import RunRecord
+from medprobe.records.record import RunRecord
 from medprobe.stats import Estimator, Outcomes, estimate, intervals
 
 RERUN = "run the probe again"

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from medprobe.api import UserError
 from medprobe.atomic import nearest_existing
+from medprobe.contracts import UserError
 from medprobe.reproduce.recipe import Cell, Recipe
 
 REPORT_FILES = ("report.json", "report.md", "report.png")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 SOURCE_FIELDS = ("paper", "table", "row", "column")

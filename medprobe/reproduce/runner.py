@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
-from medprobe.api import UserError
 from medprobe.atomic_folder import out_lock, prepare_parent
+from medprobe.contracts import UserError
 from medprobe.reproduce.cells import run_cell
 from medprobe.reproduce.checks import check_data, check_model_map, check_ours, check_overrides, settable
 from medprobe.reproduce.recipe import Cell, Model, Recipe, load_recipe

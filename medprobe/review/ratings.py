@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.review.scale import HIGHEST, LOWEST
 
 

@@ -285,7 +285,7 @@ def sha256_of(path: Path) -> str:
 def check_ours(target: Path, md: Path, svg: Path) -> None:
     """The files at OUT, its .md and .heatmap.svg are absent or the ones a review import wrote there: OUT a review
     record, the others those whose sha256 it holds (a record written before it held them: their text regenerated)."""
-    from medprobe.api import UserError
+    from medprobe.contracts import UserError
     from medprobe.digests import sha256_text
 
     advice = "the import would replace it: pass --overwrite to replace it, or choose another --out"
@@ -329,8 +329,8 @@ def import_ratings(
     """Check the outputs and every ratings file, then write OUT (default DIR/review.json), OUT's .md and
     .heatmap.svg together (all or nothing). Nothing is written when any file has a problem; a file there that
     the import did not write is replaced only with `overwrite`."""
-    from medprobe.api import UserError
     from medprobe.atomic import check_distinct_outputs, check_replaceable, check_writable, write_all_atomically
+    from medprobe.contracts import UserError
     from medprobe.digests import sha256_text
     from medprobe.review.ratings import read_all
 

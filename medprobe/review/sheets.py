@@ -34,9 +34,10 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.records import load_run
-from medprobe.results import RunRecord, outcomes_path
+from medprobe.records.outcomes import outcomes_path
+from medprobe.records.record import RunRecord
 from medprobe.review.scale import SCALE, scale_markdown
 from medprobe.stats import Outcomes
 

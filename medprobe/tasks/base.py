@@ -25,7 +25,7 @@ from medprobe.tasks.loading import check_fields, load_probe_dataset
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets
 
-    from medprobe.results import RunRecord
+    from medprobe.records.record import RunRecord
     from medprobe.stats import Estimator
     from medprobe.tasks import Scored
 

@@ -38,8 +38,8 @@ from medprobe.tasks.loading import column, row_digests
 if TYPE_CHECKING:
     import datasets
 
-    from medprobe.api import CandidateScorer
-    from medprobe.results import RunRecord
+    from medprobe.contracts import CandidateScorer
+    from medprobe.records.record import RunRecord
 
 
 @dataclass

@@ -10,7 +10,7 @@ A scorer is any object with
 
     score_candidates(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[numpy.ndarray]
 
-(`medprobe.api.CandidateScorer`) where each query holds the answer slot `[Y]` (`medprobe.api.MASK_SLOT`)
+(`medprobe.contracts.CandidateScorer`) where each query holds the answer slot `[Y]` (`medprobe.contracts.MASK_SLOT`)
 and each array holds one score per candidate of that query, higher = better: every prober registered
 with the candidate-scoring kind (mask-average for masked LMs, causal-lm for causal LMs, contrastive
 for encoders). `scorer_kind` reads which of the first two fits a model from its config (for the
@@ -31,7 +31,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from medprobe import distributed
-from medprobe.api import MASK_SLOT, CandidateScorer, UserError
+from medprobe.contracts import MASK_SLOT, CandidateScorer, UserError
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from medprobe import distributed
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.registry import parse_diseases
 from medprobe.stats import Estimator, Outcomes, Sample, always_positive_f1
 from medprobe.tasks import Scored
@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # imported where used, so that importing the task stays light
     import datasets
 
     from medprobe.lm.pair_classifier import DiseaseRun
-    from medprobe.results import RunRecord
+    from medprobe.records.record import RunRecord
 
 DEFAULT_SEED = 42
 

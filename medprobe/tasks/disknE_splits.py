@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 if TYPE_CHECKING:  # datasets is imported where used (the CLI imports this module for --help)
     import datasets

@@ -7,7 +7,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets

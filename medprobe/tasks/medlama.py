@@ -6,7 +6,7 @@
     scored = task.score(data, outputs)                     # acc@k micro, macro and per relation
 
 A ranking prober answers cloze queries such as "Aspirin may treat [Y] ." by ranking candidate
-names (`medprobe.api.RankingProber`). The candidates are the answer space of the whole set (every
+names (`medprobe.contracts.RankingProber`). The candidates are the answer space of the whole set (every
 head and answer name, sorted), or only the answers of the query's relation. Scores come from the
 `acc_at_k` evaluate module, loaded the way any Hub user loads it; there is no second copy of it here.
 """
@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from medprobe import distributed
-from medprobe.api import CandidateScorer, RankingProber, UserError
+from medprobe.contracts import CandidateScorer, RankingProber, UserError
+from medprobe.records.record import RunRecord
+from medprobe.records.tables import format_table
 from medprobe.registry import PROBERS
-from medprobe.results import RunRecord, format_table
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask, Writers

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from medprobe.api import MASK_SLOT, UserError
+from medprobe.contracts import MASK_SLOT, UserError
 from medprobe.export.lm_eval import (
     ExportReport,
     check_identifiers,

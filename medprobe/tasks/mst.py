@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from medprobe import distributed
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medpro
     import datasets
 
     from medprobe.lm.mlm_head import MLMHeadProbe
-    from medprobe.results import RunRecord
+    from medprobe.records.record import RunRecord
 
 MST_TASKS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
 ITEM_FIELDS = ("text", "choices", "label")

@@ -2,7 +2,7 @@
 
 from collections.abc import Sequence
 
-from medprobe.api import Prober
+from medprobe.contracts import Prober
 
 
 class ToyOrderProbe(Prober):

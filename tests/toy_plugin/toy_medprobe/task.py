@@ -3,8 +3,8 @@
 
 import numpy as np
 
+from medprobe.records.tables import format_table
 from medprobe.resources import metric_path
-from medprobe.results import format_table
 from medprobe.stats import Estimator, Outcomes
 from medprobe.tasks import Scored
 

@@ -255,7 +255,7 @@ def forest_rows(comparison: dict) -> list[dict]:
 
 def draw_forest(comparison: dict, path: str | Path | io.BytesIO, fmt: str = "png") -> None:
     """Every difference (percentage points) with its 95% paired-bootstrap interval, zero marked."""
-    from medprobe.results import require_matplotlib
+    from medprobe.records.tables import require_matplotlib
 
     plt = require_matplotlib()
     rows = forest_rows(comparison)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.registry import TASKS, ProfilePlan, TaskEntry, task_entry
 
 PACKAGE_DIR = Path(__file__).resolve().parent  # a plan's `sample` is relative to it (or absolute)

@@ -6,7 +6,7 @@ A results JSON is one run, labelled by its file name; a profile folder (or its p
 one run per benchmark/config/prober, labelled by the folder's name. Floors (MST's scratch run) and
 failed runs of a profile are left out and listed. Every run is read through medprobe.records (its
 numbers recomputed from its outcomes); a profile's run is also checked to be the one profile.json
-recorded (medprobe.profile_folder.verified_run).
+recorded (medprobe.profiling.folder.verified_run).
 
 Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medprobe.api import UserError
+from medprobe.contracts import UserError
 from medprobe.records import load_run
-from medprobe.results import RunRecord
+from medprobe.records.record import RunRecord
 from medprobe.stats import Outcomes
 
 Key = tuple[str, str | None, str]  # (benchmark, config, prober): what a profile run is matched by
@@ -91,7 +91,7 @@ def record_key(record: RunRecord) -> Key:
 
 def read_profile(folder: Path, label: str) -> Input:
     """The runs of a profile folder, by benchmark/config/prober; floors and failed runs are left out (and listed)."""
-    from medprobe.profile_folder import verified_run
+    from medprobe.profiling.folder import verified_run
     from medprobe.records.verify import read_json_object
 
     profile_json = folder / "profile.json"

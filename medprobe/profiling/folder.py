@@ -51,10 +51,10 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
-from medprobe.api import UserError
 from medprobe.atomic import signals_deferred, sigterm_raises, write_text_atomically
 from medprobe.atomic_folder import clean_leftovers, leftover_stages, out_lock, prepare_parent, stage_prefix, swap_into_place
 from medprobe.building.cards import package_version, sha256
+from medprobe.contracts import UserError
 
 PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
 JOURNAL = "progress.json"  # in the staging folder, beside out/: the finished runs a resume may take

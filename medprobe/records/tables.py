@@ -1,0 +1,110 @@
+"""A record as the user reads it: its table per group (micro and macro lines), its intervals line by line, and
+`--plot`'s bar chart per group.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from medprobe.atomic import write_all_atomically
+from medprobe.contracts import UserError
+from medprobe.records.record import RunRecord
+
+
+def interval_text(record: RunRecord, metric: str, scale: float = 100.0, digits: int = 2) -> str:
+    """`12.34 [11.02, 13.70]` (in %, by default), or the bare value when the record has no interval for it."""
+    value = record.metrics.get(metric)
+    if not isinstance(value, (int, float)) or value is None:
+        return "—"
+    found = record.intervals.get(metric)
+    text = f"{scale * value:.{digits}f}"
+    if found and found.get("low") is not None:
+        text += f" [{scale * found['low']:.{digits}f}, {scale * found['high']:.{digits}f}]"
+    return text
+
+
+def format_intervals(record: RunRecord) -> str:
+    """One line per overall metric with its 95% interval, its n and what was resampled."""
+    if not record.intervals:
+        return ""
+    first = next(iter(record.intervals.values()))
+    from medprobe.stats import plural
+
+    lines = [
+        f"95% intervals ({first['resamples']:,} bootstrap resamples of {first['n']:,} {plural(first['unit'])}; values in %):"
+    ]
+    width = max(map(len, record.intervals))
+    for metric, found in record.intervals.items():
+        chance = record.chance.get(metric, {}).get("value")
+        extra = f"  chance {100 * chance:.2f}" if isinstance(chance, (int, float)) else ""
+        strata = f"  (within {found['groups']} groups)" if found.get("groups") else ""
+        seeds = f"  seed std {100 * found['seed_std']:.2f} over {found['seeds']} seeds" if found.get("seeds") else ""
+        lines.append(f"  {metric:<{width}}  {interval_text(record, metric)}{extra}{strata}{seeds}")
+    return "\n".join(lines)
+
+
+def percent(value: float) -> str:
+    return f"{100 * value:6.2f}"
+
+
+def format_table(record: RunRecord, columns: list[str], group_label: str = "group") -> str:
+    """Per-group rows, then the micro (all queries) and macro (mean over groups) lines, in %."""
+    width = max([len(group_label), len("micro (all)"), *(len(g) for g in record.per_group)])
+    header = f"{group_label:<{width}}  " + "  ".join(f"{c:>8}" for c in columns)
+    lines = [header, "-" * len(header)]
+    for group, values in record.per_group.items():
+        lines.append(f"{group:<{width}}  " + "  ".join(f"{percent(values[c]):>8}" for c in columns))
+    lines.append("-" * len(header))
+    lines.append(f"{'micro (all)':<{width}}  " + "  ".join(f"{percent(record.metrics[c]):>8}" for c in columns))
+    macro = [f"macro_{c}" for c in columns]
+    if all(m in record.metrics for m in macro):
+        lines.append(f"{'macro':<{width}}  " + "  ".join(f"{percent(record.metrics[m]):>8}" for m in macro))
+    return "\n".join(lines)
+
+
+def require_matplotlib():
+    """matplotlib.pyplot on the file-only Agg backend, or the error that says how to install it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise UserError("--plot needs matplotlib: pip install matplotlib") from err
+    return plt
+
+
+def plot_format(path: str | Path) -> str:
+    """The image format of a --plot path (png without a suffix), checked against what matplotlib writes."""
+    require_matplotlib()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    fmt = Path(path).suffix[1:].lower() or "png"
+    supported = FigureCanvasBase.get_supported_filetypes()
+    if fmt not in supported:
+        raise UserError(f"--plot {path}: matplotlib cannot write .{fmt} images; use one of {', '.join(sorted(supported))}")
+    return fmt
+
+
+def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
+    """A horizontal bar chart of `metric` per group (e.g. acc@10 per relation), best on top, written atomically."""
+    write_all_atomically([(path, lambda temp: draw_per_group(record, metric, temp, plot_format(path)))])
+    return Path(path)
+
+
+def draw_per_group(record: RunRecord, metric: str, path: Path, fmt: str) -> None:
+    """The chart of `plot_per_group`, saved straight to `path` as a `fmt` image (see `plot_format`)."""
+    plt = require_matplotlib()
+    items = sorted(record.per_group.items(), key=lambda item: item[1][metric])
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(items) + 1.4))
+    ax.barh([g for g, _ in items], [100 * v[metric] for _, v in items], color="#3b75af")
+    ax.set_xlabel(f"{metric} (%)")
+    ax.set_title(f"{record.prober} · {Path(str(record.model)).name} · {record.benchmark}/{record.config}", fontsize=10)
+    if f"macro_{metric}" in record.metrics:
+        ax.axvline(100 * record.metrics[f"macro_{metric}"], color="#c44e52", linestyle="--", label="macro")
+        ax.legend(loc="lower right")
+    fig.tight_layout()
+    try:  # an explicit format: without one, matplotlib appends .png to a path that has no suffix
+        fig.savefig(path, dpi=120, format=fmt)
+    finally:
+        plt.close(fig)
