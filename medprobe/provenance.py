@@ -32,7 +32,7 @@ def dataset_fingerprint(dataset: str, probed: Sequence[tuple[str | None, str]]) 
     """
     import datasets
 
-    from medprobe.building.cards import sha256
+    from medprobe.digests import sha256_file
 
     files: dict[str, str] = {}
     revisions: dict[str, str] = {}
@@ -45,7 +45,7 @@ def dataset_fingerprint(dataset: str, probed: Sequence[tuple[str | None, str]]) 
                 revisions[hub["repo"]] = hub["revision"]
                 files[name] = f"{hub['repo']}@{hub['revision']}"
             else:
-                files[name] = sha256(Path(path))
+                files[name] = sha256_file(Path(path))
     fingerprint: dict = {"sha256": files_digest(files), "files": dict(sorted(files.items()))}
     if revisions:
         fingerprint["hub"] = ", ".join(sorted(revisions))
@@ -104,7 +104,7 @@ def weights_identity(folder: Path) -> dict:
     """{"weights_sha256": ..., "weights": {file: {"size", "sha256"}}} of a model folder's weight files: the
     digest the embedding cache keys the model by, from the per-file digests it remembers (a big model is
     hashed once, not on every run)."""
-    from medprobe.contrastive.embedding_cache import cache_root, combined_digest, weight_file_digests
+    from medprobe.digests import cache_root, combined_digest, weight_file_digests
 
     weights = weight_file_digests(folder, cache_root())
     return {"weights_sha256": combined_digest(weights), "weights": weights} if weights else {}

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from medprobe import digests
 from medprobe.cli import main
 from medprobe.contracts import UserError
 from medprobe.contrastive import ContrastiveProbe
@@ -299,12 +300,12 @@ def test_a_hub_model_is_hashed_from_its_cached_snapshot(cache_dir, model_dir, mo
 
 
 def test_weight_digests_are_remembered_per_file(cache_dir, model_dir, monkeypatch):
-    monkeypatch.setattr(ec, "RACY_SECONDS", -1.0)  # the files were just written: remember them anyway
-    digest = ec.weights_digest(model_dir, cache_dir)
-    known = json.loads((cache_dir / ec.DIGESTS).read_text())
+    monkeypatch.setattr(digests, "RACY_SECONDS", -1.0)  # the files were just written: remember them anyway
+    digest = digests.weights_digest(model_dir, cache_dir)
+    known = json.loads((cache_dir / digests.DIGESTS).read_text())
     assert len(known) == 1 and next(iter(known)).startswith(str(model_dir.resolve() / "model.safetensors"))
-    assert ec.weights_digest(model_dir, cache_dir) == digest
-    assert ec.weights_digest(cache_dir, cache_dir) is None  # no weight files
+    assert digests.weights_digest(model_dir, cache_dir) == digest
+    assert digests.weights_digest(cache_dir, cache_dir) is None  # no weight files
 
 
 def test_no_cache_on_the_command_line_plumbing_tiny_random_bert(synthetic_medlama_hub, model_dir, cache_dir, tmp_path, capsys):

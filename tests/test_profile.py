@@ -13,9 +13,9 @@ from huggingface_hub import ModelCard
 from transformers import BertConfig, GPT2Config, T5Config
 
 import medprobe.run
-from medprobe.building.cards import sha256
 from medprobe.cli import main
 from medprobe.contracts import UserError
+from medprobe.digests import sha256_file
 from medprobe.models import load_model_kind, model_kind
 from medprobe.profiling.plan import QUICK, ProfileOptions, plan_runs
 from medprobe.profiling.profile import Profile, write_profile
@@ -398,7 +398,7 @@ PROBED_WEIGHTS = b"weights of the profiled model"
 
 def probed_identity(weights: bytes = PROBED_WEIGHTS) -> dict:
     """The model_identity a run records for a local folder holding one model.safetensors of these bytes."""
-    from medprobe.contrastive.embedding_cache import combined_digest
+    from medprobe.digests import combined_digest
 
     files = {"model.safetensors": {"size": len(weights), "sha256": hashlib.sha256(weights).hexdigest()}}
     return {"name": "/home/someone/m", "path": "/home/someone/m", "weights_sha256": combined_digest(files), "weights": files}
@@ -501,7 +501,7 @@ def written_profile(
         entry["record"] = record
         if record:  # the run files, with their sha256 in profile.json as `medprobe profile` records them
             path = runs / f"{label}.json"
-            entry["results"], entry["files"] = str(path), {f"runs/{p.name}": sha256(p) for p in (path, outcomes_path(path))}
+            entry["results"], entry["files"] = str(path), {f"runs/{p.name}": sha256_file(p) for p in (path, outcomes_path(path))}
         return entry
 
     settings = {"quick": quick, "quick_settings": QUICK if quick else None}

@@ -423,7 +423,7 @@ OTHER_WEIGHTS = b"another model's weights!!!"  # the same size
 
 def weights_identity(**files: bytes) -> dict:
     """model_identity's weights entries for weight files of these names and bytes (as medprobe.provenance records them)."""
-    from medprobe.contrastive.embedding_cache import combined_digest
+    from medprobe.digests import combined_digest
 
     weights = {
         name.replace("_", "."): {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()} for name, data in files.items()
@@ -902,7 +902,7 @@ def cached_model(repo_id: str, files: dict[str, bytes]) -> Path:
 
 def packaged_identity(name: str = "minilm") -> dict:
     """The model_identity a run of a packaged model records (its weight files are those medprobe.models declares)."""
-    from medprobe.contrastive.embedding_cache import combined_digest
+    from medprobe.digests import combined_digest
     from medprobe.models import PACKAGED
 
     weights = PACKAGED[name].weights

@@ -16,7 +16,7 @@ import pytest
 from medprobe.building.build import build
 from medprobe.cli import main
 from medprobe.run import RunRequest, run
-from medprobe.tasks.context_variance_ranks import rank_rows, ranks_from_scores, score_queries, slot_query, ucm_inputs
+from medprobe.tasks.context_variance_ranks import rank_rows, ranks_from_scores, score_queries, slot_query, ucm_steps
 
 NOTE = "notes/ent_clinic_nasal_polyp.txt"
 FIGURE1 = f"mp:nasal_polyp-has_symptom|discolored nasal discharge|{NOTE}"
@@ -109,7 +109,7 @@ def test_figure1_rank_changes_through_the_probe(hub):
     )
     row_ranks = rank_rows(rows, scorer, progress=False)
     assert row_ranks[4]["nasal stuffiness"] == 20  # the object added next is ranked before it is added
-    inputs = ucm_inputs(rows, row_ranks)
+    inputs = ucm_steps(rows, row_ranks).inputs
     step5 = 4  # entries are steps 1..10
     assert inputs["target_rank_before"][step5] == 2 and inputs["target_rank_after"][step5] == 1
     assert inputs["added_is_correct"][step5] is True

@@ -62,10 +62,10 @@ from medprobe.building.cards import (
     card_digest,
     package_version,
     render_dataset_card,
-    sha256,
     split_template,
 )
 from medprobe.contracts import UserError
+from medprobe.digests import sha256_file
 from medprobe.resources import load_builder_module
 
 CARD = "README.md"
@@ -87,8 +87,9 @@ class BuildReport:
 # --- the builder module --------------------------------------------------------------------------
 
 
-def plugin_builder(benchmark: str) -> str:
-    """The "module:Class" of a benchmark's builder that its registry entry names (a plugin's), or ""."""
+def builder_target(benchmark: str) -> str:
+    """The "module:Class" of a benchmark's builder when its registry entry names one (a plugin's), else "": the
+    shipped builder `datasets/<benchmark>/<benchmark>.py` is loaded by path."""
     from medprobe.registry import TASKS
 
     return next((entry.builder for entry in TASKS.values() if entry.benchmark == benchmark and entry.builder), "")
@@ -97,14 +98,14 @@ def plugin_builder(benchmark: str) -> str:
 def builder_module(benchmark: str) -> ModuleType:
     """The module of a benchmark's builder (its card context, field descriptions and sources are read
     there): a plugin's, imported, or the shipped `datasets/<benchmark>/<benchmark>.py`, loaded by path."""
-    target = plugin_builder(benchmark)
+    target = builder_target(benchmark)
     return import_module(target.partition(":")[0]) if target else load_builder_module(benchmark)
 
 
 def builder_class(benchmark: str) -> type[datasets.DatasetBuilder]:
     """The `GeneratorBasedBuilder` (or other builder) of a benchmark: the class its registry entry
     names, or the one defined in `datasets/<benchmark>/`."""
-    target = plugin_builder(benchmark)
+    target = builder_target(benchmark)
     if target:
         from medprobe.registry import load
 
@@ -307,7 +308,7 @@ def check_kept_config(out: Path, config: str, recorded: dict, parameters: dict, 
             f"{', '.join(f'{key}={now.get(key)!r}' for key in differ)}. One card describes one recipe: {fix}"
         )
     for path, digest in (recorded.get("files") or {}).items():
-        if not (out / path).is_file() or sha256(out / path) != digest:
+        if not (out / path).is_file() or sha256_file(out / path) != digest:
             raise BuildError(f"{out}/{path} of config {config!r} is missing or changed since it was built; {fix}")
 
 
@@ -335,7 +336,7 @@ def write_config(folder: Path, config: str, dataset_dict: datasets.DatasetDict) 
     for split, ds in dataset_dict.items():
         unnamed = folder / config / f"{split}.parquet.unnamed"  # inside the staging folder: renamed once hashed
         ds.to_parquet(str(unnamed))
-        digest = sha256(unnamed)
+        digest = sha256_file(unnamed)
         relative = data_file_path(config, split, digest)
         unnamed.rename(folder / relative)
         files[relative] = digest

@@ -41,7 +41,6 @@ or cli/.
 
 from __future__ import annotations
 
-import hashlib
 import string
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -80,22 +79,13 @@ CARD_DIGEST_KEY = "card_sha256"
 def card_digest(text: str, source: str = "README.md") -> str:
     """The digest of a card's content: its YAML (parsed, so formatting does not count) and its text, leaving out
     the digest the build record holds of them. Equal exactly when the card is the one a build wrote."""
-    import json
+    from medprobe.digests import json_digest
 
     meta, body = split_template(text, source)
     record = dict(meta.get(RECORD_KEY) or {})
     record.pop(CARD_DIGEST_KEY, None)
     content = {"meta": {**meta, RECORD_KEY: record}, "body": body}
-    return hashlib.sha256(json.dumps(content, sort_keys=True, default=str).encode("utf-8")).hexdigest()
-
-
-def sha256(path: Path) -> str:
-    """The hex sha256 of a file, as the `medprobe_build:` record states each data file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return json_digest(content)
 
 
 def package_version(name: str) -> str:

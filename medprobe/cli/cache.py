@@ -38,7 +38,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from transformers.utils import logging as transformers_logging
 
     from medprobe.contrastive.cache_verify import verify_cache
-    from medprobe.contrastive.embedding_cache import cache_root
+    from medprobe.digests import cache_root
 
     root = Path(args.cache).expanduser() if args.cache else cache_root()
     bars = transformers_logging.is_progress_bar_enabled()

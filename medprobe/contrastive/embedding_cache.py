@@ -74,32 +74,29 @@ import numpy as np
 
 from medprobe.atomic import atomic_output, write_text_atomically
 from medprobe.contracts import UserError
+from medprobe.digests import (  # noqa: F401 - the cache keys a model by its weights digest
+    WEIGHT_PATTERNS,
+    cache_root,
+    combined_digest,
+    file_digests,
+    json_digest,
+    weight_file_digests,
+    weight_files,
+    weights_digest,
+)
 
 ENCODING_VERSION = 1  # bump when encode_cls changes the embeddings it returns for the same ids
 CHUNK_FORMAT = 2  # 2: chunks hold each entry's digest (a space part: chunks of format 1 are in other spaces)
 DEFAULT_MAX_GB = 2.0
-WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.gguf")
 STALE_TEMP_SECONDS = 3600  # a temporary chunk older than this was left by a killed process
-DIGESTS = "file-digests.json"
 SPACES = "model-spaces.json"
 TOKENS = "tokens"  # the folder of remembered token ids (looks like a space to eviction: its files count and go LRU)
 REMEMBERED_SPACES = 256  # model identities kept in SPACES (the latest; a forgotten one costs one model load)
 SPACE_PARTS = "space.json"
 MODEL_SOURCES = "models.json"  # in a space's folder: where its model was loaded from (for cache verify)
 REMEMBERED_SOURCES = 8  # models kept per space (the same weights in several folders; the latest last)
-RACY_SECONDS = 3.0  # a weight file changed this recently is re-hashed on every load
 
 Key = tuple[int, ...]
-
-
-def cache_root() -> Path:
-    """`$MEDPROBE_EMBEDDING_CACHE`, else `$HF_HOME/medprobe/embeddings`."""
-    configured = os.environ.get("MEDPROBE_EMBEDDING_CACHE")
-    if configured:
-        return Path(configured).expanduser()
-    from huggingface_hub import constants
-
-    return Path(constants.HF_HOME) / "medprobe" / "embeddings"
 
 
 def max_bytes() -> int:
@@ -119,83 +116,8 @@ def max_bytes() -> int:
 # --- the space key ---------------------------------------------------------------------------------
 
 
-def weight_files(folder: Path) -> list[Path]:
-    """The weight files of a model folder (top level only: checkpoints in subfolders are other models)."""
-    return sorted({path for pattern in WEIGHT_PATTERNS for path in folder.glob(pattern) if path.is_file()})
-
-
-def file_digest(path: Path, known: dict[str, str]) -> str:
-    """sha256 of a file's bytes, reused from `known` while its path, inode, size and times are unchanged.
-
-    A file changed in the last few seconds is hashed but not remembered: file times are coarser
-    than a quick rewrite (as git's "racy" index entries), so (size, mtime) alone could match a
-    same-sized new version.
-    """
-    stat = path.stat()
-    entry = f"{path.resolve()}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
-    if entry in known:
-        return known[entry]
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 24), b""):
-            digest.update(block)
-    if time.time() - max(stat.st_mtime, stat.st_ctime) > RACY_SECONDS:
-        known[entry] = digest.hexdigest()
-    return digest.hexdigest()
-
-
-def weights_digest(folder: Path, root: Path) -> str | None:
-    """One sha256 over the names, sizes and contents of `folder`'s weight files (None: it has none).
-
-    Per-file digests are remembered in `root/file-digests.json`, so a 400 MB model is read once. A
-    results file records the same digest as the model's `weights_sha256` (medprobe.provenance).
-    """
-    weights = weight_file_digests(folder, root)
-    return combined_digest(weights) if weights else None
-
-
-def weight_file_digests(folder: Path, root: Path) -> dict[str, dict]:
-    """{file name: {"size", "sha256"}} of `folder`'s weight files, per-file digests remembered under `root`."""
-    return file_digests(weight_files(folder), root)
-
-
-def file_digests(paths: Iterable[Path], root: Path) -> dict[str, dict]:
-    """{file name: {"size", "sha256"}} of files, per-file digests remembered under `root` (see `file_digest`)."""
-    known = read_digests(root)
-    before = dict(known)
-    digests = {path.name: {"size": path.stat().st_size, "sha256": file_digest(path, known)} for path in paths}
-    if known != before:
-        write_digests(root, known)
-    return digests
-
-
-def combined_digest(weights: dict[str, dict]) -> str:
-    """One digest over weight files' names, sizes and sha256 (computable from a Hub repo's file metadata too)."""
-    combined = hashlib.sha256()
-    for name in sorted(weights):
-        combined.update(f"{name}|{weights[name]['size']}|{weights[name]['sha256']}\n".encode())
-    return combined.hexdigest()
-
-
-def read_digests(root: Path) -> dict[str, str]:
-    try:
-        known = json.loads((root / DIGESTS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return known if isinstance(known, dict) else {}
-
-
-def write_digests(root: Path, known: dict[str, str]) -> None:
-    """Save the per-file digests, forgetting files that are gone (a best effort: failing costs a re-hash)."""
-    kept = {entry: digest for entry, digest in known.items() if Path(entry.split("|")[0]).exists()}
-    try:
-        write_text_atomically(root / DIGESTS, json.dumps(kept, indent=1, sort_keys=True) + "\n")
-    except OSError:
-        pass
-
-
 def remembered_space(root: Path, identity: str) -> dict | None:
-    """The space parts remembered for a model identity (medprobe.contrastive.prober.model_identity), or None."""
+    """The space parts remembered for a model identity (medprobe.contrastive.prober.space_identity), or None."""
     try:
         spaces = json.loads((root / SPACES).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -322,7 +244,7 @@ def tokens_checksum(ids: np.ndarray, lengths: np.ndarray) -> str:
 
 def space_key(parts: dict) -> str:
     """The folder name of a space: sha256 over its parts, serialised deterministically."""
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return json_digest(parts)
 
 
 # --- chunks ----------------------------------------------------------------------------------------

@@ -46,6 +46,7 @@ from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS,
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
 from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
+from medprobe.digests import json_digest
 from medprobe.lm.candidate_scoring import check_candidate_lists
 from medprobe.models import (
     check_model,
@@ -141,7 +142,7 @@ class ContrastiveProbe(Prober):
         self.weights_digest: str | None = None
         self._cache_off = "off: --no-cache" if not cache else "off: the model was not loaded from files"
         self._spaces: dict[str, embedding_cache.Space] = {}
-        # what identifies this model as probed without loading it (`model_identity`), and the space parts
+        # what identifies this model as probed without loading it (`space_identity`), and the space parts
         # remembered for that identity by an earlier run that loaded it: set by from_pretrained
         self._identity: str | None = None
         self._remembered_parts: dict | None = None
@@ -220,7 +221,7 @@ class ContrastiveProbe(Prober):
             if probe.weights_digest is None:
                 probe._cache_off = f"off: no weight files found for {name_or_path}"
             elif folder is not None:
-                probe._identity = model_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
+                probe._identity = space_identity(folder, extra, probe.weights_digest, probe.layers, probe.dtype, probe.device)
                 probe._remembered_parts = embedding_cache.remembered_space(embedding_cache.cache_root(), probe._identity)
                 probe._tokens_identity = tokenizer_identity(folder, extra, probe.weights_digest)
                 probe._source = model_source(name_or_path, path)
@@ -314,7 +315,7 @@ class ContrastiveProbe(Prober):
             embedding_cache.max_bytes()  # a bad MEDPROBE_EMBEDDING_CACHE_MAX_GB fails now, as in from_pretrained
             self.weights_digest = digest
             # remembered (at the next _space) as that folder's: a probe of it reads these vectors without loading it
-            self._identity = model_identity(Path(folder), {}, digest, self.layers, self.dtype, self.device)
+            self._identity = space_identity(Path(folder), {}, digest, self.layers, self.dtype, self.device)
             self._source = model_source(str(folder), str(folder))
             self._remembered_parts = None
             self._spaces.clear()
@@ -492,7 +493,7 @@ class ContrastiveProbe(Prober):
         return self._spaces[key]
 
     def _space_parts(self) -> dict:
-        """What the space key is made of, from the loaded model (remembered for `model_identity` when there is one)."""
+        """What the space key is made of, from the loaded model (remembered for `space_identity` when there is one)."""
         import transformers
 
         config = self.model.config.to_dict()
@@ -690,7 +691,7 @@ def tokenizer_identity(folder: Path, extra: dict, weights: str) -> str:
     return digest.hexdigest()
 
 
-def model_identity(folder: Path, extra: dict, weights: str, layers: int | None, dtype: torch.dtype, device: torch.device) -> str:
+def space_identity(folder: Path, extra: dict, weights: str, layers: int | None, dtype: torch.dtype, device: torch.device) -> str:
     """A digest of everything the embedding space of `AutoModel.from_pretrained(folder, **extra)` depends on,
     read without loading it: the weights digest, the config file's bytes (AutoModel picks the class from
     it), the probed layers, dtype, device type and library versions. A run that loaded the model remembers
@@ -708,7 +709,7 @@ def model_identity(folder: Path, extra: dict, weights: str, layers: int | None, 
         "encoding_version": embedding_cache.ENCODING_VERSION,
         "chunk_format": embedding_cache.CHUNK_FORMAT,
     }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return json_digest(parts)
 
 
 def check_rewiring_options(

@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING
 import yaml
 from huggingface_hub import DatasetCard, SpaceCard
 
-from medprobe.building.cards import LICENCE_KEY, LICENCES, RECORD_KEY, sha256
+from medprobe.building.cards import LICENCE_KEY, LICENCES, RECORD_KEY
 from medprobe.contracts import UserError
+from medprobe.digests import sha256_file
 from medprobe.resources import available, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
@@ -211,10 +212,10 @@ def raw_file_findings(folder: Path, files: list[FileEntry], raw_dirs: list[Path]
     for entry in files:
         same_size = raw_by_size.get(entry.size, [])
         if same_size:
-            digest = sha256(folder / entry.path)
+            digest = sha256_file(folder / entry.path)
             for raw in same_size:
                 if raw not in raw_digests:
-                    raw_digests[raw] = sha256(raw)
+                    raw_digests[raw] = sha256_file(raw)
                 if raw_digests[raw] == digest:
                     findings.append(f"{entry.path}: same bytes as the raw file {raw}")
     return findings
@@ -301,7 +302,7 @@ def check_build_record(
                 "rebuild the folder with `medprobe build`"
             )
         for path, digest in files.items():
-            if sha256(folder / path) != digest:
+            if sha256_file(folder / path) != digest:
                 raise PublishError(
                     f"{folder / path} (config {config!r}) is not the file its build recorded (sha256 differs): the "
                     "folder mixes builds; rebuild it with `medprobe build`"

@@ -45,7 +45,7 @@ class Sample:
 @functools.lru_cache(maxsize=1)
 def shipped_samples() -> tuple[Sample, ...]:
     """Every shipped sample, its data files hashed once per process (a few hundred kB)."""
-    from medprobe.building.cards import sha256
+    from medprobe.digests import sha256_file
     from medprobe.profiling.plan import profiled, sample_folder
 
     samples: list[Sample] = []
@@ -55,7 +55,7 @@ def shipped_samples() -> tuple[Sample, ...]:
         if folder is None or not folder.is_dir() or any(sample.folder == folder for sample in samples):
             continue
         data = [path for path in sorted(folder.rglob("*")) if path.is_file() and path.name != "README.md"]
-        samples.append(Sample(entry.benchmark, folder, {sha256(path): path.relative_to(folder).as_posix() for path in data}))
+        samples.append(Sample(entry.benchmark, folder, {sha256_file(path): path.relative_to(folder).as_posix() for path in data}))
     return tuple(samples)
 
 

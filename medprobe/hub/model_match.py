@@ -14,7 +14,7 @@ Two checks, both refused unless --model-mismatch-ok:
 - on a real publish: the repo's file metadata (`HfApi.model_info(repo, files_metadata=True)`: each
   file's size and, for LFS files, its sha256) must hold every weight file the run loaded (top-level
   *.safetensors, *.bin, *.gguf, as the embedding cache finds them) with the same size and sha256,
-  so that the digest over them (`embedding_cache.combined_digest`) is the run's `weights_sha256`.
+  so that the digest over them (`medprobe.digests.combined_digest`) is the run's `weights_sha256`.
   Weight files the repo holds beyond those are allowed (a repo often has both .safetensors and .bin;
   a download keeps one) and said. A repo without weight files cannot be checked: refused.
 
@@ -161,7 +161,7 @@ def repo_weights(siblings: list[Any] | None, patterns: tuple[str, ...]) -> dict[
 def check_repo(probed: list[Probed], repo_id: str, info: Any) -> str:
     """Compare each probed identity with the repo's weight files (`info`: model_info with files metadata);
     returns what was checked, or stops with what differs and how to override."""
-    from medprobe.contrastive.embedding_cache import WEIGHT_PATTERNS, combined_digest  # imports torch: a real publish only
+    from medprobe.digests import WEIGHT_PATTERNS, combined_digest
 
     held = repo_weights(getattr(info, "siblings", None), WEIGHT_PATTERNS)
     if not held:

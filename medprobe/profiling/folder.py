@@ -53,8 +53,9 @@ from typing import Any
 from medprobe import distributed
 from medprobe.atomic import signals_deferred, sigterm_raises, write_text_atomically
 from medprobe.atomic_folder import clean_leftovers, leftover_stages, out_lock, prepare_parent, stage_prefix, swap_into_place
-from medprobe.building.cards import package_version, sha256
+from medprobe.building.cards import package_version
 from medprobe.contracts import UserError
+from medprobe.digests import json_digest, sha256_file
 
 PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
 JOURNAL = "progress.json"  # in the staging folder, beside out/: the finished runs a resume may take
@@ -115,7 +116,7 @@ def check_replaceable(out: Path, overwrite: bool) -> None:
             f"{out} holds file(s) that are not part of its profile: {listing(stray, 10)}; a new profile would delete "
             "them: move them away, or pass --overwrite"
         )
-    changed = [name for name in files if name in recorded and sha256(out / name) != recorded[name]]
+    changed = [name for name in files if name in recorded and sha256_file(out / name) != recorded[name]]
     if changed:
         raise UserError(
             f"{out} holds file(s) changed since medprobe wrote them: {listing(changed, 10)}; a new profile would "
@@ -135,7 +136,7 @@ def disagreement(folder: Path, profile: dict) -> str | None:
         path = folder / name
         if not path.is_file():
             return f"{path}, which profile.json records, is missing"
-        if sha256(path) != digest:
+        if sha256_file(path) != digest:
             return f"{path} is not the file profile.json recorded (its sha256 differs: changed after the profile was written)"
     for run in profile["runs"]:
         results = [name for name in run.get("files") or {} if name.endswith(".json")]
@@ -201,7 +202,7 @@ def folder_digest(folder: Path) -> str:
     """One sha256 over the names and contents of every file under `folder`."""
     digest = hashlib.sha256()
     for name in files_under(folder):
-        digest.update(f"{name}\0{sha256(folder / name)}\n".encode())
+        digest.update(f"{name}\0{sha256_file(folder / name)}\n".encode())
     return digest.hexdigest()
 
 
@@ -216,7 +217,7 @@ def run_key(request: dict, source: dict, content: str | None, weights: str | Non
         "weights": weights,
         "medprobe": package_version("medprobe"),
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return json_digest(payload)
 
 
 # --- the folder ------------------------------------------------------------------------------------
@@ -287,7 +288,7 @@ class ProfileFolder:
     def adopt(self, files: dict[str, str]) -> bool:
         """Move a killed profile's run files into this staging folder, if every one is unchanged."""
         sources = {name: self.previous / "out" / name for name in files}
-        if not files or any(not path.is_file() or sha256(path) != files[name] for name, path in sources.items()):
+        if not files or any(not path.is_file() or sha256_file(path) != files[name] for name, path in sources.items()):
             return False
         for name, path in sources.items():
             (self.staged / name).parent.mkdir(parents=True, exist_ok=True)
@@ -310,7 +311,7 @@ class ProfileFolder:
         # every file of the run: its results JSON and the files written with it (outcomes, predictions, plot)
         paths = [results.resolve(), *((results.parent / name).resolve() for name in shown.files)]
         inside = [path for path in paths if path.is_relative_to(self.staged.resolve())]
-        entry["files"] = {path.relative_to(self.staged.resolve()).as_posix(): sha256(path) for path in inside}
+        entry["files"] = {path.relative_to(self.staged.resolve()).as_posix(): sha256_file(path) for path in inside}
         self.journal[entry["label"]] = {"key": self.key(request, source), "entry": entry}
         self.write_journal()
 
@@ -320,7 +321,9 @@ class ProfileFolder:
         profile.data, profile.runs, profile.failed = self.logical((profile.data, profile.runs, profile.failed))
         own = {name for run in profile.runs for name in run.get("files") or {}}
         profile.files = {
-            name: sha256(self.staged / name) for name in files_under(self.staged) if name not in own and name not in PROFILE_FILES
+            name: sha256_file(self.staged / name)
+            for name in files_under(self.staged)
+            if name not in own and name not in PROFILE_FILES
         }
 
     def write_journal(self) -> None:

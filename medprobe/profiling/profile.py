@@ -130,7 +130,7 @@ def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list
     """profile.json, profile.md and (with matplotlib) profile.png of the profile folder OUT, all or nothing,
     written into `into` (default OUT; `run_profile` writes its staging folder); profile.json records the
     sha256 of the other two in `files`."""
-    from medprobe.building.cards import sha256
+    from medprobe.digests import sha256_file
 
     into = into or out
     if not profile.figure_note:
@@ -138,11 +138,11 @@ def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list
 
     def write_table(temp: Path) -> None:
         temp.write_text(markdown(profile), encoding="utf-8")
-        profile.files["profile.md"] = sha256(temp)
+        profile.files["profile.md"] = sha256_file(temp)
 
     def draw(temp: Path) -> None:
         draw_figure(profile, temp)
-        profile.files["profile.png"] = sha256(temp)
+        profile.files["profile.png"] = sha256_file(temp)
 
     writers = [  # profile.json last: it records the others' sha256
         (into / "profile.md", write_table),

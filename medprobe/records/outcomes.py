@@ -4,11 +4,12 @@ group, its content digest (`item`) and its outcome columns; medprobe.records.ver
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from medprobe.digests import sha256_text
 
 if TYPE_CHECKING:  # numpy only when outcomes are read or written
     from medprobe.stats import Outcomes
@@ -47,7 +48,7 @@ def outcomes_entry(text: str, out: str | Path, outcomes: Outcomes, unit: str, fi
     """The record's `outcomes` entry for the JSON-lines `text` written beside `out`."""
     return {
         "file": outcomes_path(out).name,
-        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "sha256": sha256_text(text),
         "items": len(outcomes),
         "unit": unit,
         "fields": fields,

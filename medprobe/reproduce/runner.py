@@ -18,8 +18,6 @@ main process locks and writes.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -29,6 +27,7 @@ from typing import Any
 from medprobe import distributed
 from medprobe.atomic_folder import out_lock, prepare_parent
 from medprobe.contracts import UserError
+from medprobe.digests import json_digest
 from medprobe.reproduce.cells import run_cell
 from medprobe.reproduce.checks import check_data, check_model_map, check_ours, check_overrides, settable
 from medprobe.reproduce.recipe import Cell, Model, Recipe, load_recipe
@@ -209,5 +208,4 @@ def request_key(requests: list, model: Model) -> str:
         }
         for r in requests
     ]
-    text = json.dumps(described, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return json_digest(described)

@@ -24,7 +24,6 @@ from that very results JSON (same sha256).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from statistics import median
@@ -32,6 +31,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from medprobe.digests import sha256_file
 from medprobe.review.agreement import agreement
 from medprobe.review.scale import HIGHEST, LOWEST, SCALE
 from medprobe.stats import Estimator, Outcomes, estimate, intervals
@@ -117,16 +117,15 @@ def review_record(
 ) -> dict:
     medians = item_medians(table, manifest["items"])
     accepted = {item: value >= accept for item, value in medians.items()}
-    manifest_bytes = (Path(folder) / "manifest.json").read_bytes()
     return {
         "format": RECORD_FORMAT,
         "export": {
             "folder": str(Path(folder).resolve()),
-            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+            "manifest_sha256": sha256_file(Path(folder) / "manifest.json"),
             "id": manifest.get("export_id"),  # None: exported before export ids (sheets matched by their text)
         },
         "run": manifest["run"],
-        "ratings": [{"file": str(Path(f).resolve()), "sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()} for f in files],
+        "ratings": [{"file": str(Path(f).resolve()), "sha256": sha256_file(f)} for f in files],
         "raters": list(table),
         "queries": len(manifest["queries"]),
         "top_k": manifest["top_k"],
@@ -267,7 +266,7 @@ def review_line(results: str | Path) -> str | None:
         record = json.loads(path.read_text(encoding="utf-8"))
         if record.get("format") != RECORD_FORMAT:
             return None
-        current = hashlib.sha256(Path(results).read_bytes()).hexdigest()
+        current = sha256_file(results)
         if record["run"]["sha256"] != current:
             return f"{path.name} reviews another version of {Path(results).name} (its sha256 differs); its figures are not shown"
         return summary_line(record)
@@ -276,10 +275,6 @@ def review_line(results: str | Path) -> str | None:
 
 
 # --- the command ----------------------------------------------------------------------------------------
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def check_ours(target: Path, md: Path, svg: Path) -> None:
@@ -310,7 +305,7 @@ def check_ours(target: Path, md: Path, svg: Path) -> None:
                 expected = sha256_text(write(record))
             except (KeyError, TypeError, ValueError, IndexError, AttributeError):
                 expected = None
-        if sha256_of(path) != expected:
+        if sha256_file(path) != expected:
             raise UserError(
                 f"{path}: not the {role} `medprobe review import` wrote beside {target.name} (edited since?); {advice}"
             )

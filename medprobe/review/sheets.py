@@ -22,7 +22,6 @@ are interchangeable; any difference a rating depends on gives another id.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import re
@@ -35,6 +34,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from medprobe.contracts import UserError
+from medprobe.digests import sha256_file, sha256_text
 from medprobe.records import load_run
 from medprobe.records.outcomes import outcomes_path
 from medprobe.records.record import RunRecord
@@ -57,14 +57,6 @@ class Query:
     relation: str
     gold: list[str]
     predictions: list[str]  # the run's top-K, best first
-
-
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def rater_names(value: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 Every row of a context-variance dataset is a cloze query preceded by the segments S1..Si of a
 document (step i). `rank_rows` scores the row's candidates at the answer slot with any candidate
-scorer and turns the scores into ranks; `ucm_inputs` pairs step i with step i-1 of the same
+scorer and turns the scores into ranks; `ucm_steps` pairs step i with step i-1 of the same
 instance and gives the `ucm` evaluate module its inputs (rank changes of the target, the added
 object and the correct and incorrect objects already in the context).
 
@@ -173,13 +173,6 @@ def rank_row(row: dict, scores: np.ndarray, next_added: dict[tuple[str, int], st
     )
 
 
-def ucm_inputs(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> dict[str, list]:
-    """Keyword arguments of the `ucm` metric: one entry per step i >= 1 (step i against step i-1 of
-    the same instance), plus the best gold rank per instance without context (step 0) and with the
-    whole context (its last step)."""
-    return ucm_steps(ds, row_ranks).inputs
-
-
 @dataclass
 class UCMSteps:
     """The `ucm` metric's inputs and, aligned with them, which instance each step and each pair of
@@ -192,7 +185,9 @@ class UCMSteps:
 
 
 def ucm_steps(ds: datasets.Dataset, row_ranks: list[RowRanks]) -> UCMSteps:
-    """`ucm_inputs`, with the instance of every step and of every gold-rank pair (see `UCMSteps`)."""
+    """Keyword arguments of the `ucm` metric (`inputs`): one entry per step i >= 1 (step i against step i-1 of
+    the same instance), plus the best gold rank per instance without context (step 0) and with the whole
+    context (its last step); with the instance of every step and of every gold-rank pair (see `UCMSteps`)."""
     rows = ds.select_columns(
         [
             "instance_id",

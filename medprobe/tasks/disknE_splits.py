@@ -61,16 +61,6 @@ class DiseaseSplits:
     test_positives: int
     removed: dict[str, int] = field(default_factory=dict)  # why rows left the training pool, by reason
 
-    def as_dataset_dict(self, ds: datasets.Dataset) -> datasets.DatasetDict:
-        import datasets
-
-        return datasets.DatasetDict(
-            {
-                name: ds.select(rows)
-                for name, rows in (("train", self.train), ("validation", self.validation), ("test", self.test))
-            }
-        )
-
 
 def check_disknE_fields(ds: datasets.Dataset, what: str, fields: tuple[str, ...] = DISKNE_FIELDS) -> None:
     absent = [f for f in fields if f not in ds.column_names]
