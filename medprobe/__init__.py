@@ -16,8 +16,6 @@ datasets:
 Every prober and task class medprobe registers is exported too (`from medprobe import
 MaskAverageProbe, MedLAMATask`): the names come from the registry (medprobe/registry.py), read when
 one of them is first asked for.
-
-Imports (docs/architecture.md): the registry, inside functions; the API modules by name on first use.
 """
 
 from importlib.metadata import PackageNotFoundError, version

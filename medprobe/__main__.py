@@ -1,7 +1,4 @@
-"""`python -m medprobe ...` is the `medprobe` command.
-
-Imports (docs/architecture.md, layer commands): any layer.
-"""
+"""`python -m medprobe ...` is the `medprobe` command."""
 
 import sys
 

@@ -15,8 +15,6 @@ writes every one under its temporary name first, then renames them in the order 
 JSON last, naming the sha256 of the others) with SIGINT and SIGTERM held off, and puts the previous
 files back if a rename fails. A SIGKILL between two renames leaves a JSON whose named files do not
 match: `medprobe.records` reads that as an interrupted write, never as a run.
-
-Imports (docs/architecture.md): only foundation modules (api); every layer may import it.
 """
 
 from __future__ import annotations

@@ -14,8 +14,6 @@ single files use medprobe/atomic.py. The pieces:
   renames whose half-done state `clean_leftovers` undoes.
 - `medprobe.atomic.sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C (the CLI
   runs every command under `sigterm_raises`), and neither cuts a swap or a cleanup in half.
-
-Imports (docs/architecture.md): only foundation modules (api, atomic); every layer may import it.
 """
 
 from __future__ import annotations

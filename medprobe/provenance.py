@@ -7,9 +7,6 @@
 
 A results JSON records all four, so that two numbers can be told apart (or paired: `medprobe
 compare` refuses runs whose data or items differ) and a published number names its model.
-
-Imports (docs/architecture.md, layer run): the layers below (foundation, data, probers and tasks); never
-profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ Benchmark, task and prober names, and every option, are those of the registry (`
 lists them); an option is given by its keyword (`per_relation=2` for `--per-relation 2`). The examples
 of each function run as they are, in that order, with the packaged MiniLM (tests/test_python_api.py
 runs them).
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

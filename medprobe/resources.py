@@ -4,8 +4,6 @@ In a source checkout they are the top-level folders `datasets/`, `metrics/` and 
 In an installed wheel they are copied to `medprobe/_resources/` (see pyproject.toml), because a
 wheel may only install importable packages. Every lookup goes through this module so that
 `medprobe build` and `evaluate.load(metric_path(...))` work either way.
-
-Imports (docs/architecture.md): only foundation modules (api); every layer may import it.
 """
 
 from __future__ import annotations

@@ -22,8 +22,6 @@ metric read from it):
 - Holm's step-down correction for a family of p-values (per-group differences).
 
 Nothing here imports torch, datasets or evaluate: numpy only.
-
-Imports (docs/architecture.md): no module of medprobe (a leaf: everything may import it).
 """
 
 from __future__ import annotations

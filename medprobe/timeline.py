@@ -8,8 +8,6 @@
 otherwise; the clock starts when the process started (Linux /proc), so interpreter start-up and
 imports are counted, not only what follows the first medprobe import. `first(label)` marks a
 label once per process (e.g. the first forward pass).
-
-Imports (docs/architecture.md, layer foundation): the standard library only.
 """
 
 from __future__ import annotations

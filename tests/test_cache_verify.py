@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from medprobe import digests
 from medprobe.cli import main
 from medprobe.contrastive import ContrastiveProbe
 from medprobe.contrastive import embedding_cache as ec
@@ -181,7 +182,7 @@ def test_a_space_whose_model_folder_is_gone_is_skipped_with_one_line_plumbing_ti
 def test_a_cache_written_before_spaces_recorded_their_models_finds_the_folder_by_its_weights_plumbing_tiny_random_bert(
     cache_dir, model_dir, monkeypatch, capsys
 ):
-    monkeypatch.setattr(ec, "RACY_SECONDS", -1.0)  # the weights were just written: remember their digest anyway
+    monkeypatch.setattr(digests, "RACY_SECONDS", -1.0)  # the weights were just written: remember their digest anyway
     fill(model_dir)
     forge(chunks(cache_dir)[0])
     (space,) = {chunk.parent for chunk in chunks(cache_dir)}

@@ -207,7 +207,7 @@ def fake_run(monkeypatch):
 @pytest.fixture
 def generated_data(monkeypatch):
     """MST and context variance 'built' without building: the plumbing tests need no data."""
-    from medprobe import profile_plan
+    from medprobe.profiling import plan as profile_plan
 
     def build_into(options, name, data_dir, print_fn):
         return profile_plan.DataSource(
@@ -263,9 +263,9 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
 def test_without_matplotlib_the_figure_is_left_out_and_said(
     tmp_path, model_folders, fake_run, generated_data, monkeypatch, capsys
 ):
-    from medprobe import profiling
+    from medprobe.profiling import run as profiling_run
 
-    monkeypatch.setattr(profiling, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
+    monkeypatch.setattr(profiling_run, "figure_available", lambda: "matplotlib is not installed, so profile.png was not drawn")
     out = tmp_path / "profile"
     run_profile(ProfileOptions(model=model_folders["causal-lm"], out=str(out), benchmarks=("medlama",)))
     assert not (out / "profile.png").exists()

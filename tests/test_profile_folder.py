@@ -189,7 +189,7 @@ def test_a_profile_resumes_a_killed_one_reusing_only_runs_of_the_same_request(tm
 
 def test_a_resumed_profile_runs_again_what_another_request_or_changed_files_made(tmp_path, encoder, fake_run, capsys):
     out = tmp_path / "P"
-    process = start_paused_profile("medprobe.profiling:headline_rows", profile_args(encoder, out, "--seed", "5"))
+    process = start_paused_profile("medprobe.profiling.run:headline_rows", profile_args(encoder, out, "--seed", "5"))
     signal_and_wait(process, signal.SIGKILL)  # both runs done and journaled, profile.json not written
     (stage,) = [out.parent / name for name in leftovers(out) if ".medprobe-tmp-" in name]
     (stage / "out" / "runs" / "medlama-hard-contrastive.json").write_text("{}")  # changed since it was journaled
@@ -198,7 +198,7 @@ def test_a_resumed_profile_runs_again_what_another_request_or_changed_files_made
     assert printed.count("reused from the killed profile") == 1 and [r.config for r in fake_run] == ["hard"]
     assert "run medlama-hard-contrastive of the killed profile is run again" in printed
 
-    process = start_paused_profile("medprobe.profiling:headline_rows", profile_args(encoder, out, "--seed", "5"))
+    process = start_paused_profile("medprobe.profiling.run:headline_rows", profile_args(encoder, out, "--seed", "5"))
     signal_and_wait(process, signal.SIGKILL)
     fake_run.clear()
     assert main(profile_args(encoder, out, "--seed", "6")) == 0  # another request: nothing is reused
@@ -214,7 +214,7 @@ def test_a_resumed_profile_runs_again_what_a_model_retrained_in_place_made(tmp_p
     shutil.copytree(encoder, model)
     (model / "model.safetensors").write_bytes(b"weights before the kill")
     out = tmp_path / "P"
-    process = start_paused_profile("medprobe.profiling:headline_rows", profile_args(str(model), out, "--seed", "5"))
+    process = start_paused_profile("medprobe.profiling.run:headline_rows", profile_args(str(model), out, "--seed", "5"))
     signal_and_wait(process, signal.SIGKILL)  # both runs done and journaled
     (model / "model.safetensors").write_bytes(b"weights retrained in place")
     assert main(profile_args(str(model), out, "--seed", "5")) == 0

@@ -2,7 +2,4 @@
 
 Imports run one way: `medprobe.hub` (publishing) and `medprobe.export` read what is built here; nothing
 here imports them.
-
-Imports (docs/architecture.md, layer data): the foundation; never tasks, probers, the run, hub/, export/
-or cli/.
 """

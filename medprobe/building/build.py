@@ -30,9 +30,6 @@ record is what makes OUT ours: a rebuild replaces only a medprobe build of the s
 (or an empty folder) unless `overwrite`; a build of some configs keeps the others, with their
 record, when they were built with the same parameters and source. `medprobe publish dataset`
 checks the folder against the record (medprobe/hub/checks.py).
-
-Imports (docs/architecture.md, layer data): the foundation only (builder modules are loaded by path
-through resources, or by the name the registry gives); never tasks, probers, the run, hub/, export/ or cli/.
 """
 
 from __future__ import annotations

@@ -34,9 +34,6 @@ data may be published as; `medprobe publish dataset` enforces it (medprobe/hub/c
   Never published publicly: only to a private repo (`--private`).
 A template may take the marker from its builder (`medprobe_licence: $licence`, filled by
 `card_context`) when it depends on the inputs, as for context variance.
-
-Imports (docs/architecture.md, layer data): the foundation; never tasks, probers, the run, hub/, export/
-or cli/.
 """
 
 from __future__ import annotations

@@ -4,9 +4,6 @@ Every subcommand module has `add_<name>_command(subparsers)` that registers its 
 `func` (`probe` parses its own arguments in two stages, see medprobe/cli/probe.py). Errors a user
 can fix (medprobe.contracts.UserError: missing files, bad arguments, malformed data) are printed as one
 message without a traceback (set MEDPROBE_DEBUG=1 to see it).
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
 """
 
 from __future__ import annotations

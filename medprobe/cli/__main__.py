@@ -1,8 +1,4 @@
-"""`python -m medprobe.cli ...` (what `accelerate launch -m medprobe.cli` runs).
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
-"""
+"""`python -m medprobe.cli ...` (what `accelerate launch -m medprobe.cli` runs)."""
 
 import sys
 

@@ -1,8 +1,4 @@
-"""`medprobe build BENCHMARK --out DIR`: a benchmark as a Hub-ready folder (Parquet + card), built atomically.
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
-"""
+"""`medprobe build BENCHMARK --out DIR`: a benchmark as a Hub-ready folder (Parquet + card), built atomically."""
 
 from __future__ import annotations
 

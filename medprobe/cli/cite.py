@@ -1,8 +1,4 @@
-"""`medprobe cite [NAME ...]`: the BibTeX of what a run used (benchmarks, probers) and of medprobe.
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
-"""
+"""`medprobe cite [NAME ...]`: the BibTeX of what a run used (benchmarks, probers) and of medprobe."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.comparison).
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
-"""
+"""`medprobe compare RUN_OR_PROFILE RUN_OR_PROFILE [...]`: runs side by side, paired on identical items (medprobe.comparison)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""`medprobe export lm-eval BENCHMARK --dataset D --out DIR`: task YAMLs for lm-evaluation-harness.
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
-"""
+"""`medprobe export lm-eval BENCHMARK --dataset D --out DIR`: task YAMLs for lm-evaluation-harness."""
 
 from __future__ import annotations
 

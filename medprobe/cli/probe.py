@@ -5,9 +5,6 @@ with the common options plus that prober's and that task's own options from medp
 `medprobe probe --prober mask-average --help` lists nothing of the other probers, and a flag of
 another prober is an error that names its owner. Options left out are not passed at all: the
 prober class's (and the task's) own defaults apply, and `--help` shows them.
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
 """
 
 from __future__ import annotations

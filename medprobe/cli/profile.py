@@ -1,8 +1,4 @@
-"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profiling.plan).
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
-"""
+"""`medprobe profile`: every benchmark that fits one model, one knowledge-profile table (medprobe.profiling, medprobe.profiling.plan)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """`medprobe publish dataset|metric|results`: the options; the work is in medprobe/hub/publish.py (datasets,
 metric Spaces, and the Hub I/O they share) and medprobe/hub/publish_results.py (results into model cards).
 Nothing heavy is imported until a command runs.
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
 """
 
 from __future__ import annotations

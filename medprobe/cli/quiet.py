@@ -4,8 +4,6 @@ Each entry is narrow: one category and the start of one message, with the reason
 A warning that is ours to fix is fixed at its cause instead (e.g. TrainingArguments created with
 `dataloader_pin_memory=False` on CPU). `main` installs the filters; the Python API leaves the
 caller's warnings alone.
-
-Imports (docs/architecture.md, layer commands): the standard library only.
 """
 
 from __future__ import annotations

@@ -9,8 +9,6 @@ twice a second; `step.say(text)` prints above it. When the step ends, that line 
 
 Warnings are never hidden in the log: they are printed on the real stderr (the known harmless ones
 are filtered before that, medprobe/cli/quiet.py). Errors propagate as they would without it.
-
-Imports (docs/architecture.md, layer commands): the standard library only.
 """
 
 from __future__ import annotations

@@ -4,9 +4,6 @@ MRCONSO.RRF is several GB; DisKnE needs the English names of a few hundred CUIs.
 the file once (with a progress bar) and keeps those names, in the format the DisKnE builder
 reads (its readers and writer are used here, so the two cannot drift apart). The TSV is UMLS
 content: keep it with your other licensed files, never in a repository.
-
-Imports (docs/architecture.md, layer commands): any layer; nothing outside cli/ imports it but
-medprobe/__main__.
 """
 
 from __future__ import annotations

@@ -7,8 +7,6 @@ one run per benchmark/config/prober, labelled by the folder's name. Floors (MST'
 failed runs of a profile are left out and listed. Every run is read through medprobe.records (its
 numbers recomputed from its outcomes); a profile's run is also checked to be the one profile.json
 recorded (medprobe.profiling.folder.verified_run).
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

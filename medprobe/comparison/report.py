@@ -8,8 +8,6 @@ The tables are built once (`tables`) and rendered as Markdown or HTML. Values an
 are in % (percentage points for differences): every metric compared is a share (acc@k, UCM
 shares, F1, accuracy). The HTML page loads nothing: no script, no external style or font, the
 plot inline as a base64 PNG, and a Content-Security-Policy that forbids any other load.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -6,9 +6,6 @@ Stage 1 rewires an encoder on raw sentences with a contrastive objective (`Rewir
 The names below are imported on first use: `medprobe.contrastive.prober` (what `medprobe probe`
 loads) must not pull in the rewiring's Trainer, which takes seconds to import and a probe without
 rewiring never needs.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

@@ -16,9 +16,6 @@ vector forged inside a large chunk only by a sample that draws it (`--sample all
 Every chunk that disagrees is dropped together, after the whole cache was checked, or none is (`drop_chunks`):
 a failed or interrupted verify leaves the cache as it was. A dropped chunk is a miss: the next probe encodes
 its texts again and stores them whole.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own layer;
-never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations
@@ -39,6 +36,7 @@ from medprobe.contracts import UserError
 from medprobe.contrastive import embedding_cache
 from medprobe.contrastive.embedding_cache import Key
 from medprobe.contrastive.prober import ContrastiveProbe, model_files_digest, model_folder
+from medprobe.digests import read_digests
 from medprobe.models import resolve_model
 
 DEFAULT_SAMPLE = 256  # texts per space: seconds of MiniLM on a CPU; every chunk is drawn from while there are fewer
@@ -270,7 +268,7 @@ def unavailable(source: str) -> str | None:
 def local_models(root: Path) -> dict[str, list[str]]:
     """Model folders by weights digest, among the folders whose files the cache has hashed (file-digests.json):
     where to find the model of a space written before spaces recorded their models."""
-    folders = {Path(entry.split("|")[0]).parent for entry in embedding_cache.read_digests(root)}
+    folders = {Path(entry.split("|")[0]).parent for entry in read_digests(root)}
     found: dict[str, list[str]] = {}
     for folder in sorted(folder for folder in folders if folder.is_dir()):
         digest = embedding_cache.weights_digest(folder, root)

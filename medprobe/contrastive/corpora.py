@@ -3,9 +3,6 @@ report of a rewiring, and a release's rewiring corpora (found, or downloaded onc
 
 Kept apart from medprobe.contrastive.rewiring, which imports transformers' Trainer (seconds to import),
 so that a probe without rewiring never loads it.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

@@ -54,9 +54,6 @@ total fits.
 Embeddings read back are bit-identical to the ones stored. They were encoded in the batches of the
 run that stored them, so a run that hits may differ from a cold run in the last float bits (batch
 padding changes the kernels' summation order), as two cold runs with different batch sizes do.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

@@ -10,9 +10,6 @@ What makes encoding faithful and fast:
 - only what is read is computed: layer-wise probing drops the later layers, and the last
   layer used runs at [CLS] alone;
 - on a CPU, one batch per thread.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

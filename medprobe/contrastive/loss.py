@@ -1,8 +1,4 @@
-"""InfoNCE / NT-Xent over the 2N embeddings of a batch of N positive pairs.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
-"""
+"""InfoNCE / NT-Xent over the 2N embeddings of a batch of N positive pairs."""
 
 from __future__ import annotations
 

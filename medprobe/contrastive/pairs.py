@@ -15,9 +15,6 @@ What differs from the released code, on purpose:
 - at least one word stays visible: the span length is drawn from 1 .. min(1 + int(mask_ratio
   * words), words - 1), and lines with fewer than two words are skipped and counted;
 - the draws come from a seeded generator (the released code never seeded `random`).
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

@@ -19,9 +19,6 @@ rewired model was saved (`--save-rewired`): then its vectors are keyed by the sa
 of that folder reads them. A warm probe (`from_pretrained`, every token id and vector in the cache)
 neither loads the model and its tokenizer nor imports transformers: they load at the first text or
 vector the cache does not hold (`Deferred`).
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

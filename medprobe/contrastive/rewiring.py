@@ -9,9 +9,6 @@ Speed: the 2N texts of a batch are encoded in length-sorted chunks, each padded 
 own longest text, and the loss is taken over all 2N embeddings at once. The gradient is that
 of one big padded batch; the encoder just skips the padding (the released code padded
 every text to 48 word pieces).
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

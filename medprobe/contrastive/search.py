@@ -6,9 +6,6 @@ query x candidate matrix (19,000 x 22,923 floats = 1.7 GB for MedLAMA) is never 
 Equal scores are real (distinct names can have identical embeddings) and are broken by
 candidate order, always: the result does not depend on the chunk size, the thread count or
 the sort algorithm.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

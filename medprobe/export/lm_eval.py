@@ -14,9 +14,6 @@ the README.md with the commands, and writing DIR.
 The dataset is named in the YAMLs as given: a Hub id, or a built folder as an absolute path (lm-eval
 runs `load_dataset(path, config)`, which reads a medprobe folder through its card). The folder is
 written whole beside DIR and swapped in, like `medprobe build`.
-
-Imports (docs/architecture.md, layer probers and tasks): the foundation, the data layer and its own
-layer; never the run, profile, compare, hub/ or cli/.
 """
 
 from __future__ import annotations

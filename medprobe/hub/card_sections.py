@@ -12,8 +12,6 @@ The results section keeps the blocks of earlier publishes of other runs (blocks 
 dataset, config, split, prober and subset, like the model-index entries) and replaces the same run's.
 No local path goes into a card: the command names the published dataset and model repo, and files
 by their names only.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -12,8 +12,6 @@ DisKnE, MedNLI or UMLS release file) unless the repo will be gated or private. T
 
 A metric folder passes when `evaluate.load(folder)` loads it, its card's Space YAML parses and
 names the gradio SDK, and it holds its module, card and requirements.txt.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -15,8 +15,6 @@ A Hub dataset's card, as `medprobe publish dataset` uploads a built folder, stat
 from those the way medprobe.provenance.dataset_fingerprint derives it from the files, so the two are equal exactly
 when the run read the files the Hub dataset holds. A run that read the data from the Hub records the repo and
 revision instead, and is checked by them. `--dataset-mismatch-ok` skips the check (the sample refusal stays).
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

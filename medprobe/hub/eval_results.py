@@ -10,8 +10,6 @@ overwritten: its text and other metadata are kept, an entry that describes the s
 (`.eval_results/*.yaml` entries are not written: that format names a task of a benchmark that
 the Hub has allow-listed through an `eval.yaml` in the dataset repo, with one headline value per
 task, which a medprobe dataset does not declare.)
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

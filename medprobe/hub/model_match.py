@@ -17,8 +17,6 @@ Two checks, both refused unless --model-mismatch-ok:
   so that the digest over them (`medprobe.digests.combined_digest`) is the run's `weights_sha256`.
   Weight files the repo holds beyond those are allowed (a repo often has both .safetensors and .bin;
   a download keeps one) and said. A repo without weight files cannot be checked: refused.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ so they would otherwise stay beside the new ones).
 Gated and private datasets never sit public and ungated, even briefly: a new repo is created
 private, gating is switched on before the data is uploaded, and only then is a gated repo
 made public.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ the --dataset-id dataset's card and checks that its medprobe_build record gives 
 reads the card at the repo's head, merges the eval results into its model-index and writes the
 card text (medprobe/hub/card_sections.py: each run's n, 95% interval, data fingerprint, medprobe
 version and the command that repeats it), and commits on top of that head.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

@@ -17,8 +17,6 @@ MST data generated with other sizes than the builder's defaults, outside --quick
 MST is a generator with no canonical rows, the size of its test split is a property of the dataset
 the user built (and publishes under --dataset-id), and the card gives n and the interval of every
 number, which is where a small test split shows.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

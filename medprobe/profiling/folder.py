@@ -33,8 +33,6 @@ dataset folder and medprobe's version. A profile into OUT that finds the staging
 profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM remove their own) takes from it the runs
 whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
 (a build of the same data gives the same bytes, hence the same keys).
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations

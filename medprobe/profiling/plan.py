@@ -22,8 +22,6 @@ the builder ships). Data that is not the benchmark itself (`sample_is_benchmark=
 Each planned run becomes one `medprobe.run.RunRequest` (`make_request`): the same loop as
 `medprobe probe`, writing DIR/runs/<label>.json (and <label>.predictions.jsonl for the tasks that
 have a --predictions option).
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from medprobe import distributed
 from medprobe.contracts import UserError
 from medprobe.registry import TASKS, ProfilePlan, TaskEntry, task_entry
 
-PACKAGE_DIR = Path(__file__).resolve().parent  # a plan's `sample` is relative to it (or absolute)
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the package medprobe/: a plan's `sample` is relative to it (or absolute)
 KIND_NAMES = {
     "encoder": "an encoder without a masked-LM head",
     "masked-lm": "a masked LM",

@@ -10,10 +10,16 @@ every file the JSON names (outcomes, predictions, plot) is the one it was writte
 every overall metric, its 95% interval and n, and the per-group values, from the per-item outcomes
 with the task's estimators (medprobe.stats); a record whose numbers disagree with its own outcomes is
 refused, naming the metric and both values.
-
-Imports (docs/architecture.md, layer uses of runs): any layer but the commands; never cli/.
 """
 
-from medprobe.records.verify import LoadedRun, RecordError, load_record_file, load_run, read_run_outcomes
-
 __all__ = ["LoadedRun", "RecordError", "load_record_file", "load_run", "read_run_outcomes"]
+
+
+def __getattr__(name: str):
+    """The reader's names, imported on first use: importing the record itself (medprobe.records.record, which the
+    CLI parsers do) must not import numpy and the estimators with it."""
+    if name in __all__:
+        from medprobe.records import verify
+
+        return getattr(verify, name)
+    raise AttributeError(f"module 'medprobe.records' has no attribute {name!r}")
