@@ -19,51 +19,24 @@ import pytest
 
 from test_imports import import_graph, imported_names
 
-# Bottom to top: a layer's modules, or packages whose modules all belong to it.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "foundation",
-        (
-            "medprobe",  # the package: __version__, and the Python API looked up by name on first use
-            "medprobe.contracts",
-            "medprobe.api",  # the old name of contracts, a deprecated alias until 0.3
-            "medprobe.stats",
-            "medprobe.atomic",
-            "medprobe.atomic_folder",
-            "medprobe.digests",
-            "medprobe.distributed",
-            "medprobe.resources",
-            "medprobe.registry",
-            "medprobe.citations",
-            "medprobe.models",
-            "medprobe.timeline",
-        ),
-    ),
-    (
-        "data",
-        (
-            "medprobe.building",
-            "medprobe.records.record",
-            "medprobe.records.outcomes",
-            "medprobe.records.tables",
-            "medprobe.records.write",
-        ),
-    ),
-    ("probers and tasks", ("medprobe.contrastive", "medprobe.lm", "medprobe.tasks", "medprobe.export")),
-    ("run", ("medprobe.run", "medprobe.provenance", "medprobe.records")),
-    (
-        "uses of runs",
-        (
-            "medprobe.profiling",
-            "medprobe.comparison",
-            "medprobe.hub",
-            "medprobe.reproduce",
-            "medprobe.review",
-            "medprobe.python_api",
-        ),
-    ),
-    ("commands", ("medprobe.cli", "medprobe.__main__")),
-]
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+MAP_MARK = "<!-- layers: read by tests/test_import_layers.py, top layer first -->"
+
+
+def read_layers(page: Path = ARCHITECTURE) -> list[tuple[str, tuple[str, ...]]]:
+    """Bottom to top: each layer's modules, or packages whose modules all belong to it, as docs/architecture.md
+    lists them (the one copy of the map): the fenced block after MAP_MARK, one `layer: name name ...` line each,
+    top layer first; a name is relative to medprobe/ (`medprobe` alone is the package itself)."""
+    text = page.read_text(encoding="utf-8")
+    block = text.split(MAP_MARK, 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    layers = []
+    for line in block.strip().splitlines():
+        name, _, modules = line.partition(":")
+        layers.append((name.strip(), tuple(m if m == "medprobe" else f"medprobe.{m}" for m in modules.split())))
+    return layers[::-1]
+
+
+LAYERS = read_layers()
 
 # Imports that break a rule today, each with why and what removes it. An entry that no import uses any
 # more fails the test too, so that this list only shrinks.
@@ -162,7 +135,9 @@ def test_builders_and_metrics_import_nothing_of_medprobe():
     assert not found, found
 
 
-def test_the_layers_are_the_ones_the_architecture_page_draws():
-    page = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
-    for name, _ in LAYERS:
-        assert f"[{name}]" in page, f"docs/architecture.md does not draw the layer [{name}]"
+def test_every_name_of_the_map_is_a_module_or_package_of_medprobe(graph):
+    """The map on the architecture page names what exists: a renamed or removed module is taken off it."""
+    names = [name for _, names in LAYERS for name in names]
+    stale = [name for name in names if not any(holds(name, module) for module in graph)]
+    assert [layer for layer, _ in LAYERS] == ["foundation", "data", "probers and tasks", "run", "uses of runs", "commands"]
+    assert not stale, f"docs/architecture.md's layer map names modules that do not exist: {stale}"
