@@ -61,7 +61,8 @@ def import_evaluate() -> ModuleType:
     """`import evaluate`; in the `medprobe` program, without the transformers that its Evaluator imports.
 
     `import evaluate` imports `evaluate.evaluator`, which imports transformers and its pipelines, and with
-    them transformers' model code (torch.distributed, ...): 1.5 s of a warm probe, which builds no model
+    them transformers' model code (torch.distributed, ...): seconds of a warm probe (docs/scaling.md), which
+    builds no model
     and, its token ids remembered, may not import transformers at all. Loading and computing metric
     modules does not use the Evaluator, so what of transformers is not imported yet (all of it, or its
     pipelines) is hidden while evaluate imports (its Evaluator then takes transformers as absent:

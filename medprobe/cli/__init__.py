@@ -95,10 +95,9 @@ def rarer_full_collections() -> None:
     """In the program, full garbage collections ten times rarer; young objects are collected as often.
 
     Importing torch, datasets and transformers leaves about a million long-lived objects, and each full
-    collection walks them all: 7 of them took 0.56 s of a 7 s warm MedLAMA probe (one just before the
-    search; measured with gc.callbacks on the project's 2-core CPU). Cyclic garbage that survives into
-    the oldest generation waits longer to be freed, which a command that ends costs nothing; the Python
-    API leaves the caller's settings alone."""
+    collection walks them all: a measurable share of a warm MedLAMA probe (docs/scaling.md, measured with
+    gc.callbacks). Cyclic garbage that survives into the oldest generation waits longer to be freed, which
+    a command that ends costs nothing; the Python API leaves the caller's settings alone."""
     import gc
 
     young, middle, _ = gc.get_threshold()
@@ -107,10 +106,10 @@ def rarer_full_collections() -> None:
 
 def exit_without_teardown(code: int) -> None:
     """End the process with `code` as the interpreter would, minus its teardown: finalizing ~3,000 modules
-    (torch, pyarrow, transformers, ...) and freeing what they hold took 1.3 s after a warm probe had
-    written everything (measured on the project's 2-core CPU). atexit handlers still run (logging flushes,
-    file locks are released) and the standard streams are flushed. While a thread that the ordinary
-    exit would wait for still runs, or the code is not an integer, this returns and the ordinary exit follows."""
+    (torch, pyarrow, transformers, ...) and freeing what they hold takes about a second after a probe has
+    written everything (docs/scaling.md). atexit handlers still run (logging flushes, file locks are
+    released) and the standard streams are flushed. While a thread that the ordinary exit would wait for
+    still runs, or the code is not an integer, this returns and the ordinary exit follows."""
     import atexit
     import threading
 

@@ -1,8 +1,8 @@
 """The MST step of `medprobe demo`: a model against its scratch twin on every MST task, small sizes.
 
 `run_mst_demo()` builds small MST splits with the real builder and runs `medprobe probe --prober
-mlm-head` on the model and on its scratch twin through `medprobe.run.run`, then prints one table
-(about 40 s on 2 CPU cores). Alone: `python -m medprobe.cli.demo_mst --model minilm`.
+mlm-head` on the model and on its scratch twin through `medprobe.run.run`, then prints one table.
+Alone: `python -m medprobe.cli.demo_mst --model minilm`.
 
 It may import the run loop and the MST task's formatting helpers (a command sits above both).
 """

@@ -379,11 +379,11 @@ class Space:
 
 def gather_rows(blocks: Sequence[np.ndarray], positions: Sequence[tuple[int, int]]) -> np.ndarray:
     """`blocks[b][r]` for each (b, r) of `positions`, stacked: one fancy index per block, not one copy per row
-    (42,000 rows stacked one by one took 0.13 s of a warm MedLAMA run).
+    (stacking MedLAMA's 42,000 rows one by one was a visible part of a warm run: docs/scaling.md).
 
     Positions that are one whole block in order (a warm run reading back what one run stored) give that
-    block itself, not a copy (on a VM, faulting in a fresh copy's pages cost another 0.1 s): read it, do
-    not write into it."""
+    block itself, not a copy (faulting in a fresh copy's pages costs time too): read it, do not write
+    into it."""
     if not positions:
         return np.zeros((0, blocks[0].shape[1] if blocks else 0), dtype=np.float32)
     where = np.array(positions, dtype=np.int64).reshape(-1, 2)

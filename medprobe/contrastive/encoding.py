@@ -157,7 +157,7 @@ def encode_cls(
     For BERT-style encoders the last layer used runs at [CLS] only (`layer_at_cls`); other
     encoders run whole. On a CPU, `workers` batches (default: one per torch thread) run at
     once, each on one thread: for these small matrices that beats splitting every operation
-    over the threads (measured on 2 cores: 20-40 % more texts per second).
+    over the threads (more texts per second on 2 cores: docs/scaling.md).
     """
     last, keep = None, layers  # the layer to run at [CLS] only, and how many run whole
     if layers is not None or has_layer_list(model):

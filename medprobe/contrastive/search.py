@@ -41,9 +41,9 @@ def scores(
 ) -> torch.Tensor:
     """Higher is closer: cosine similarity, or the negative squared L2 distance up to a per-row constant.
 
-    With `out` (queries x candidates, reused across chunks) the scores are written there: a fresh
-    47 MB block per chunk of 512 queries is fresh pages, and faulting them in cost ~10% of the
-    MedLAMA search (measured on the project's 2-core VM). The values are the same either way."""
+    With `out` (queries x candidates, reused across chunks) the scores are written there: a fresh block
+    per chunk of 512 queries is fresh pages, and faulting them in is a measurable share of the search
+    (docs/scaling.md). The values are the same either way."""
     if similarity == "cos":
         return torch.mm(F.normalize(queries, dim=-1), candidates.T, out=out)
     products = torch.mm(queries, candidates.T, out=out)

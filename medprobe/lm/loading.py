@@ -122,7 +122,7 @@ def gguf_parsed_once() -> Iterator[None]:
     """While it lasts, each GGUF file is parsed once and gguf's tensor-name map built once per shape.
 
     transformers parses a GGUF file afresh for the tokenizer, the config and the weights (SmolLM2's
-    50k-token vocabulary made each parse ~6 s on 2 cores) and rebuilds `gguf.get_tensor_name_map` for
+    50k-token vocabulary makes each parse slow: docs/scaling.md) and rebuilds `gguf.get_tensor_name_map` for
     every module it maps (~400 times). It looks both up on the `gguf` module at call time, and both
     are read-only functions of their arguments, so they are memoized here for one load and restored
     after: the same weights, tokenizer and config, a third of the parsing.

@@ -354,8 +354,8 @@ class MLMHeadProbe(Prober):
     def _threads_for_head(self, vocabulary: list[int] | None) -> Iterator[None]:
         """One CPU thread while training a head whose decoder is small (a few vocabulary rows, or
         a tiny vocabulary): its operations are too small to gain from intra-op threads, and on a
-        busy machine waiting for a second thread costs milliseconds per operation (15x slower
-        fits were measured on 2 shared cores). A full-size decoder keeps every thread."""
+        busy machine waiting for a second thread costs milliseconds per operation (fits many times
+        slower on 2 shared cores). A full-size decoder keeps every thread."""
         threads = torch.get_num_threads()
         rows = len(vocabulary) if vocabulary is not None else self.config.vocab_size
         if self.device.type == "cpu" and rows * self.config.hidden_size < SMALL_DECODER:
