@@ -443,3 +443,14 @@ def test_compare_out_refuses_a_users_compare_files_unless_overwrite_and_replaces
     assert main(["compare", str(first), str(second), "--out", str(out)]) == 2
     assert "changed since it wrote them (compare.md)" in capsys.readouterr().err
     assert (out / "other.txt").read_text() == "left alone\n"
+
+
+def test_runs_of_the_same_data_pair_when_one_named_the_config_and_the_other_took_the_default(tmp_path, capsys):
+    """Measured before: `--config facts` against no --config on the same files was refused as "probed different data"."""
+    named = write_medlama_run(tmp_path / "named.json", 0.5, seed=1, config="facts", fingerprint="f" * 64)
+    default = write_medlama_run(tmp_path / "default.json", 0.6, seed=2, config=None, fingerprint="f" * 64)
+    capsys.readouterr()
+    assert main(["compare", str(named), str(default)]) == 0
+    other = write_medlama_run(tmp_path / "other.json", 0.6, seed=2, config=None, fingerprint="e" * 64)
+    assert main(["compare", str(named), str(other)]) == 2  # other files: other data, whatever the config says
+    assert "probed different data" in capsys.readouterr().err
