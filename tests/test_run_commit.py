@@ -103,15 +103,37 @@ KILLED = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("renames", range(RENAMES))  # killed before the 1st, 2nd or 3rd (the JSON) rename
-def test_a_run_killed_between_two_renames_reads_as_an_interrupted_write_never_as_a_run(synthetic_medlama_hub, previous, renames):
-    script = KILLED.format(tests=str(TESTS), renames=renames, out=str(previous), hub=str(synthetic_medlama_hub))
+def test_a_run_killed_between_two_renames_reads_as_an_interrupted_write_never_as_a_run(
+    synthetic_medlama_hub, tmp_path, monkeypatch
+):
+    """Killed before the 1st, 2nd or 3rd rename (the JSON, renamed last), each in its own process, all at once."""
+    folders = {}
+    for renames in range(RENAMES):
+        folders[renames] = tmp_path / f"out{renames}"
+        folders[renames].mkdir()
+        run_lookup(monkeypatch, synthetic_medlama_hub, folders[renames], per_relation=1)
+    monkeypatch.undo()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
-    assert done.returncode == 137, done.stderr[-2000:]
-    results = previous / "results.json"
-    if renames == 0:  # killed before any rename: the previous run, whole
-        assert load_run(results).record.subset["options"] == {"per_relation": 1}
-    else:  # some files are the new run's, the JSON is the old one's: never read as a run
-        with pytest.raises(RecordError, match="interrupted write"):
-            load_run(results)
+    children = {
+        renames: subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                KILLED.format(tests=str(TESTS), renames=renames, out=str(out), hub=str(synthetic_medlama_hub)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for renames, out in folders.items()
+    }
+    for renames, child in children.items():
+        _, err = child.communicate(timeout=180)
+        assert child.returncode == 137, err[-2000:]
+        results = folders[renames] / "results.json"
+        if renames == 0:  # killed before any rename: the previous run, whole
+            assert load_run(results).record.subset["options"] == {"per_relation": 1}
+        else:  # some files are the new run's, the JSON is the old one's: never read as a run
+            with pytest.raises(RecordError, match="interrupted write"):
+                load_run(results)
