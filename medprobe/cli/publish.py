@@ -21,9 +21,21 @@ def run_metric(args: argparse.Namespace) -> int:
 
 
 def run_results(args: argparse.Namespace) -> int:
-    from medprobe.hub.publish_results import publish_results
+    from medprobe.contracts import UserError
 
-    return publish_results(args)
+    if not args.model_repo and not args.results_repo:
+        raise UserError(
+            "publish results needs --model-repo ORG/MODEL (a model card), --results-repo ORG/NAME (a results dataset), or both"
+        )
+    if args.model_repo:
+        from medprobe.hub.publish_results import publish_results
+
+        publish_results(args)
+    if args.results_repo:
+        from medprobe.hub.results_repo import publish_to_results_repo
+
+        publish_to_results_repo(args)
+    return 0
 
 
 def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
@@ -75,19 +87,43 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
     results = commands.add_parser(
         "results",
         parents=[common],
-        help="a run's results JSON, or a profile folder, into a model card's eval results (model-index)",
+        help="a run's results JSON, or a profile folder, into a model card's eval results and/or a results dataset",
         description=(
             "Merge a run's overall metrics into the model card's model-index; the rest of the card is kept, and a "
             "medprobe results section gives each published run's n, 95% interval, data fingerprint, medprobe version "
             "and the command that repeats it. Given a folder written by `medprobe profile`, every run of the model goes "
             "in as eval results (floor runs, failed runs and runs on a shipped sample are left out, and the plan says so) "
             "and profile.md with those runs becomes the card's knowledge-profile section, replaced on the next publish. "
+            "With --results-repo, each run's results JSON and outcomes go into a results dataset instead or as well. "
             "A run on a shipped sample is refused. A run that probed a subset, that names another model than --model-repo, "
             "or whose data fingerprint is not the one the --dataset-id dataset's card states, is refused unless told."
         ),
     )
     results.add_argument("results", help="results JSON written by medprobe probe --out, or a folder written by medprobe profile")
-    results.add_argument("--model-repo", required=True, help="model repo id, <org>/<model>")
+    results.add_argument("--model-repo", help="model repo id, <org>/<model>: merge the results into its card")
+    results.add_argument(
+        "--results-repo",
+        metavar="ORG/NAME",
+        help="a results dataset repo: each run's results JSON and per-item outcomes (Parquet), so that anyone can pair "
+        "their run with it (`medprobe compare ... hub:ORG/NAME/<model>/<benchmark>/<config>/<prober>`) and build a "
+        "leaderboard from it; load_dataset(ORG/NAME, '<benchmark>_<config>') reads a split per model",
+    )
+    results.add_argument(
+        "--model-name",
+        metavar="NAME",
+        help="--results-repo: the model's folder and split name (letters, digits, _; default: its Hub id as org__name, "
+        "or its folder's or packaged name)",
+    )
+    results.add_argument(
+        "--predictions",
+        action="store_true",
+        help="--results-repo: also upload each run's predictions file; those holding licensed text (MedLAMA's UMLS "
+        "names) only into a gated repo (--gated)",
+    )
+    results.add_argument(
+        "--gated", action="store_true", help="--results-repo: gate the repo (manual approval, UMLS licence prompt)"
+    )
+    results.add_argument("--private", action="store_true", help="--results-repo: a private repo")
     results.add_argument(
         "--dataset-id",
         action="append",
