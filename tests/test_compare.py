@@ -23,18 +23,6 @@ from medprobe.registry import load, task_entry
 from medprobe.stats import holm, item_digest, paired
 from synthetic_runs import medlama_ranks, write_medlama_run, write_mst_run, write_profile, write_run
 
-SAMPLE = Path(__file__).resolve().parents[1] / "medprobe" / "demo_data" / "medlama_sample"
-
-
-@pytest.fixture(scope="module")
-def minilm_runs(tmp_path_factory) -> tuple[Path, Path]:
-    """MiniLM on the sample's hard config, all layers and the first 3 (about 7 s each on 2 CPU cores)."""
-    folder = tmp_path_factory.mktemp("minilm_runs")
-    common = ["probe", "--prober", "contrastive", "--dataset", str(SAMPLE), "--config", "hard", "--model", "minilm", "--no-cache"]
-    assert main([*common, "--out", str(folder / "all.json")]) == 0
-    assert main([*common, "--layers", "3", "--out", str(folder / "layers3.json")]) == 0
-    return folder / "all.json", folder / "layers3.json"
-
 
 def compare_json(folder: Path) -> dict:
     return json.loads((folder / "compare.json").read_text())

@@ -1,5 +1,6 @@
-"""`medprobe publish dataset|metric|results`: the options; the work is in medprobe/hub/publish.py (datasets,
-metric Spaces, and the Hub I/O they share) and medprobe/hub/publish_results.py (results into model cards).
+"""`medprobe publish dataset|metric|results|leaderboard`: the options; the work is in medprobe/hub/publish.py (datasets,
+metric Spaces, and the Hub I/O they share), medprobe/hub/publish_results.py (results into model cards),
+medprobe/hub/results_repo.py (results datasets) and medprobe/leaderboard/space.py (leaderboard Spaces).
 Nothing heavy is imported until a command runs.
 """
 
@@ -36,6 +37,12 @@ def run_results(args: argparse.Namespace) -> int:
 
         publish_to_results_repo(args)
     return 0
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    from medprobe.leaderboard.space import run_publish_leaderboard
+
+    return run_publish_leaderboard(args)
 
 
 def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
@@ -154,3 +161,22 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         "data files that the --dataset-id dataset's card states (its medprobe_build record), and refuses a difference",
     )
     results.set_defaults(func=run_results)
+
+    board = commands.add_parser(
+        "leaderboard",
+        parents=[common],
+        help="a Space that builds the leaderboard of a results repo at start and on request",
+        description=(
+            "Upload a gradio Space (medprobe's shared leaderboard app, space.json naming the results repo, requirements.txt, "
+            "its card) that builds `medprobe leaderboard hub:ORG/NAME` when it starts and on request (its button, or POST "
+            "/rebuild) and serves those pages. A real publish first builds the board here from the results repo."
+        ),
+    )
+    board.add_argument(
+        "--results-repo", required=True, metavar="ORG/NAME", help="the results dataset (publish results --results-repo)"
+    )
+    board.add_argument("--space", required=True, metavar="ORG/SPACE", help="the Space repo id")
+    board.add_argument("--title", help="the board's title (default: medprobe leaderboard: ORG/NAME)")
+    board.add_argument("--include-samples", action="store_true", help="rank runs on shipped samples on boards of their own")
+    board.add_argument("--private", action="store_true", help="create a private Space")
+    board.set_defaults(func=run_leaderboard)
