@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=15329)
     parser.add_argument("--runs", help="keep the made-up runs in DIR (and reuse them)")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--cpu", action="store_true", help="also build once in one process and report its CPU time")
     args = parser.parse_args(argv)
     from medprobe.leaderboard.build import build_leaderboard
 
@@ -94,6 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         groups = board["rows"][-1]["rank_group"]
         print(f"{len(board['rows'])} models, {len(board['pairs'])} adjacent pairs, {groups} rank groups, cpus {os.cpu_count()}")
         print(f"medprobe leaderboard: best {min(times):.1f} s, median {statistics.median(times):.1f} s over {len(times)} run(s)")
+        print(f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work slows the wall time)")
+        if args.cpu:  # all in this process: its CPU time over the cores is the wall time an idle machine would take
+            started, used = time.perf_counter(), time.process_time()
+            build_leaderboard(paths, Path(tmp) / "site", overwrite=True, workers=1, print_fn=lambda line: None)
+            cpu = time.process_time() - used
+            print(
+                f"in one process: {time.perf_counter() - started:.1f} s wall, {cpu:.1f} s CPU, so about "
+                f"{cpu / (os.cpu_count() or 1):.1f} s on {os.cpu_count()} idle cores"
+            )
     return 0
 
 

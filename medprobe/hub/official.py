@@ -72,12 +72,12 @@ def official_files(record: RunRecord) -> tuple[str, dict[str, str]] | None:
 
 
 def difference_text(differing: list[str], files: dict[str, str], known: dict[str, str]) -> str:
-    """`hard/test/test-….parquet has other bytes than the official file` / `... is not an official file (official
-    hard/test: test-….parquet)`, for the first two files that differ."""
+    """`hard/test/test-….parquet has sha256 …, the official file …` / `... is not an official file (official hard/test:
+    test-….parquet)`, for the first file that differs, and how many more do."""
     if not files:
         return "the record names no data files"
     parts = []
-    for name in differing[:2]:
+    for name in differing[:1]:
         folder = name.rsplit("/", 1)[0]
         if name in known:
             parts.append(f"{name} has sha256 {short(files[name])}, the official file {short(known[name])}")
@@ -85,5 +85,5 @@ def difference_text(differing: list[str], files: dict[str, str], known: dict[str
         expected = [other.rsplit("/", 1)[1] for other in known if other.startswith(folder + "/")]
         shown = f"official {folder}: {', '.join(expected)}" if expected else f"no official {folder}"
         parts.append(f"{name} is not an official file ({shown})")
-    more = f"; {len(differing) - 2} more" if len(differing) > 2 else ""
+    more = f"; {len(differing) - 1} more file(s) differ" if len(differing) > 1 else ""
     return "; ".join(parts) + more

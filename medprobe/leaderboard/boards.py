@@ -39,12 +39,12 @@ METHOD = (
 
 
 def model_name(record: Any) -> str:
-    """How a board names a run's model: its Hub id, a local folder's name, or the name given."""
+    """How a board names a run's model: its Hub id, a local folder's name, or the name given; a run with the model's
+    architecture and random weights (a prober's --scratch) says so."""
     identity = record.model_identity or {}
-    if identity.get("hub_id"):
-        return identity["hub_id"]
     model = record.model or "unnamed model"
-    return Path(model).name if ("/" in model or "\\" in model) else model
+    name = identity.get("hub_id") or (Path(model).name if ("/" in model or "\\" in model) else model)
+    return f"{name} (random weights)" if record.settings.get("scratch") else name
 
 
 def board_key(run: BoardRun) -> tuple:
@@ -91,7 +91,7 @@ def pair_groups(upper: Scored, lower: Scored, estimator: Estimator, resamples: i
     """The headline difference on each group's items alone, Holm-adjusted over the groups of the pair."""
     rows = []
     for name in upper.outcomes.group_names:
-        found = pair_difference(upper.group(name), lower.group(name), estimator, resamples, seed)
+        found = pair_difference(upper.group(name), lower.group(name), estimator, resamples, seed, permutation=False)
         rows.append({"group": name, "n": found.n, **difference_dict(found), "test_p": found.test_p()})
     adjusted = holm({row["group"]: row["test_p"] for row in rows if row["test_p"] is not None})
     for row in rows:

@@ -164,9 +164,10 @@ class Difference:
 
 
 def pair_difference(
-    upper: Scored, lower: Scored, estimator: Estimator, resamples: int = RESAMPLES, seed: int = SEED
+    upper: Scored, lower: Scored, estimator: Estimator, resamples: int = RESAMPLES, seed: int = SEED, permutation: bool = True
 ) -> Difference:
-    """The paired difference `upper - lower` of one metric; both hold the same items in the same order."""
+    """The paired difference `upper - lower` of one metric; both hold the same items in the same order. `permutation`
+    False leaves out the permutation p where the exact McNemar p is given (a pair's per-group rows: McNemar decides)."""
     x, y = upper.scores, lower.scores
     if x is None or y is None or not len(x):
         return generic_difference(upper.outcomes, lower.outcomes, estimator, resamples, seed)
@@ -190,7 +191,7 @@ def pair_difference(
         difference=value_upper - value_lower,
         low=low,
         high=high,
-        p_value=sign_flip_p(d, resamples, rng),
+        p_value=sign_flip_p(d, resamples, rng) if permutation or not binary else None,
         mcnemar_p=mcnemar_exact(better, worse) if better is not None and worse is not None else None,
         better=better,
         worse=worse,

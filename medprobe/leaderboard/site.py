@@ -21,6 +21,7 @@ from medprobe.stats import plural
 
 EXTRA_STYLE = """
 table.board td.group { text-align: center; font-weight: 600; background: #f3f6fa; }
+td.num { white-space: nowrap; }
 tr.tint td { background: #fafbfd; }
 td.svg { padding: 0 0.4rem; }
 span.tied { color: #666; } span.sep { color: #a33; font-weight: 600; }
@@ -216,9 +217,9 @@ def board_section(board: dict, models: dict[str, str]) -> list[str]:
 def index_page(data: dict, models: dict[str, str]) -> str:
     runs = sum(len(board["rows"]) for board in data["boards"])
     body = [
-        f'<p class="intro">{esc(data["method"])}</p>',
         f'<p class="intro">{runs} run(s) on {len(data["boards"])} board(s); {len(data["excluded"])} left out (listed at the end). '
         f"Every number is recomputed from the runs' per-item outcomes ({data['resamples']:,} resamples, seed {data['seed']}); "
+        'runs in one rank group are not separated by a significant paired difference (<a href="#how">how to read it</a>); '
         f'the same data is in <a href="leaderboard.json">leaderboard.json</a>. medprobe {esc(data["medprobe"])}.</p>',
         "<nav><ul>"
         + "".join(f'<li><a href="#{esc(b["id"])}">{esc(b["title"])}</a></li>' for b in data["boards"])
@@ -227,6 +228,7 @@ def index_page(data: dict, models: dict[str, str]) -> str:
     for board in data["boards"]:
         body += board_section(board, models)
     body += ["<h2>Left out</h2>", *(excluded_table(data["excluded"]) if data["excluded"] else ["<p>None.</p>"])]
+    body += ['<h2 id="how">How to read it</h2>', f'<p class="intro">{esc(data["method"])}</p>']
     return page("medprobe leaderboard", body)
 
 
