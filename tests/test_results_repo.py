@@ -130,6 +130,10 @@ def test_a_published_run_reads_back_through_the_records_loader_and_an_edited_par
     folder = local_copy(hub, "me/results", tmp_path / "copy") / "minilm" / "medlama" / "hard" / "contrastive"
     back = load_published(folder)
     assert back.record.metrics == load_run(runs[0]).record.metrics and back.path == folder / "results.json"
+    assert main(["compare", str(runs[1]), str(runs[0]), "--out", str(tmp_path / "local")]) == 0
+    assert main(["compare", str(runs[1]), str(folder), "--out", str(tmp_path / "copied")]) == 0  # the local copy's folder
+    local, copied = (json.loads((tmp_path / name / "compare.json").read_text())["comparisons"][0] for name in ("local", "copied"))
+    assert copied["run"] == "minilm (copy)" and copied["differences"] == local["differences"]
     outcomes, prober = outcomes_from_parquet((folder / "outcomes.parquet").read_bytes(), "x")
     table = pq.read_table(folder / "outcomes.parquet")
     ranks = table.column("rank").to_pylist()
@@ -183,6 +187,11 @@ def test_a_sample_a_subset_an_unidentified_model_and_open_predictions_are_refuse
     error = refused(capsys, runs[0], "--results-repo", "me/results", "--predictions")
     assert "hold licensed text (umls: e.g. UMLS names); they go only into a gated repo: pass --gated" in error
     assert "needs --model-repo ORG/MODEL (a model card), --results-repo ORG/NAME" in refused(capsys, runs[0])
+    other_model = official_run(tmp_path / "hubmodel.json", 0.5, seed=2)
+    record = json.loads(other_model.read_text())
+    other_model.write_text(json.dumps({**record, "model_identity": {**record["model_identity"], "hub_id": "someone/bert"}}))
+    error = refused(capsys, other_model, "--results-repo", "me/results", "--model-repo", "me/my-bert", "--dry-run")
+    assert "probed the Hub model someone/bert, not --model-repo me/my-bert" in error
     assert "--model-name 'tiny random'" in refused(capsys, runs[0], "--results-repo", "me/results", "--model-name", "tiny random")
     assert hub.log == []
 
