@@ -180,6 +180,15 @@ def test_runs_left_out_are_listed_with_the_reason(tmp_path):
     assert sorted(kinds) == ["other", "sample"]  # the sample on a board of its own, which says what it is
 
 
+def test_runs_read_in_worker_processes_give_the_board_of_runs_read_here(tmp_path):
+    from medprobe.leaderboard.sources import PARALLEL_FROM
+
+    runs = [hits_run(tmp_path / f"m{i}.json", [1] * (10 + 3 * i) + [0] * (40 - 3 * i)) for i in range(PARALLEL_FROM)]
+    here = build_leaderboard(runs, tmp_path / "here", workers=1, print_fn=lambda line: None)
+    workers = build_leaderboard(runs, tmp_path / "workers", workers=2, print_fn=lambda line: None)
+    assert workers["boards"] == here["boards"] and len(here["boards"][0]["rows"]) == PARALLEL_FROM
+
+
 def test_bad_outputs_and_sources_are_one_line_errors(tmp_path, capsys):
     run = hits_run(tmp_path / "a.json", [1] * 10 + [0] * 10)
     (tmp_path / "file").write_text("x")
