@@ -106,7 +106,7 @@ def other_candidates(pair: Pair) -> str | None:
     other numbers of candidates, or of other data that did not record how many; None when they rank among the same
     ones (or the items carry their own)."""
     ra, rb = pair.reference.record, pair.run.record
-    space = task_entry(ra.task).candidate_space if ra.task in TASKS else ""
+    space = task_entry(ra.task).candidate_space  # an installed task: check_pair asked before
     counts = ra.counts.get("candidates"), rb.counts.get("candidates")
     unknown = None in counts and not same_data(ra, rb)
     if not space or not (ra.config != rb.config or unknown or counts[0] != counts[1]):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from medprobe.records.record import RunRecord
-from medprobe.registry import TASKS
+from medprobe.registry import benchmark_entry, task_entry
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,11 @@ def data_status(record: RunRecord) -> DataStatus:
 
 def official_files(record: RunRecord) -> tuple[str, dict[str, str]] | None:
     """(the source in words, {file: sha256}) of the record's benchmark's official build, or None."""
-    entry = TASKS.get(record.task or "") or next((e for e in TASKS.values() if e.benchmark == record.benchmark), None)
-    if entry is None or entry.official_data is None:
+    try:
+        entry = task_entry(record.task) if record.task else benchmark_entry(record.benchmark)
+    except KeyError:  # a task or benchmark not installed here: nothing is known of its official build
+        return None
+    if entry.official_data is None:
         return None
     return entry.official_data.source, entry.official_data.files
 

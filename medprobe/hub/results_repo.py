@@ -219,11 +219,11 @@ def settings_key(record: Any) -> str:
 
 def manifest_entry(run: RepoRun) -> dict:
     """What the repo's index says of a run (enough to draw the card and to tell a rerun from another model)."""
-    from medprobe.registry import TASKS
+    from medprobe.registry import task_entry
 
     record = run.record
-    entry = TASKS.get(record.task or "")
-    metric = entry.headline if entry and entry.headline in record.metrics else next(iter(record.metrics), None)
+    headline = task_entry(record.task).headline if record.task else None  # a loaded run's task is installed
+    metric = headline if headline in record.metrics else next(iter(record.metrics), None)
     interval = (record.intervals or {}).get(metric) or {}
     return {
         "model": run.split,

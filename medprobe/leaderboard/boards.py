@@ -26,7 +26,7 @@ from typing import Any
 from medprobe.hub.published import name_part
 from medprobe.leaderboard.pairs import ALPHA, LEVEL, Difference, Scored, pair_difference, rank_groups, scored, value_interval
 from medprobe.leaderboard.sources import BoardRun, Excluded, where_of
-from medprobe.registry import TASKS, load, task_entry
+from medprobe.registry import load, task_entry
 from medprobe.stats import RESAMPLES, SEED, Estimator, Outcomes, holm
 
 METHOD = (
@@ -49,7 +49,7 @@ def model_name(record: Any) -> str:
 
 def board_key(run: BoardRun) -> tuple:
     record = run.record
-    paired = task_entry(record.task).paired_settings if record.task in TASKS else ()
+    paired = task_entry(record.task).paired_settings  # a loaded run's task is installed (medprobe.records checks it)
     settings = json.dumps({name: record.settings.get(name) for name in paired}, sort_keys=True, default=str)
     return (record.task, record.benchmark, record.config, record.split, record.prober, settings, run.status.fingerprint)
 
@@ -138,73 +138,95 @@ def board_title(record: Any, status_kind: str) -> str:
     return where if status_kind == "official" else f"{where} · {status_kind} data"
 
 
-def one_board(runs: list[BoardRun], resamples: int, seed: int) -> tuple[dict, list[Excluded]]:
-    """A board of runs that share its key: rows ranked, adjacent pairs compared, tie groups."""
+def usable(runs: list[BoardRun], metric: str) -> tuple[list[BoardRun], list[Excluded]]:
+    """The runs that hold the board's items and its metric, and the others left out with the reason."""
     runs, excluded = split_mismatched(runs)
-    first = runs[0].record
-    entry = task_entry(first.task)
-    metric = entry.headline
-    estimator = load(entry.target).estimators(first.settings)[metric]
-    missing = [run for run in runs if metric not in run.record.metrics]
-    excluded += [
-        Excluded(r.label, r.source, f"records no {metric}", where_of(first.benchmark, first.config, first.prober))
-        for r in missing
-    ]
-    runs = [run for run in runs if metric in run.record.metrics]
-    scores = {id(run): scored(aligned_pair(runs[0].outcomes, run.outcomes)[1], estimator) for run in runs}
-    values = {id(run): row_value(run, scores[id(run)], metric, estimator, resamples, seed) for run in runs}
-    runs.sort(key=lambda run: (-sortable(values[id(run)]["value"]), run.label))
-    differences = []
-    for upper, lower in zip(runs, runs[1:]):
-        a, b = scores[id(upper)], scores[id(lower)]  # each in the items' order of the board's first run
-        found = pair_difference(a, b, estimator, resamples, seed)
-        differences.append((upper, lower, found, pair_groups(a, b, estimator, resamples, seed)))
-    groups, p_holm = rank_groups([found.test_p() for _, _, found, _ in differences])
-    rows = []
-    for position, (run, group) in enumerate(zip(runs, groups), start=1):
-        chance = (run.record.chance or {}).get(metric) or {}
-        rows.append(
-            {
-                "position": position,
-                "rank_group": group,
-                "run": run.label,
-                "model": model_name(run.record),
-                **values[id(run)],
-                "chance": chance.get("value"),
-                "chance_null": chance.get("method"),
-                "source": run.source,
-                "groups": group_rows(scores[id(run)], estimator, resamples, seed),
-            }
-        )
-    pairs = [
-        {
-            "upper": upper.label,
-            "lower": lower.label,
-            **difference_dict(found),
-            "test_p": found.test_p(),
-            "p_holm": adjusted,
-            "separated": adjusted is not None and adjusted < ALPHA,
-            "groups": per_group,
-            "compare": f"medprobe compare {lower.source} {upper.source}",
-        }
-        for (upper, lower, found, per_group), adjusted in zip(differences, p_holm)
-    ]
-    status = runs[0].status
-    board = {
+    for run in runs:
+        if metric not in run.record.metrics:
+            where = where_of(run.record.benchmark, run.record.config, run.record.prober)
+            excluded.append(Excluded(run.label, run.source, f"records no {metric}", where))
+    return [run for run in runs if metric in run.record.metrics], excluded
+
+
+def row_dict(
+    run: BoardRun,
+    position: int,
+    group: int,
+    value: dict,
+    scores: Scored,
+    metric: str,
+    estimator: Estimator,
+    resamples: int,
+    seed: int,
+) -> dict:
+    chance = (run.record.chance or {}).get(metric) or {}
+    return {
+        "position": position,
+        "rank_group": group,
+        "run": run.label,
+        "model": model_name(run.record),
+        **value,
+        "chance": chance.get("value"),
+        "chance_null": chance.get("method"),
+        "source": run.source,
+        "groups": group_rows(scores, estimator, resamples, seed),
+    }
+
+
+def pair_dict(upper: BoardRun, lower: BoardRun, found: Difference, per_group: list[dict], adjusted: float | None) -> dict:
+    return {
+        "upper": upper.label,
+        "lower": lower.label,
+        **difference_dict(found),
+        "test_p": found.test_p(),
+        "p_holm": adjusted,
+        "separated": adjusted is not None and adjusted < ALPHA,
+        "groups": per_group,
+        "compare": f"medprobe compare {lower.source} {upper.source}",
+    }
+
+
+def board_head(first: Any, entry: Any, status: Any) -> dict:
+    """What a board is: its data, task, config, prober, metric and the settings its runs share."""
+    return {
         "title": board_title(first, status.kind),
         "task": first.task,
         "benchmark": first.benchmark,
         "config": first.config,
         "split": first.split,
         "prober": first.prober,
-        "metric": metric,
+        "metric": entry.headline,
         "unit": (first.outcomes or {}).get("unit", "item"),
         "group_by": getattr(load(entry.target), "GROUP_BY", "") or "group",
         "settings": {name: first.settings.get(name) for name in entry.paired_settings},
         "data": {"kind": status.kind, "text": status.text, "fingerprint": status.fingerprint},
-        "rows": rows,
-        "pairs": pairs,
     }
+
+
+def one_board(runs: list[BoardRun], resamples: int, seed: int) -> tuple[dict | None, list[Excluded]]:
+    """A board of runs that share its key: rows ranked, adjacent pairs compared, tie groups (None: no run is left)."""
+    entry = task_entry(runs[0].record.task)
+    metric = entry.headline
+    runs, excluded = usable(runs, metric)
+    if not runs:
+        return None, excluded
+    estimator = load(entry.target).estimators(runs[0].record.settings)[metric]
+    scores = {id(run): scored(aligned_pair(runs[0].outcomes, run.outcomes)[1], estimator) for run in runs}  # one item order
+    values = {id(run): row_value(run, scores[id(run)], metric, estimator, resamples, seed) for run in runs}
+    runs.sort(key=lambda run: (-sortable(values[id(run)]["value"]), run.label))
+    differences = []
+    for upper, lower in zip(runs, runs[1:]):
+        a, b = scores[id(upper)], scores[id(lower)]
+        differences.append(
+            (upper, lower, pair_difference(a, b, estimator, resamples, seed), pair_groups(a, b, estimator, resamples, seed))
+        )
+    groups, p_holm = rank_groups([found.test_p() for _, _, found, _ in differences])
+    board = board_head(runs[0].record, entry, runs[0].status)
+    board["rows"] = [
+        row_dict(run, position, group, values[id(run)], scores[id(run)], metric, estimator, resamples, seed)
+        for position, (run, group) in enumerate(zip(runs, groups), start=1)
+    ]
+    board["pairs"] = [pair_dict(*difference, adjusted) for difference, adjusted in zip(differences, p_holm)]
     return board, excluded
 
 
@@ -229,7 +251,7 @@ def leaderboard_data(
     boards = []
     for key in sorted(grouped, key=lambda k: (k[1], str(k[2]), k[4], k[3], k[6] is None, str(k[6]))):
         board, left = one_board(grouped[key], resamples, seed)
-        boards.append(board)
+        boards += [board] if board else []
         excluded = [*excluded, *left]
     # the official data's board first among boards of one benchmark/config/prober
     boards.sort(key=lambda b: (b["benchmark"], str(b["config"]), b["prober"], b["split"], b["data"]["kind"] != "official"))
