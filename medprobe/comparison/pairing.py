@@ -102,14 +102,14 @@ ALLOW_CANDIDATES = "--allow-different-candidates"
 
 def other_candidates(pair: Pair) -> str | None:
     """How the runs' candidate sets differ, when their task ranks among candidates drawn from the data
-    (`TaskEntry.candidate_space`, e.g. MedLAMA's answer space of a set): runs of other configs, or that ranked among
-    other numbers of candidates, or of other data that did not record how many; None when they rank among the same
-    ones (or the items carry their own)."""
+    (`TaskEntry.candidate_space`, e.g. MedLAMA's answer space of a set): runs that ranked among other numbers of
+    candidates, or runs of other data (fingerprints: config names are not compared, a default config is one) that did
+    not record how many; None when they rank among the same ones (or the items carry their own)."""
     ra, rb = pair.reference.record, pair.run.record
     space = task_entry(ra.task).candidate_space  # an installed task: check_pair asked before
     counts = ra.counts.get("candidates"), rb.counts.get("candidates")
-    unknown = None in counts and not same_data(ra, rb)
-    if not space or not (ra.config != rb.config or unknown or counts[0] != counts[1]):
+    other_data = ra.data_fingerprint.get("sha256") != rb.data_fingerprint.get("sha256")
+    if not space or not ((None not in counts and counts[0] != counts[1]) or (None in counts and other_data)):
         return None
     shown = [
         f"{run.label} {count:,} ({run.record.config or 'all'})"
