@@ -151,8 +151,9 @@ def compare(
     seed: int = 0,
     out: str | Path | None = None,
     quiet: bool = True,
+    allow_different_candidates: bool = False,
 ) -> dict:
-    """Runs (results JSONs) or profiles (folders) paired on identical items (`medprobe compare`): the
+    """Runs (results JSONs, published runs `hub:ORG/NAME/...`) or profiles (folders) paired on identical items (`medprobe compare`): the
     comparison as compare.json holds it, also written with compare.md into the folder `out` when given.
 
         >>> comparison = medprobe.compare(["runs/cos.json", "runs/l2.json"])
@@ -165,7 +166,14 @@ def compare(
         raise UserError("compare needs at least two results JSONs or profile folders")
     outputs = Outputs(out=str(out) if out else None)
     with quietly(quiet):
-        return run_compare([str(path) for path in inputs], outputs, intersect=intersect, resamples=resamples, seed=seed)
+        return run_compare(
+            [str(path) for path in inputs],
+            outputs,
+            intersect=intersect,
+            resamples=resamples,
+            seed=seed,
+            allow_different_candidates=allow_different_candidates,
+        )
 
 
 def build(

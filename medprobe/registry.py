@@ -30,6 +30,7 @@ from importlib import import_module
 from typing import Any
 
 from medprobe.contracts import UserError
+from medprobe.official_data import OFFICIAL_DATA, OfficialData
 
 
 def positive_int(text: str) -> int:
@@ -196,6 +197,11 @@ class TaskEntry:
     # what a raw release file of the benchmark is called -> a regex of such file names: a built folder never needs
     # them, so `medprobe publish dataset` refuses them in an open repo
     raw_files: dict[str, str] = field(default_factory=dict)
+    # the data files of the benchmark's official build (medprobe.official_data): a run on them is "official data"
+    official_data: OfficialData | None = None
+    # what a run ranks among when it is derived from the config's data (e.g. a set's answer space), in words: runs on
+    # different data then rank among different candidates, and `compare --intersect` says so ("": items carry their own)
+    candidate_space: str = ""
 
 
 K_OPTION = Option("--k", "k", "acc@k cut-offs, e.g. 1,5,10", type=parse_cutoffs, default=[1, 10], metavar="K,...")
@@ -555,6 +561,8 @@ TASKS: dict[str, TaskEntry] = {
                 ),
             ),
             raw_files={"MedLAMA release file": r"^(\w+_1000|\w+_\d+_hard)\.csv$|^prompts\.csv$|_sents_no_punkt_10k"},
+            official_data=OFFICIAL_DATA["medlama"],
+            candidate_space="the answer space of the run's set (--candidates set) or of each relation (--candidates relation)",
         ),
         TaskEntry(
             "mst",
@@ -583,6 +591,7 @@ TASKS: dict[str, TaskEntry] = {
                 quick_text="MST generated with 200 train / 20 validation / 100 test rows per task and 1 seed (--seeds 1)",
             ),
             lm_eval="medprobe.tasks.mst_lm_eval:export",
+            official_data=OFFICIAL_DATA["mst"],
         ),
         TaskEntry(
             "context_variance",
@@ -618,6 +627,7 @@ TASKS: dict[str, TaskEntry] = {
                 quick={"task": {"per_relation": 5}},
                 quick_text="context variance with the first 5 instances of each relation (--per-relation 5)",
             ),
+            official_data=OFFICIAL_DATA["context_variance"],
         ),
         TaskEntry(
             "disknE",

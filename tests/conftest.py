@@ -101,3 +101,17 @@ def built_disknE(synthetic_disknE, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("disknE_hub")
     build("disknE", out, data_dir=str(synthetic_disknE.data_dir))
     return out
+
+
+@pytest.fixture(scope="session")
+def minilm_runs(tmp_path_factory) -> tuple[Path, Path]:
+    """MiniLM on the shipped sample's hard config, all layers and the first 3 (about 7 s each on 2 CPU cores); shared by
+    the compare and leaderboard tests."""
+    from medprobe.cli import main
+
+    sample = REPO_ROOT / "medprobe" / "demo_data" / "medlama_sample"
+    folder = tmp_path_factory.mktemp("minilm_runs")
+    common = ["probe", "--prober", "contrastive", "--dataset", str(sample), "--config", "hard", "--model", "minilm", "--no-cache"]
+    assert main([*common, "--out", str(folder / "all.json")]) == 0
+    assert main([*common, "--layers", "3", "--out", str(folder / "layers3.json")]) == 0
+    return folder / "all.json", folder / "layers3.json"

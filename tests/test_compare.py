@@ -23,18 +23,6 @@ from medprobe.registry import load, task_entry
 from medprobe.stats import holm, item_digest, paired
 from synthetic_runs import medlama_ranks, write_medlama_run, write_mst_run, write_profile, write_run
 
-SAMPLE = Path(__file__).resolve().parents[1] / "medprobe" / "demo_data" / "medlama_sample"
-
-
-@pytest.fixture(scope="module")
-def minilm_runs(tmp_path_factory) -> tuple[Path, Path]:
-    """MiniLM on the sample's hard config, all layers and the first 3 (about 7 s each on 2 CPU cores)."""
-    folder = tmp_path_factory.mktemp("minilm_runs")
-    common = ["probe", "--prober", "contrastive", "--dataset", str(SAMPLE), "--config", "hard", "--model", "minilm", "--no-cache"]
-    assert main([*common, "--out", str(folder / "all.json")]) == 0
-    assert main([*common, "--layers", "3", "--out", str(folder / "layers3.json")]) == 0
-    return folder / "all.json", folder / "layers3.json"
-
 
 def compare_json(folder: Path) -> dict:
     return json.loads((folder / "compare.json").read_text())
@@ -175,7 +163,12 @@ def test_intersect_pairs_the_common_items_and_says_how_many(tmp_path, capsys):
     ids, groups = keep, [item.rsplit("-", 1)[0] for item in keep]
     hard = write_run(tmp_path / "hard.json", ids, groups, {"rank": rng.integers(1, 11, len(ids)).astype(float)}, config="hard")
     capsys.readouterr()
-    assert main(["compare", str(full), str(hard), "--intersect", "--out", str(tmp_path / "cmp")]) == 0
+    error = refused(capsys, full, hard, "--intersect")  # MedLAMA full and hard: each set ranks its own answer space
+    assert "the runs ranked among different candidates (the answer space of the run's set" in error
+    assert "full.json (full), hard.json (hard)); a difference on their common items measures the data" in error
+    assert "--allow-different-candidates" in error
+    args = ["compare", str(full), str(hard), "--intersect", "--allow-different-candidates", "--out", str(tmp_path / "cmp")]
+    assert main(args) == 0
     printed = capsys.readouterr().out
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     assert found["items"] == {"compared": len(keep), "other_content": 0, "full.json": 60, "hard.json": len(keep)}
@@ -185,6 +178,8 @@ def test_intersect_pairs_the_common_items_and_says_how_many(tmp_path, capsys):
         in printed
     )
     assert "the runs probed different data; an item pairs only where both runs hold its id with the same content" in printed
+    assert "compared under --allow-different-candidates: the difference measures the data (which candidates compete)" in printed
+    assert "they ranked among different candidates" in printed and found["different_candidates"]
     estimators = load(task_entry("medlama").target).estimators(load_record_file(full).settings)
     run = read_run_outcomes(load_record_file(hard), hard)
     expected = paired(run, reference.select(keep), estimators)["acc@10"]
@@ -202,13 +197,14 @@ def test_intersect_pairs_an_id_only_where_it_names_the_same_question_in_both_run
     first = write_run(tmp_path / "a.json", ids, groups, {"rank": ranks}, contents=ours, fingerprint="a" * 64)
     second = write_run(tmp_path / "b.json", ids, groups, {"rank": ranks}, contents=theirs, fingerprint="b" * 64)
     capsys.readouterr()
-    assert main(["compare", str(first), str(second), "--intersect"]) == 2
+    assert main(["compare", str(first), str(second), "--intersect", "--allow-different-candidates"]) == 2
     err = capsys.readouterr().err
     assert "--intersect cannot pair a.json and b.json: 60 of the 60 ids both hold name other questions in each" in err
     # 45 of the 60 ids ask the same question in both: those pair, the 15 others are left out and counted
     mixed = ours[:45] + theirs[45:]
     third = write_run(tmp_path / "c.json", ids, groups, {"rank": ranks}, contents=mixed, fingerprint="c" * 64)
-    assert main(["compare", str(first), str(third), "--intersect", "--out", str(tmp_path / "cmp")]) == 0
+    args = ["compare", str(first), str(third), "--intersect", "--allow-different-candidates", "--out", str(tmp_path / "cmp")]
+    assert main(args) == 0
     printed = capsys.readouterr().out
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     assert found["items"] == {"compared": 45, "other_content": 15, "a.json": 60, "c.json": 60}

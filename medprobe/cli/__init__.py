@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.compare import add_compare_command
     from medprobe.cli.demo import add_demo_command
     from medprobe.cli.export import add_export_command
+    from medprobe.cli.leaderboard import add_leaderboard_command
     from medprobe.cli.probe import add_probe_command
     from medprobe.cli.profile import add_profile_command
     from medprobe.cli.publish import add_publish_command
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_probe_command(subparsers)
     add_profile_command(subparsers)
     add_compare_command(subparsers)
+    add_leaderboard_command(subparsers)
     add_publish_command(subparsers)
     add_umls_names_command(subparsers)
     add_demo_command(subparsers)

@@ -8,7 +8,8 @@ from medprobe.registry import TASKS, positive_int
 
 DESCRIPTION = """\
 Compare runs of one benchmark item by item: results JSONs written by `medprobe probe` (with the
-.outcomes.jsonl file beside each) or `medprobe profile` folders (compared benchmark/config/prober
+.outcomes.jsonl file beside each), runs published to a results repo (hub:ORG/NAME/<model>/<benchmark>/
+<config>/<prober>, fetched once into the Hub cache, or that folder of a local copy) or `medprobe profile` folders (compared benchmark/config/prober
 by benchmark/config/prober; floors and failed runs left out). The first input is the reference:
 each other input is compared with it, and a difference is run - reference. Printed (and written
 with --out): each run's metrics with their 95% intervals; the difference of every metric both
@@ -41,7 +42,8 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
         "inputs",
         nargs="+",
         metavar="RUN_OR_PROFILE",
-        help="a results JSON or a profile folder; two or more, the first is the reference",
+        help="a results JSON, a published run (hub:ORG/NAME/<model>/<benchmark>/<config>/<prober>) or a profile folder; "
+        "two or more, the first is the reference",
     )
     parser.add_argument(
         "--out",
@@ -58,6 +60,12 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
         "--intersect",
         action="store_true",
         help="pair the items whose ids both runs hold, when their data or subsets differ (says how many)",
+    )
+    parser.add_argument(
+        "--allow-different-candidates",
+        action="store_true",
+        help="with --intersect: compare runs that ranked among different candidates (e.g. MedLAMA full vs hard: each "
+        "set's own answer space); the report then says the difference measures the data, not the model",
     )
     parser.add_argument(
         "--resamples",
@@ -82,5 +90,12 @@ def run_compare_command(args: argparse.Namespace) -> int:
     if len(args.inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
     outputs = Outputs(out=args.out, plot=args.plot, html=args.html, overwrite=args.overwrite)
-    run_compare(args.inputs, outputs, intersect=args.intersect, resamples=args.resamples, seed=args.seed)
+    run_compare(
+        args.inputs,
+        outputs,
+        intersect=args.intersect,
+        resamples=args.resamples,
+        seed=args.seed,
+        allow_different_candidates=args.allow_different_candidates,
+    )
     return 0

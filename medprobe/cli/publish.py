@@ -1,5 +1,6 @@
-"""`medprobe publish dataset|metric|results`: the options; the work is in medprobe/hub/publish.py (datasets,
-metric Spaces, and the Hub I/O they share) and medprobe/hub/publish_results.py (results into model cards).
+"""`medprobe publish dataset|metric|results|leaderboard`: the options; the work is in medprobe/hub/publish.py (datasets,
+metric Spaces, and the Hub I/O they share), medprobe/hub/publish_results.py (results into model cards),
+medprobe/hub/results_repo.py (results datasets) and medprobe/leaderboard/space.py (leaderboard Spaces).
 Nothing heavy is imported until a command runs.
 """
 
@@ -21,9 +22,27 @@ def run_metric(args: argparse.Namespace) -> int:
 
 
 def run_results(args: argparse.Namespace) -> int:
-    from medprobe.hub.publish_results import publish_results
+    from medprobe.contracts import UserError
 
-    return publish_results(args)
+    if not args.model_repo and not args.results_repo:
+        raise UserError(
+            "publish results needs --model-repo ORG/MODEL (a model card), --results-repo ORG/NAME (a results dataset), or both"
+        )
+    if args.model_repo:
+        from medprobe.hub.publish_results import publish_results
+
+        publish_results(args)
+    if args.results_repo:
+        from medprobe.hub.results_repo import publish_to_results_repo
+
+        publish_to_results_repo(args)
+    return 0
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    from medprobe.leaderboard.space import run_publish_leaderboard
+
+    return run_publish_leaderboard(args)
 
 
 def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
@@ -75,19 +94,43 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
     results = commands.add_parser(
         "results",
         parents=[common],
-        help="a run's results JSON, or a profile folder, into a model card's eval results (model-index)",
+        help="a run's results JSON, or a profile folder, into a model card's eval results and/or a results dataset",
         description=(
             "Merge a run's overall metrics into the model card's model-index; the rest of the card is kept, and a "
             "medprobe results section gives each published run's n, 95% interval, data fingerprint, medprobe version "
             "and the command that repeats it. Given a folder written by `medprobe profile`, every run of the model goes "
             "in as eval results (floor runs, failed runs and runs on a shipped sample are left out, and the plan says so) "
             "and profile.md with those runs becomes the card's knowledge-profile section, replaced on the next publish. "
+            "With --results-repo, each run's results JSON and outcomes go into a results dataset instead or as well. "
             "A run on a shipped sample is refused. A run that probed a subset, that names another model than --model-repo, "
             "or whose data fingerprint is not the one the --dataset-id dataset's card states, is refused unless told."
         ),
     )
     results.add_argument("results", help="results JSON written by medprobe probe --out, or a folder written by medprobe profile")
-    results.add_argument("--model-repo", required=True, help="model repo id, <org>/<model>")
+    results.add_argument("--model-repo", help="model repo id, <org>/<model>: merge the results into its card")
+    results.add_argument(
+        "--results-repo",
+        metavar="ORG/NAME",
+        help="a results dataset repo: each run's results JSON and per-item outcomes (Parquet), so that anyone can pair "
+        "their run with it (`medprobe compare ... hub:ORG/NAME/<model>/<benchmark>/<config>/<prober>`) and build a "
+        "leaderboard from it; load_dataset(ORG/NAME, '<benchmark>_<config>') reads a split per model",
+    )
+    results.add_argument(
+        "--model-name",
+        metavar="NAME",
+        help="--results-repo: the model's folder and split name (letters, digits, _; default: its Hub id as org__name, "
+        "or its folder's or packaged name)",
+    )
+    results.add_argument(
+        "--predictions",
+        action="store_true",
+        help="--results-repo: also upload each run's predictions file; those holding licensed text (MedLAMA's UMLS "
+        "names) only into a gated repo (--gated)",
+    )
+    results.add_argument(
+        "--gated", action="store_true", help="--results-repo: gate the repo (manual approval, UMLS licence prompt)"
+    )
+    results.add_argument("--private", action="store_true", help="--results-repo: a private repo")
     results.add_argument(
         "--dataset-id",
         action="append",
@@ -118,3 +161,22 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         "data files that the --dataset-id dataset's card states (its medprobe_build record), and refuses a difference",
     )
     results.set_defaults(func=run_results)
+
+    board = commands.add_parser(
+        "leaderboard",
+        parents=[common],
+        help="a Space that builds the leaderboard of a results repo at start and on request",
+        description=(
+            "Upload a gradio Space (medprobe's shared leaderboard app, space.json naming the results repo, requirements.txt, "
+            "its card) that builds `medprobe leaderboard hub:ORG/NAME` when it starts and on request (its button, or POST "
+            "/rebuild) and serves those pages. A real publish first builds the board here from the results repo."
+        ),
+    )
+    board.add_argument(
+        "--results-repo", required=True, metavar="ORG/NAME", help="the results dataset (publish results --results-repo)"
+    )
+    board.add_argument("--space", required=True, metavar="ORG/SPACE", help="the Space repo id")
+    board.add_argument("--title", help="the board's title (default: medprobe leaderboard: ORG/NAME)")
+    board.add_argument("--include-samples", action="store_true", help="rank runs on shipped samples on boards of their own")
+    board.add_argument("--private", action="store_true", help="create a private Space")
+    board.set_defaults(func=run_leaderboard)

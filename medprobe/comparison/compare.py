@@ -16,6 +16,7 @@ from medprobe.comparison.pairing import (
     common_estimators,
     common_items,
     differing_settings,
+    other_candidates,
     pairs_of,
     same_weights,
     task_class,
@@ -109,6 +110,7 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
             "intersected": recompute,
             "data": {ref.label: ref.record.data_fingerprint.get("sha256"), run.label: run.record.data_fingerprint.get("sha256")},
             "differing": differing_settings(ref.record, run.record),
+            "different_candidates": other_candidates(pair),
             "same_weights": same_weights(ref.record, run.record),
             "headline": headline,
             "group_by": getattr(task_class(ref.record.task), "GROUP_BY", "") or "group",
@@ -159,6 +161,11 @@ def intersect_notes(found: dict) -> list[str]:
             f"{found['title']}: {items['other_content']:,} ids are in both runs with other content (another question under "
             "the same id): left out"
         )
+    if found.get("different_candidates"):
+        notes.append(
+            f"{found['title']}: the runs ranked among different candidates ({found['different_candidates']}), compared "
+            "under --allow-different-candidates: the difference measures the data (which candidates compete), not the model"
+        )
     if len(set(found["data"].values())) > 1:
         notes.append(
             f"{found['title']}: the runs probed different data; an item pairs only where both runs hold its id with the "
@@ -167,7 +174,14 @@ def intersect_notes(found: dict) -> list[str]:
     return notes
 
 
-def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+def compare(
+    inputs: list[Input],
+    *,
+    intersect: bool = False,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    allow_different_candidates: bool = False,
+) -> dict:
     """The whole comparison, as written to compare.json: every pair checked first, then compared."""
     from medprobe import __version__
 
@@ -175,7 +189,7 @@ def compare(inputs: list[Input], *, intersect: bool = False, resamples: int = RE
         raise UserError(f"--resamples must be a positive integer, got {resamples}")
     pairs, notes = pairs_of(inputs)
     for pair in pairs:  # every refusal before any work
-        check_pair(pair, intersect)
+        check_pair(pair, intersect, allow_different_candidates)
     comparisons = []
     for pair in pairs:
         comparisons.append(compare_pair(pair, intersect, resamples, seed))

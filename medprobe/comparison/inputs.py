@@ -2,7 +2,9 @@
 
     inputs = read_inputs(["out/profile-a", "out/profile-b"])   # one Input per path, its runs by benchmark/config/prober
 
-A results JSON is one run, labelled by its file name; a profile folder (or its profile.json) holds
+A results JSON is one run, labelled by its file name; so is a run published to a results repo
+(`hub:ORG/NAME/<model>/<benchmark>/<config>/<prober>`, fetched into the Hub cache, or that folder of a
+local copy: medprobe.hub.published), labelled by its model; a profile folder (or its profile.json) holds
 one run per benchmark/config/prober, labelled by the folder's name. Floors (MST's scratch run) and
 failed runs of a profile are left out and listed. Every run is read through medprobe.records (its
 numbers recomputed from its outcomes); a profile's run is also checked to be the one profile.json
@@ -57,7 +59,7 @@ def read_inputs(paths: Sequence[str | Path]) -> list[Input]:
     """Each path as a run or a profile, labelled by its file or folder name (by the path as given when two names clash)."""
     if len(paths) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
-    names = [input_name(Path(path)) for path in paths]
+    names = [input_name(path) for path in paths]
     labels = [name if names.count(name) == 1 else str(path) for name, path in zip(names, paths)]
     labels = [label if labels[:index].count(label) == 0 else f"{label} ({index + 1})" for index, label in enumerate(labels)]
     inputs = [read_input(path, label) for path, label in zip(paths, labels)]
@@ -67,14 +69,31 @@ def read_inputs(paths: Sequence[str | Path]) -> list[Input]:
     return inputs
 
 
-def input_name(path: Path) -> str:
-    """A results JSON by its file name, a profile by its folder's name (also when given as DIR/profile.json)."""
+def input_name(path: Path | str) -> str:
+    """A results JSON by its file name, a profile by its folder's name (also when given as DIR/profile.json), a
+    published run by its model and repo (`minilm@me/results`) or, in a local copy, by its model's folder."""
+    from medprobe.hub.published import HUB, is_run_folder, parse_hub
+
+    if str(path).startswith(HUB):
+        repo_id, inside = parse_hub(str(path))
+        return f"{inside.split('/')[0]}@{repo_id}" if inside else repo_id
+    path = Path(path)
+    if path.is_dir() and is_run_folder(path):
+        return f"{path.resolve().parents[2].name} ({path.resolve().parents[3].name})"
     return path.resolve().parent.name if path.name == "profile.json" else path.name
 
 
 def read_input(path: str | Path, label: str | None = None) -> Input:
-    path = Path(path)
+    from medprobe.hub.published import HUB, fetch_run, is_run_folder, load_published
+
     label = label or input_name(path)
+    if str(path).startswith(HUB) or (Path(path).is_dir() and is_run_folder(Path(path))):
+        # a published run (medprobe.hub.published): fetched into the Hub cache, read back through medprobe.records
+        folder = fetch_run(str(path)) if str(path).startswith(HUB) else Path(path)
+        loaded = load_published(folder)
+        run = Run(label, loaded.path, loaded.record, loaded.outcomes)
+        return Input(label, Path(str(path)), "run", {record_key(loaded.record): run})
+    path = Path(path)
     if path.is_dir() or path.name == "profile.json":
         return read_profile(path if path.is_dir() else path.parent, label)
     if not path.is_file():

@@ -103,12 +103,19 @@ def run_compare(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     print_fn: Any = print,
+    allow_different_candidates: bool = False,
 ) -> dict:
     """`medprobe compare`: check, compare, write the outputs (all or nothing), print the tables."""
     from medprobe.comparison.report import markdown
 
     check_outputs(outputs)
-    comparison = compare(read_inputs(paths), intersect=intersect, resamples=resamples, seed=seed)
+    comparison = compare(
+        read_inputs(paths),
+        intersect=intersect,
+        resamples=resamples,
+        seed=seed,
+        allow_different_candidates=allow_different_candidates,
+    )
     written = write_outputs(comparison, outputs)  # compare.md renamed before compare.json, which names its sha256
     print_fn(markdown(comparison).rstrip("\n"))
     for path in sorted(written, key=lambda path: path.name != "compare.json"):

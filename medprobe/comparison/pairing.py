@@ -57,7 +57,7 @@ def short(digest: str | None) -> str:
     return f"{digest[:8]}…" if digest else "none recorded"
 
 
-def check_pair(pair: Pair, intersect: bool) -> None:
+def check_pair(pair: Pair, intersect: bool, allow_different_candidates: bool = False) -> None:
     """Refuse a pair that cannot be compared item by item; one line naming what differs."""
     a, b = pair.reference, pair.run
     ra, rb = a.record, b.record
@@ -81,6 +81,7 @@ def check_pair(pair: Pair, intersect: bool) -> None:
             "compare runs with the same settings"
         )
     if intersect:
+        refuse_other_candidates(pair, allow_different_candidates)
         return
     data_a, data_b = ra.data_fingerprint.get("sha256"), rb.data_fingerprint.get("sha256")
     # the fingerprint names the files of the config a run resolved: equal, the data are the same whether one run
@@ -95,6 +96,42 @@ def check_pair(pair: Pair, intersect: bool) -> None:
         raise UserError(
             f"{where}the runs probed different items: {a.label} {subset_text(ra)}, {b.label} {subset_text(rb)}; "
             "pass --intersect to compare their common items"
+        )
+
+
+ALLOW_CANDIDATES = "--allow-different-candidates"
+
+
+def other_candidates(pair: Pair) -> str | None:
+    """How the runs' candidate sets differ, when their task ranks among candidates drawn from the data
+    (`TaskEntry.candidate_space`, e.g. MedLAMA's answer space of a set): runs that ranked among other numbers of
+    candidates, or runs of other data (fingerprints: config names are not compared, a default config is one) that did
+    not record how many; None when they rank among the same ones (or the items carry their own)."""
+    ra, rb = pair.reference.record, pair.run.record
+    space = task_entry(ra.task).candidate_space  # an installed task: check_pair asked before
+    counts = ra.counts.get("candidates"), rb.counts.get("candidates")
+    other_data = ra.data_fingerprint.get("sha256") != rb.data_fingerprint.get("sha256")
+    if not space or not ((None not in counts and counts[0] != counts[1]) or (None in counts and other_data)):
+        return None
+    shown = [
+        f"{run.label} {count:,} ({run.record.config or 'all'})"
+        if isinstance(count, int)
+        else f"{run.label} ({run.record.config or 'all'})"
+        for run, count in zip((pair.reference, pair.run), counts)
+    ]
+    return f"{space}: {', '.join(shown)}"
+
+
+def refuse_other_candidates(pair: Pair, allow: bool) -> None:
+    """--intersect pairs the common items of runs on other data; where the candidates come from the data, those items
+    were ranked among other candidates, and the difference would measure the data: refused unless told."""
+    found = other_candidates(pair)
+    if found and not allow:
+        where = f"{pair.title}: " if pair.profile else ""
+        raise UserError(
+            f"{where}the runs ranked among different candidates ({found}); a difference on their common items measures the "
+            f"data (which candidates compete), not the model: compare runs of one config, or pass {ALLOW_CANDIDATES} to "
+            "compare them anyway (the report then says so)"
         )
 
 

@@ -138,6 +138,8 @@ def sameness_text(found: dict) -> str:
         said = f"What differs: {differing_text(found)}"
     else:
         said = "The runs' prober and settings are the same"
+    if found.get("different_candidates"):
+        said += f"; they ranked among different candidates ({found['different_candidates']}): the difference measures the data"
     if "model" in found["differing"] or "weights sha256" in found["differing"]:
         return said
     if found.get("same_weights"):

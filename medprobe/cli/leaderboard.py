@@ -1,0 +1,62 @@
+"""`medprobe leaderboard SOURCE... --out SITE`: a static leaderboard whose ranks say which differences are real
+(medprobe.leaderboard). Nothing heavy is imported until the command runs."""
+
+from __future__ import annotations
+
+import argparse
+
+from medprobe.registry import positive_int
+
+DESCRIPTION = """\
+Build a static, self-contained site (it loads nothing from the network; open SITE/index.html from
+disk) from SOURCEs: results JSONs, `medprobe profile` folders, a results repo (hub:ORG/NAME, fetched
+into the Hub cache) or its local copy. Every run is read through medprobe's records loader (every
+number recomputed from its per-item outcomes). Per benchmark/config/prober and data fingerprint, a
+board ranks the runs by the headline metric with n, 95% interval and chance; consecutive runs whose
+paired difference on their common items is not significant (exact McNemar for acc@k, else a paired
+permutation test; Holm across the board's adjacent pairs) share a rank group. A page per model
+(its profile across benchmarks, per-group bars with intervals) and per adjacent pair (difference,
+interval, p-values, per-group differences, the smallest difference the common n could detect at 80%
+power). Runs left out (failed verification, subsets, shipped samples, mismatched data) are listed with
+the reason. SITE/leaderboard.json holds the same data."""
+
+
+def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "leaderboard",
+        help="a static leaderboard of runs: ranks with intervals, tie groups from paired tests",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "sources", nargs="+", metavar="SOURCE", help="results JSONs, profile folders, hub:ORG/NAME or a local copy"
+    )
+    parser.add_argument("--out", required=True, metavar="SITE", help="the site's folder (replaced whole)")
+    parser.add_argument(
+        "--include-samples",
+        action="store_true",
+        help="rank runs on a sample shipped with medprobe on a board of their own, labelled as not the benchmark "
+        "(to try the leaderboard; default: left out)",
+    )
+    parser.add_argument(
+        "--resamples", type=positive_int, default=1000, metavar="N", help="bootstrap resamples and permutations (default: 1000)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same site)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace SITE even when it holds files a leaderboard did not write"
+    )
+    parser.set_defaults(func=run_leaderboard_command)
+
+
+def run_leaderboard_command(args: argparse.Namespace) -> int:
+    from medprobe.leaderboard.build import build_leaderboard
+
+    build_leaderboard(
+        args.sources,
+        args.out,
+        include_samples=args.include_samples,
+        resamples=args.resamples,
+        seed=args.seed,
+        overwrite=args.overwrite,
+    )
+    return 0

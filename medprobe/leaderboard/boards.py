@@ -1,0 +1,273 @@
+"""The boards: runs grouped by what makes them comparable, ranked by the headline, tie groups and pair statistics.
+
+    data = leaderboard_data(runs, excluded, resamples=1000, seed=0)   # what SITE/leaderboard.json holds
+
+A board holds the runs of one task, benchmark config, split and prober, with the settings that change
+what its metric means (`paired_settings` in the registry) and one data fingerprint: a board ranks only
+runs on the same data, and runs on other data go on a board of their own, headed by what their data is
+(medprobe.hub.official). A run whose items are not the board's (same fingerprint, other item ids or
+contents) is left out as mismatched data.
+
+Rows are ordered by the headline, each with its value, 95% interval and n (the record's, recomputed
+from its outcomes when it was read), and the chance level its record states with the null in words.
+Each adjacent pair is compared on its common items (medprobe.leaderboard.pairs); the p-values of the
+board's adjacent pairs are Holm-adjusted together, and consecutive rows whose adjusted p is not below
+0.05 share a rank group. Each pair also gets its per-group differences (Holm over the groups) and the
+minimum difference its n could detect; each run its headline per group with a 95% interval.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from medprobe.hub.published import name_part
+from medprobe.leaderboard.pairs import ALPHA, LEVEL, Difference, Scored, pair_difference, rank_groups, scored, value_interval
+from medprobe.leaderboard.sources import BoardRun, Excluded, where_of
+from medprobe.registry import load, task_entry
+from medprobe.stats import RESAMPLES, SEED, Estimator, Outcomes, holm
+
+METHOD = (
+    "Rows ordered by the headline metric with its 95% percentile-bootstrap interval (the record's, recomputed from the "
+    "run's per-item outcomes). Adjacent rows are compared on their common items: the paired difference with a 95% "
+    "paired-bootstrap interval, a paired permutation p and, for a metric of 0/1 item scores (acc@k), the exact McNemar "
+    "p, which decides there; the board's adjacent pairs are Holm-adjusted together, and rows whose adjusted p is not "
+    "below 0.05 share a rank group."
+)
+
+
+def model_name(record: Any) -> str:
+    """How a board names a run's model: its Hub id, a local folder's name, or the name given; a run with the model's
+    architecture and random weights (a prober's --scratch) says so."""
+    identity = record.model_identity or {}
+    model = record.model or "unnamed model"
+    name = identity.get("hub_id") or (Path(model).name if ("/" in model or "\\" in model) else model)
+    return f"{name} (random weights)" if record.settings.get("scratch") else name
+
+
+def board_key(run: BoardRun) -> tuple:
+    record = run.record
+    paired = task_entry(record.task).paired_settings  # a loaded run's task is installed (medprobe.records checks it)
+    settings = json.dumps({name: record.settings.get(name) for name in paired}, sort_keys=True, default=str)
+    return (record.task, record.benchmark, record.config, record.split, record.prober, settings, run.status.fingerprint)
+
+
+def items_key(outcomes: Outcomes) -> tuple:
+    return (outcomes.ids, outcomes.contents)
+
+
+def aligned_pair(upper: Outcomes, lower: Outcomes) -> tuple[Outcomes, Outcomes]:
+    """Both runs on the same items in the same order (runs of one board hold the same items)."""
+    if items_key(upper) == items_key(lower):
+        return upper, lower
+    return upper, lower.select(upper.ids)
+
+
+def group_rows(run: Scored, estimator: Estimator, resamples: int, seed: int) -> list[dict]:
+    """The headline of each group's items alone, with its 95% interval."""
+    return [{"group": name, **value_interval(run.group(name), estimator, resamples, seed)} for name in run.outcomes.group_names]
+
+
+def difference_dict(found: Difference) -> dict:
+    return {
+        "upper_value": found.upper,
+        "lower_value": found.lower,
+        "difference": found.difference,
+        "low": found.low,
+        "high": found.high,
+        "p_value": found.p_value,
+        "mcnemar_p": found.mcnemar_p,
+        "better": found.better,
+        "worse": found.worse,
+        "n": found.n,
+        "mde": found.mde,
+        "method": found.method,
+    }
+
+
+def pair_groups(upper: Scored, lower: Scored, estimator: Estimator, resamples: int, seed: int) -> list[dict]:
+    """The headline difference on each group's items alone, Holm-adjusted over the groups of the pair."""
+    rows = []
+    for name in upper.outcomes.group_names:
+        found = pair_difference(upper.group(name), lower.group(name), estimator, resamples, seed, permutation=False)
+        rows.append({"group": name, "n": found.n, **difference_dict(found), "test_p": found.test_p()})
+    adjusted = holm({row["group"]: row["test_p"] for row in rows if row["test_p"] is not None})
+    for row in rows:
+        row["p_holm"] = adjusted.get(row["group"])
+    return rows
+
+
+def split_mismatched(runs: list[BoardRun]) -> tuple[list[BoardRun], list[Excluded]]:
+    """The runs holding the board's items (the items most of its runs hold), and the others left out."""
+    counts: dict[tuple, int] = {}
+    for run in runs:
+        counts[items_key(run.outcomes)] = counts.get(items_key(run.outcomes), 0) + 1
+    common = max(counts, key=lambda key: (counts[key], len(key[0])))
+    kept, excluded = [], []
+    for run in runs:
+        if items_key(run.outcomes) == common:
+            kept.append(run)
+        else:
+            reason = (
+                f"mismatched data: the same data fingerprint as the board's other runs but other items "
+                f"({len(run.outcomes):,} against {len(common[0]):,}, or other ids or contents)"
+            )
+            excluded.append(
+                Excluded(run.label, run.source, reason, where_of(run.record.benchmark, run.record.config, run.record.prober))
+            )
+    return kept, excluded
+
+
+def row_value(run: BoardRun, scores: Scored, metric: str, estimator: Estimator, resamples: int, seed: int) -> dict:
+    """The run's headline with its interval and n: the record's (recomputed when it was read), else computed here."""
+    interval = (run.record.intervals or {}).get(metric) or {}
+    if interval.get("low") is not None and interval.get("n") == len(run.outcomes):
+        return {"value": run.record.metrics[metric], "low": interval["low"], "high": interval["high"], "n": interval["n"]}
+    return value_interval(scores, estimator, resamples, seed)
+
+
+def sortable(value: Any) -> float:
+    """A value to rank by: a missing one (None, NaN) last."""
+    return value if isinstance(value, (int, float)) and value == value else float("-inf")
+
+
+def board_title(record: Any, status_kind: str) -> str:
+    where = f"{record.benchmark} · {record.config or 'all configs'} · {record.split} · {record.prober}"
+    return where if status_kind == "official" else f"{where} · {status_kind} data"
+
+
+def usable(runs: list[BoardRun], metric: str) -> tuple[list[BoardRun], list[Excluded]]:
+    """The runs that hold the board's items and its metric, and the others left out with the reason."""
+    runs, excluded = split_mismatched(runs)
+    for run in runs:
+        if metric not in run.record.metrics:
+            where = where_of(run.record.benchmark, run.record.config, run.record.prober)
+            excluded.append(Excluded(run.label, run.source, f"records no {metric}", where))
+    return [run for run in runs if metric in run.record.metrics], excluded
+
+
+def row_dict(
+    run: BoardRun,
+    position: int,
+    group: int,
+    value: dict,
+    scores: Scored,
+    metric: str,
+    estimator: Estimator,
+    resamples: int,
+    seed: int,
+) -> dict:
+    chance = (run.record.chance or {}).get(metric) or {}
+    return {
+        "position": position,
+        "rank_group": group,
+        "run": run.label,
+        "model": model_name(run.record),
+        **value,
+        "chance": chance.get("value"),
+        "chance_null": chance.get("method"),
+        "source": run.source,
+        "groups": group_rows(scores, estimator, resamples, seed),
+    }
+
+
+def pair_dict(upper: BoardRun, lower: BoardRun, found: Difference, per_group: list[dict], adjusted: float | None) -> dict:
+    return {
+        "upper": upper.label,
+        "lower": lower.label,
+        **difference_dict(found),
+        "test_p": found.test_p(),
+        "p_holm": adjusted,
+        "separated": adjusted is not None and adjusted < ALPHA,
+        "groups": per_group,
+        "compare": f"medprobe compare {lower.source} {upper.source}",
+    }
+
+
+def board_head(first: Any, entry: Any, status: Any) -> dict:
+    """What a board is: its data, task, config, prober, metric and the settings its runs share."""
+    return {
+        "title": board_title(first, status.kind),
+        "task": first.task,
+        "benchmark": first.benchmark,
+        "config": first.config,
+        "split": first.split,
+        "prober": first.prober,
+        "metric": entry.headline,
+        "unit": (first.outcomes or {}).get("unit", "item"),
+        "group_by": getattr(load(entry.target), "GROUP_BY", "") or "group",
+        "settings": {name: first.settings.get(name) for name in entry.paired_settings},
+        "data": {"kind": status.kind, "text": status.text, "fingerprint": status.fingerprint},
+    }
+
+
+def one_board(runs: list[BoardRun], resamples: int, seed: int) -> tuple[dict | None, list[Excluded]]:
+    """A board of runs that share its key: rows ranked, adjacent pairs compared, tie groups (None: no run is left)."""
+    entry = task_entry(runs[0].record.task)
+    metric = entry.headline
+    runs, excluded = usable(runs, metric)
+    if not runs:
+        return None, excluded
+    estimator = load(entry.target).estimators(runs[0].record.settings)[metric]
+    scores = {id(run): scored(aligned_pair(runs[0].outcomes, run.outcomes)[1], estimator) for run in runs}  # one item order
+    values = {id(run): row_value(run, scores[id(run)], metric, estimator, resamples, seed) for run in runs}
+    runs.sort(key=lambda run: (-sortable(values[id(run)]["value"]), run.label))
+    differences = []
+    for upper, lower in zip(runs, runs[1:]):
+        a, b = scores[id(upper)], scores[id(lower)]
+        differences.append(
+            (upper, lower, pair_difference(a, b, estimator, resamples, seed), pair_groups(a, b, estimator, resamples, seed))
+        )
+    groups, p_holm = rank_groups([found.test_p() for _, _, found, _ in differences])
+    board = board_head(runs[0].record, entry, runs[0].status)
+    board["rows"] = [
+        row_dict(run, position, group, values[id(run)], scores[id(run)], metric, estimator, resamples, seed)
+        for position, (run, group) in enumerate(zip(runs, groups), start=1)
+    ]
+    board["pairs"] = [pair_dict(*difference, adjusted) for difference, adjusted in zip(differences, p_holm)]
+    return board, excluded
+
+
+def board_ids(boards: list[dict]) -> None:
+    """A short unique id per board (its page anchor and pair pages' prefix)."""
+    taken: dict[str, int] = {}
+    for board in boards:
+        base = name_part(f"{board['benchmark']}-{board['config'] or 'all'}-{board['prober']}-{board['data']['kind']}").lower()
+        taken[base] = taken.get(base, 0) + 1
+        board["id"] = base if taken[base] == 1 else f"{base}_{taken[base]}"
+
+
+def leaderboard_data(
+    runs: list[BoardRun], excluded: list[Excluded], *, resamples: int = RESAMPLES, seed: int = SEED, sources: Sequence[str] = ()
+) -> dict:
+    """Every board and every run left out, as SITE/leaderboard.json holds them."""
+    from medprobe import __version__
+
+    grouped: dict[tuple, list[BoardRun]] = {}
+    for run in runs:
+        grouped.setdefault(board_key(run), []).append(run)
+    boards = []
+    for key in sorted(grouped, key=lambda k: (k[1], str(k[2]), k[4], k[3], k[6] is None, str(k[6]))):
+        board, left = one_board(grouped[key], resamples, seed)
+        boards += [board] if board else []
+        excluded = [*excluded, *left]
+    # the official data's board first among boards of one benchmark/config/prober
+    boards.sort(key=lambda b: (b["benchmark"], str(b["config"]), b["prober"], b["split"], b["data"]["kind"] != "official"))
+    board_ids(boards)
+    listed = [item.as_dict() for item in excluded]
+    for board in boards:
+        where = where_of(board["benchmark"], board["config"], board["prober"])
+        board["excluded"] = [item for item in listed if item["where"] == where]
+    return {
+        "medprobe": __version__,
+        "level": LEVEL,
+        "alpha": ALPHA,
+        "resamples": resamples,
+        "seed": seed,
+        "method": METHOD,
+        "sources": list(sources),
+        "boards": boards,
+        "excluded": listed,
+    }
