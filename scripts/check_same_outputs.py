@@ -12,7 +12,8 @@ that every relative and work path is the same; each checkout gets its own embedd
            sample and the builds the plan makes);
 - builds:  `medprobe build` of every builder that needs no licensed data: mst (generated, default sizes),
            context_variance (its shipped sample) and medlama (the synthetic release of tests/synthetic_medlama.py,
-           written once into the work folder and given to both checkouts).
+           written once into the work folder and given to both checkouts); then `medprobe export lm-eval mst`
+           of the mst build (another folder writer).
 
 Every file under both output folders is compared: the same relative paths, and the same bytes (Parquet,
 PNG), except for what differs from one run to the next, or from one checkout to the other, whatever the
@@ -73,6 +74,7 @@ def commands(release: Path) -> dict[str, list[list[str]]]:
             [*build, "mst", "--out", "builds/mst"],
             [*build, "context_variance", "--out", "builds/context_variance"],
             [*build, "medlama", "--data-dir", str(release), "--set", "rows_per_relation=3", "--out", "builds/medlama"],
+            [sys.executable, "-m", "medprobe.cli", "export", "lm-eval", "mst", "--dataset", "builds/mst", "--out", "lm-eval-mst"],
         ],
     }
 
