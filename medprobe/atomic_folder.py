@@ -1,19 +1,32 @@
 """Output folders that are complete or absent: a lock, a staging folder beside the target, one swap.
 
-`medprobe build` writes a whole dataset folder this way (medprobe/building/build.py), `medprobe export
-lm-eval` its task folder and `medprobe profile` its profile folder (medprobe/profiling/folder.py);
-single files use medprobe/atomic.py. The pieces:
+Every command that writes a whole folder writes it through `staged_folder` (medprobe build, profile,
+export lm-eval, review export); single files use medprobe/atomic.py.
 
-- `prepare_parent(out)`: OUT's folder exists and can be written, or one line says why not.
+    with staged_folder(out, "build", refuse=ours, overwrite=False) as folder:   # checks, lock, staging folder
+        (folder.staged / "README.md").write_text(...)                           # the whole new OUT, then checked
+    # leaving the block: folder.staged becomes OUT in one swap; an exception leaves OUT as it was
+
+What it does, in order:
+
+- `check_output_folder(out)` and OUT's parent created (`prepare_parent`): a file, a mount point, a
+  read-only or immutable folder is one line before any work.
 - `out_lock(out, command)`: an exclusive lock on `.OUT.medprobe-lock` beside OUT (never inside it:
   a published folder holds only its card and data); a second writer stops at once, told which
-  command and process holds it.
-- a staging folder `.OUT.medprobe-tmp-<pid>` beside OUT (`stage_prefix`), removed on failure;
-  what a SIGKILL leaves is removed by the next writer (`clean_leftovers`, under the lock).
-- `swap_into_place(stage, out)`: one atomic exchange where Linux offers it (renameat2), else two
-  renames whose half-done state `clean_leftovers` undoes.
-- `medprobe.atomic.sigterm_raises()` and `signals_deferred()`: SIGTERM cleans up like Ctrl-C (the CLI
-  runs every command under `sigterm_raises`), and neither cuts a swap or a cleanup in half.
+  command and process holds it. SIGTERM raises like Ctrl-C from here on (`sigterm_raises`), so the
+  same cleanup runs.
+- under the lock, the staging folders killed writers left beside OUT are removed (`clean_leftovers`,
+  which also undoes a two-rename swap cut in half); a resumable writer (profile) keeps the one it
+  resumes from (`resume`), which it takes runs from and drops.
+- `refuse(out)`: the command's own test of what OUT holds (each command knows its files in its own
+  way: a build's card record, a profile.json's sha256, an export's file names, an empty folder);
+  it raises a UserError naming what it did not write, and is skipped under `overwrite`.
+- a staging folder `.OUT.medprobe-tmp-<pid>` beside OUT (`stage_prefix`); the block writes the new
+  OUT into its `out/` and checks it. The block ending without an exception swaps it in
+  (`swap_into_place`: one atomic exchange where Linux offers it, renameat2, else two renames whose
+  half-done state `clean_leftovers` undoes); any exception, Ctrl-C and SIGTERM included, removes
+  the staging folder. The swap and every cleanup run with SIGINT and SIGTERM held
+  (`signals_deferred`), so neither is cut in half.
 """
 
 from __future__ import annotations
@@ -23,11 +36,13 @@ import errno
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from medprobe.atomic import UnwritableOutput, check_creatable
+from medprobe.atomic import UnwritableOutput, check_creatable, signals_deferred, sigterm_raises
 from medprobe.contracts import UserError
 
 try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
@@ -189,3 +204,77 @@ def swap_into_place(stage: Path, out: Path) -> None:
     except BaseException:
         os.rename(aside, out)
         raise
+
+
+# --- the one staged writer -------------------------------------------------------------------------
+
+
+@dataclass
+class StagedFolder:
+    """What the block of `staged_folder` writes: `staged` (the new OUT), inside `stage` beside OUT."""
+
+    out: Path  # OUT, absolute
+    stage: Path  # .OUT.medprobe-tmp-<pid>: `staged` and whatever else the writer keeps there (caches, a journal)
+    previous: Path | None = None  # a killed writer's staging folder this one resumes from (resumable writers only)
+    owned: Any = None  # what `refuse` returned of OUT (build: its card's YAML); None under overwrite
+
+    @property
+    def staged(self) -> Path:
+        return self.stage / "out"
+
+    def write_texts(self, files: dict[str, str]) -> None:
+        """Write each text under its relative path in the new OUT (UTF-8)."""
+        for name, text in files.items():
+            path = self.staged / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+
+    def drop_previous(self) -> None:
+        """Remove the killed writer's staging folder once nothing more is taken from it."""
+        if self.previous is not None:
+            with signals_deferred():
+                shutil.rmtree(self.previous, ignore_errors=True)
+            self.previous = None
+
+
+@contextmanager
+def staged_folder(
+    out: str | Path,
+    command: str,
+    *,
+    refuse: Callable[[Path], Any] | None = None,
+    overwrite: bool = False,
+    resume: Callable[[list[Path]], Path | None] | None = None,
+    notes: Callable[[str], None] | None = None,
+    option: str = "--out",
+) -> Iterator[StagedFolder]:
+    """Lock OUT, check what it holds, stage the new OUT beside it; swap it in when the block ends (see the module).
+
+    `command` names the holder of the lock in a second writer's error (`build`, `profile`, ...). `refuse(out)` raises
+    when OUT holds what `command` did not write; it runs under the lock unless `overwrite`, and what it returns is
+    `owned`. `resume(stages)` picks, among the staging folders killed writers left, the one a resumable writer takes
+    runs from (kept as `previous`, the others removed). `notes` is told of each leftover cleaned up.
+    """
+    out = Path(out).absolute()
+    prepare_parent(out, option)
+    with sigterm_raises(), out_lock(out, command):
+        previous = resume(leftover_stages(out)) if resume is not None else None
+        for note in clean_leftovers(out, keep=previous):
+            if notes is not None:
+                notes(note)
+        owned = refuse(out) if refuse is not None and not overwrite else None
+        stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
+        if previous == stage:  # left by a killed process that had this pid
+            previous = previous.rename(stage.with_name(f"{stage.name}-killed"))
+        folder = StagedFolder(out, stage, previous=previous, owned=owned)
+        try:
+            folder.staged.mkdir(parents=True)
+            yield folder
+            with signals_deferred():  # a Ctrl-C or SIGTERM now waits: OUT is swapped whole or not at all
+                swap_into_place(stage, out)
+                shutil.rmtree(stage)
+            folder.drop_previous()
+        except BaseException:
+            with signals_deferred():
+                shutil.rmtree(stage, ignore_errors=True)
+            raise

@@ -1,8 +1,10 @@
 """The sha256 digests medprobe records of files and texts: one helper for every writer and reader.
 
     sha256_file(Path("out/results.outcomes.jsonl"))   # hex digest of the bytes, read in 1 MiB blocks
+    sha256_bytes(data)                                  # hex digest of bytes already read
     sha256_text(text)                                   # hex digest of the UTF-8 encoding
     json_digest({"request": ..., "weights": ...})       # hex digest of a value as sorted-key JSON
+    folder_digest(Path("out/medlama"))                  # one digest over every file's name and contents
     weights_digest(model_folder, cache_root())          # one digest over a model's weight files
 
 A model is identified by the digest of its weight files (a results file's `weights_sha256`, the embedding
@@ -36,6 +38,11 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def sha256_bytes(data: bytes) -> str:
+    """The hex sha256 of bytes (a file already read whole for another reason)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def sha256_text(text: str) -> str:
     """The hex sha256 of a text's UTF-8 bytes (what a file of that text would hash to)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -45,6 +52,15 @@ def json_digest(value: object) -> str:
     """The hex sha256 of a value as JSON with sorted keys (anything else as str): a key made of what it depends on
     (a run's request, an embedding space's parts, a card's content)."""
     return sha256_text(json.dumps(value, sort_keys=True, default=str))
+
+
+def folder_digest(folder: Path) -> str:
+    """One sha256 over the names and contents of every file under `folder` (what a profile run's data folder holds)."""
+    names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(f"{name}\0{sha256_file(folder / name)}\n".encode())
+    return digest.hexdigest()
 
 
 # --- model weights -------------------------------------------------------------------------------

@@ -12,11 +12,12 @@ compare` refuses runs whose data or items differ) and a published number names i
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from medprobe.digests import sha256_text
 
 HUB_REVISION = re.compile(r"^hf://datasets/(?P<repo>[^@]+)@(?P<revision>[0-9a-f]{40})/")
 
@@ -53,12 +54,12 @@ def dataset_fingerprint(dataset: str, probed: Sequence[tuple[str | None, str]]) 
 def files_digest(files: dict[str, str]) -> str:
     """One sha256 over data files' names (`<config>/<split>/<file>`) and digests: a dataset fingerprint's `sha256`
     (also derived from a dataset card's build record by `medprobe publish results`)."""
-    return hashlib.sha256("".join(f"{name}|{digest}\n" for name, digest in sorted(files.items())).encode()).hexdigest()
+    return sha256_text("".join(f"{name}|{digest}\n" for name, digest in sorted(files.items())))
 
 
 def items_digest(ids: Iterable[str]) -> str:
     """sha256 of the sorted item ids: equal exactly when two runs probed the same items."""
-    return hashlib.sha256("\n".join(sorted(map(str, ids))).encode()).hexdigest()
+    return sha256_text("\n".join(sorted(map(str, ids))))
 
 
 def model_identity(model: str) -> dict:

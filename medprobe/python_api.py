@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medprobe.contracts import UserError
+from medprobe.options import RESAMPLES_OPTION, SEED_OPTION
 
 if TYPE_CHECKING:
     from medprobe.building.build import BuildReport
@@ -147,8 +148,8 @@ def compare(
     inputs: Sequence[str | Path],
     *,
     intersect: bool = False,
-    resamples: int = 1000,
-    seed: int = 0,
+    resamples: int = RESAMPLES_OPTION.default,
+    seed: int = SEED_OPTION.default,
     out: str | Path | None = None,
     quiet: bool = True,
     allow_different_candidates: bool = False,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 from typing import Any
 
@@ -601,9 +601,7 @@ TASKS: dict[str, TaskEntry] = {
             ("candidate-scoring",),
             "understand",
             options=(
-                Option(
-                    "--k", "k", "top-k accuracies without and with context", type=parse_cutoffs, default=[1, 10], metavar="K,..."
-                ),
+                replace(K_OPTION, help="top-k accuracies without and with context"),
                 Option(
                     "--per-relation",
                     "per_relation",

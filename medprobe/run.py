@@ -24,6 +24,7 @@ from medprobe import distributed, timeline
 from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
 from medprobe.contracts import UserError
+from medprobe.options import RESAMPLES_OPTION, check_positive
 from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_intervals, plot_format
@@ -66,8 +67,7 @@ def check_request(request: RunRequest) -> None:
         )
     if not request.model:
         raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
-    if request.resamples < 1:
-        raise UserError(f"--resamples must be a positive integer, got {request.resamples}")
+    check_positive(RESAMPLES_OPTION, request.resamples)
     outputs = {
         "--out": request.out,
         "--plot": request.plot,

@@ -44,6 +44,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import import_module
 from pathlib import Path
 from types import ModuleType
@@ -51,8 +52,7 @@ from types import ModuleType
 import datasets
 from datasets.exceptions import DatasetGenerationError
 
-from medprobe.atomic import signals_deferred, sigterm_raises
-from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
+from medprobe.atomic_folder import staged_folder
 from medprobe.building.cards import (
     CARD_DIGEST_KEY,
     RECORD_KEY,
@@ -222,18 +222,18 @@ def files_under(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
 
 
-def existing_build(out: Path, benchmark: str, overwrite: bool) -> dict | None:
+def existing_build(out: Path, benchmark: str) -> dict | None:
     """The card YAML of OUT when OUT is a medprobe build of `benchmark` that a build may change.
 
-    None when there is nothing to keep: no OUT, a folder without files, or `overwrite`. Anything
-    else is refused, naming what is there, because the swap would delete it.
+    None when there is nothing to keep: no OUT, or a folder without files. Anything else is refused,
+    naming what is there, because the swap would delete it (not asked under `overwrite`).
     """
     if not os.path.lexists(out):
         return None
     if not out.is_dir():
         raise BuildError(f"{out} exists and is not a folder; choose another --out")
     files = files_under(out)
-    if not files or overwrite:
+    if not files:
         return None
     meta = card_meta(out / CARD) if CARD in files else None
     record = (meta or {}).get(RECORD_KEY)
@@ -445,26 +445,15 @@ def build(
     out = Path(out).resolve()
     requested = check_configs(benchmark, configs)
     params = dict(params or {})
-    prepare_parent(out)  # an ancestor that is a file, or a read-only folder: one line, before the lock
     report = BuildReport(out=out)
-    with sigterm_raises(), out_lock(out, "build"):
-        report.notes = clean_leftovers(out)
-        previous = existing_build(out, benchmark, overwrite)
+    ours = partial(existing_build, benchmark=benchmark)  # the card's record says what a build wrote
+    with staged_folder(out, "build", refuse=ours, overwrite=overwrite, notes=report.notes.append) as folder:
+        previous = folder.owned
         source = source_of(benchmark, data_dir)
         parameters = {c: resolved_parameters(benchmark, c, params) for c in config_names(benchmark)}
         report.kept = kept_configs(out, previous, requested, parameters, source)
-        stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
-        try:
-            stage.mkdir()
-            with datasets_bars_off():
-                write_staged_build(benchmark, out, stage, requested, previous, data_dir, params, source, report, progress)
-            with signals_deferred():
-                swap_into_place(stage, out)
-                shutil.rmtree(stage)
-        except BaseException:
-            with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
-            raise
+        with datasets_bars_off():
+            write_staged_build(benchmark, out, folder.stage, requested, previous, data_dir, params, source, report, progress)
     return report
 
 
@@ -494,7 +483,6 @@ def write_staged_build(
 ) -> None:
     """Write the whole new OUT into `stage/out` (caches in `stage/cache`) and check it loads."""
     folder, cache = stage / "out", stage / "cache"
-    folder.mkdir()
     built: dict[str, datasets.DatasetDict] = {}
     configs: dict[str, dict] = {}
     statistics: dict[str, object] = {}  # what each builder recorded for the card, for the configs built now

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from medprobe.registry import TASKS, positive_int
+from medprobe.options import RESAMPLES_OPTION, SEED_OPTION, add
+from medprobe.registry import TASKS
 
 DESCRIPTION = """\
 Compare runs of one benchmark item by item: results JSONs written by `medprobe probe` (with the
@@ -67,14 +68,12 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
         help="with --intersect: compare runs that ranked among different candidates (e.g. MedLAMA full vs hard: each "
         "set's own answer space); the report then says the difference measures the data, not the model",
     )
-    parser.add_argument(
-        "--resamples",
-        type=positive_int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples and permutations per test (default: 1000; a p-value is at least 1/(N+1))",
+    add(
+        parser,
+        RESAMPLES_OPTION,
+        "bootstrap resamples and permutations per test (default: %(default)s; a p-value is at least 1/(N+1))",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same numbers)")
+    add(parser, SEED_OPTION, "seed of the resampling (default: %(default)s; same seed, same numbers)")
     parser.add_argument(
         "--overwrite",
         action="store_true",

@@ -13,7 +13,8 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from medprobe.registry import PROBERS, TASKS, Option, positive_int, prober_entry, task_entry, tasks_for
+from medprobe.options import RESAMPLES_OPTION, add
+from medprobe.registry import PROBERS, TASKS, Option, prober_entry, task_entry, tasks_for
 
 USAGE = "medprobe probe --prober NAME [--task TASK] --dataset D --model M [options]"
 
@@ -85,12 +86,8 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (matplotlib)")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
-    parser.add_argument(
-        "--resamples",
-        type=positive_int,
-        metavar="N",
-        help="bootstrap resamples of the 95%% interval of every overall metric (default: 1000; seeded, deterministic)",
-    )
+    what = "bootstrap resamples of the 95%% interval of every overall metric"
+    add(parser, RESAMPLES_OPTION, f"{what} (default: {RESAMPLES_OPTION.default}; seeded, deterministic)", default=False)
     if prober:
         entry = prober_entry(prober)
         add_options(parser, f"--prober {prober} ({entry.description})", entry.options)

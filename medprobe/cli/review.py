@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from medprobe.options import RESAMPLES_OPTION, SEED_OPTION, add
+from medprobe.registry import positive_int
 from medprobe.review.scale import SCALE
 
 SCALE_TEXT = "; ".join(f"{value} {text}" for value, text in SCALE.items())
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
 
 
 def run_export(args: argparse.Namespace) -> int:
@@ -71,10 +66,10 @@ def add_review_command(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     export.add_argument("run", help="results JSON of a ranking run (medprobe probe --task TASK --out ... --predictions ...)")
-    export.add_argument("--sample", type=positive, required=True, metavar="N", help="queries to rate")
-    export.add_argument("--top-k", type=positive, required=True, metavar="K", help="predictions per query to rate")
+    export.add_argument("--sample", type=positive_int, required=True, metavar="N", help="queries to rate")
+    export.add_argument("--top-k", type=positive_int, required=True, metavar="K", help="predictions per query to rate")
     export.add_argument("--raters", required=True, metavar="R", help="a number of raters (rater1..R) or their names, a,b,c")
-    export.add_argument("--seed", type=int, default=0, help="seed of the sample and the shuffles (default: 0)")
+    add(export, SEED_OPTION, "seed of the sample and the shuffles (default: %(default)s)")
     export.add_argument("--out", required=True, metavar="DIR", help="a new (or empty) folder for the sheets")
     export.add_argument("--show-gold", action="store_true", help="show raters whether each prediction is a UMLS gold answer")
     export.add_argument("--predictions", metavar="JSONL", help="the run's predictions (default: the file beside the run)")
@@ -106,6 +101,6 @@ def add_review_command(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace files at --out (and its .md and .heatmap.svg) that an earlier `review import` did not write",
     )
-    imports.add_argument("--resamples", type=positive, default=1000, metavar="N", help="bootstrap resamples (default: 1000)")
-    imports.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default: 0)")
+    add(imports, RESAMPLES_OPTION, "bootstrap resamples (default: %(default)s)")
+    add(imports, SEED_OPTION, "seed of the bootstrap (default: %(default)s)")
     imports.set_defaults(func=run_import)

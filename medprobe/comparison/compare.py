@@ -21,7 +21,7 @@ from medprobe.comparison.pairing import (
     same_weights,
     task_class,
 )
-from medprobe.contracts import UserError
+from medprobe.options import RESAMPLES_OPTION, check_positive
 from medprobe.registry import task_entry
 from medprobe.stats import RESAMPLES, SEED, Estimator, Outcomes, estimate, holm, intervals, paired, plural
 
@@ -185,8 +185,7 @@ def compare(
     """The whole comparison, as written to compare.json: every pair checked first, then compared."""
     from medprobe import __version__
 
-    if resamples < 1:
-        raise UserError(f"--resamples must be a positive integer, got {resamples}")
+    check_positive(RESAMPLES_OPTION, resamples)
     pairs, notes = pairs_of(inputs)
     for pair in pairs:  # every refusal before any work
         check_pair(pair, intersect, allow_different_candidates)

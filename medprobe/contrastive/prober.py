@@ -43,7 +43,7 @@ from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS,
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
 from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
-from medprobe.digests import json_digest
+from medprobe.digests import json_digest, sha256_file
 from medprobe.lm.candidate_scoring import check_candidate_lists
 from medprobe.models import (
     check_model,
@@ -696,7 +696,7 @@ def space_identity(folder: Path, extra: dict, weights: str, layers: int | None, 
     config = folder / "config.json"
     parts = {
         "weights": weights,
-        "config_sha256": hashlib.sha256(config.read_bytes()).hexdigest() if config.is_file() else None,
+        "config_sha256": sha256_file(config) if config.is_file() else None,
         "load_options": extra,
         "layers": layers,
         "dtype": dtype_name(dtype),

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -205,19 +203,7 @@ def check_out(out: Path) -> None:
 
 def write_folder(out: Path, files: dict[str, str]) -> None:
     """Write `files` into a staging folder beside OUT, then swap it into place (OUT is old or new, never half)."""
-    from medprobe.atomic import signals_deferred
-    from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
+    from medprobe.atomic_folder import staged_folder
 
-    prepare_parent(out)
-    with out_lock(out, "export lm-eval"):
-        clean_leftovers(out)
-        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out), dir=out.parent))
-        try:
-            (stage / "out").mkdir()
-            for name, text in files.items():
-                (stage / "out" / name).write_text(text, encoding="utf-8")
-            with signals_deferred():  # a Ctrl-C or SIGTERM here waits: OUT is swapped whole or not at all
-                swap_into_place(stage, out)
-        finally:
-            with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
+    with staged_folder(out, "export lm-eval", refuse=check_out) as folder:  # checked again under the lock
+        folder.write_texts(files)

@@ -5,9 +5,9 @@
         folder.finished(entry, source)                       # after each run: OUT's paths, sha256, journal
         folder.seal(profile)                                 # every path as in OUT, every file's sha256
         write_profile(profile, out, into=folder.staged)
-    # leaving the block: the staging folder becomes OUT in one rename (medprobe.atomic_folder)
+    # leaving the block: the staging folder becomes OUT in one rename (medprobe.atomic_folder.staged_folder)
 
-A profile is written like a `medprobe build`: the whole folder (profile.json, profile.md,
+A profile is written like a `medprobe build`, through the one staged writer: the whole folder (profile.json, profile.md,
 profile.png, runs/, the datasets/ it built) goes to `.OUT.medprobe-tmp-<pid>/out` beside OUT and
 replaces OUT in one swap, under the lock `.OUT.medprobe-lock` (a second profile or build into OUT
 stops at once, naming the process). Chosen over naming every run file by the profile that owns it
@@ -27,8 +27,8 @@ replaces OUT only when OUT is absent, empty, or holds exactly such a profile, un
 else is refused unless `--overwrite`. `medprobe publish results OUT` checks the same record
 (`disagreement`).
 
-Resume: `progress.json` in the staging folder (beside `out/`, never swapped in) lists every finished
-run with its key, the sha256 of its request (paths as in OUT), its data source, the content of its
+Resume (the run journal, medprobe.journal): `progress.json` in the staging folder (beside `out/`, never
+swapped in) lists every finished run with its key, the sha256 of its request (paths as in OUT), its data source, the content of its
 dataset folder and medprobe's version. A profile into OUT that finds the staging folder a killed
 profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM remove their own) takes from it the runs
 whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
@@ -38,25 +38,23 @@ whose key equals its own and whose files are unchanged, and runs the rest. Datas
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
-from medprobe.atomic import signals_deferred, sigterm_raises, write_text_atomically
-from medprobe.atomic_folder import clean_leftovers, leftover_stages, out_lock, prepare_parent, stage_prefix, swap_into_place
+from medprobe.atomic_folder import StagedFolder, staged_folder
 from medprobe.building.cards import package_version
 from medprobe.contracts import UserError
-from medprobe.digests import json_digest, sha256_file
+from medprobe.digests import folder_digest, json_digest, sha256_file
+from medprobe.journal import JOURNAL, Journal, Journaled, NotReusable, adopt_files, latest
 
 PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
-JOURNAL = "progress.json"  # in the staging folder, beside out/: the finished runs a resume may take
 
 
 # --- what a folder holds -------------------------------------------------------------------------
@@ -196,14 +194,6 @@ def relocate(value: Any, old: str, new: str) -> Any:
     return value
 
 
-def folder_digest(folder: Path) -> str:
-    """One sha256 over the names and contents of every file under `folder`."""
-    digest = hashlib.sha256()
-    for name in files_under(folder):
-        digest.update(f"{name}\0{sha256_file(folder / name)}\n".encode())
-    return digest.hexdigest()
-
-
 def run_key(request: dict, source: dict, content: str | None, weights: str | None = None) -> str:
     """What a run's outputs depend on: its request (paths as in OUT), its data source and content, the model's
     weights (a folder retrained in place is another model) and medprobe's version."""
@@ -225,16 +215,21 @@ def run_key(request: dict, source: dict, content: str | None, weights: str | Non
 class ProfileFolder:
     out: Path  # OUT as given: what profile.json names
     stage: Path  # .OUT.medprobe-tmp-<pid> beside OUT; `staged` (its out/) becomes OUT
-    previous: Path | None = None  # the staging folder of a killed profile, to resume from
+    writer: StagedFolder | None = None  # the staged writer (None in a process that does not write, under a launch)
     main: bool = True  # the process that writes (under accelerate launch / torchrun)
     print_fn: Callable[[str], None] = print
-    journal: dict[str, dict] = field(default_factory=dict)  # label -> {"key", "entry"} of each finished run
+    journal: Journal = field(default_factory=Journal)  # the finished runs, by label, for a profile that resumes this one
     contents: dict[str, str | None] = field(default_factory=dict)  # dataset path -> folder_digest
     weights: dict[str, str | None] = field(default_factory=dict)  # model -> the sha256 of its weight files
 
     @property
     def staged(self) -> Path:
         return self.stage / "out"
+
+    @property
+    def previous(self) -> Path | None:
+        """The staging folder of a killed profile, to resume from."""
+        return self.writer.previous if self.writer is not None else None
 
     def logical(self, value: Any) -> Any:
         """`value` (a request, an entry, a record...) naming paths as they will be in OUT."""
@@ -269,29 +264,27 @@ class ProfileFolder:
         (label, request, data source) of every planned run: the same key, and files unchanged."""
         taken: dict[str, dict] = {}
         if self.main and self.previous is not None:
-            before = read_journal(self.previous)
-            for label, request, source in runs:
-                old = before.get(label)
-                if old and old.get("key") == self.key(request, source) and self.adopt(old["entry"].get("files") or {}):
-                    taken[label] = old["entry"]
-                    self.journal[label] = old
+            before = Journal.read(self.previous / JOURNAL)
+            keys = {label: self.key(request, source) for label, request, source in runs}
+            resumed = before.resume(keys.items(), self.adopt)
+            taken = resumed.taken
+            for label, entry in taken.items():  # journaled again: a kill of this profile keeps them too
+                self.journal.finished(label, keys[label], entry)
             self.write_journal()
-            for label in before:
-                if label not in taken:
-                    self.print_fn(f"resume: run {label} of the killed profile is run again (its request, data or files differ)")
-            self.drop_previous()
+            for run in before.runs:
+                if run.name not in resumed.taken_from.values():
+                    self.print_fn(
+                        f"resume: run {run.name} of the killed profile is run again (its request, data or files differ)"
+                    )
+            self.writer.drop_previous()
         [taken] = distributed.gather([taken] if self.main else [])  # every process skips the same runs
         return taken
 
-    def adopt(self, files: dict[str, str]) -> bool:
-        """Move a killed profile's run files into this staging folder, if every one is unchanged."""
-        sources = {name: self.previous / "out" / name for name in files}
-        if not files or any(not path.is_file() or sha256_file(path) != files[name] for name, path in sources.items()):
-            return False
-        for name, path in sources.items():
-            (self.staged / name).parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, self.staged / name)
-        return True
+    def adopt(self, label: str, run: Journaled) -> dict:
+        """A killed profile's run, its files moved into this staging folder, if every one is unchanged."""
+        if not adopt_files(self.previous / "out", self.staged, run.entry.get("files") or {}):
+            raise NotReusable(f"the files of run {run.name} changed since it was journaled")
+        return run.entry
 
     def finished(self, entry: dict, request: Any, source: dict) -> None:
         """A run is done: its entry and results JSON name OUT's paths, its files' sha256 go into the
@@ -310,7 +303,7 @@ class ProfileFolder:
         paths = [results.resolve(), *((results.parent / name).resolve() for name in shown.files)]
         inside = [path for path in paths if path.is_relative_to(self.staged.resolve())]
         entry["files"] = {path.relative_to(self.staged.resolve()).as_posix(): sha256_file(path) for path in inside}
-        self.journal[entry["label"]] = {"key": self.key(request, source), "entry": entry}
+        self.journal.finished(entry["label"], self.key(request, source), entry)
         self.write_journal()
 
     def seal(self, profile: Any) -> None:
@@ -325,65 +318,32 @@ class ProfileFolder:
         }
 
     def write_journal(self) -> None:
-        write_text_atomically(self.stage / JOURNAL, json.dumps({"runs": self.journal}, indent=1, ensure_ascii=False) + "\n")
-
-    def drop_previous(self) -> None:
-        if self.previous is not None:
-            with signals_deferred():
-                shutil.rmtree(self.previous, ignore_errors=True)
-            self.previous = None
-
-
-def read_journal(stage: Path) -> dict[str, dict]:
-    try:
-        runs = json.loads((stage / JOURNAL).read_text(encoding="utf-8"))["runs"]
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
-        return {}
-    if not isinstance(runs, dict):
-        return {}
-    return {label: run for label, run in runs.items() if isinstance(run, dict) and isinstance(run.get("entry"), dict)}
-
-
-def resumable(out: Path) -> Path | None:
-    """The staging folder a killed profile left beside OUT with the most recent journal, if any."""
-    journaled = [stage for stage in leftover_stages(out) if read_journal(stage) and (stage / "out").is_dir()]
-    return max(journaled, key=lambda stage: (stage / JOURNAL).stat().st_mtime_ns, default=None)
+        self.journal.write(self.stage / JOURNAL)
 
 
 @contextmanager
 def open_folder(out: Path, overwrite: bool = False, print_fn: Callable[[str], None] = print) -> Iterator[ProfileFolder]:
-    """Lock OUT, check it may be replaced, stage the new profile beside it; swap it in when the block ends.
+    """Lock OUT, check it may be replaced, stage the new profile beside it; swap it in when the block ends
+    (medprobe.atomic_folder.staged_folder, resuming from the staging folder a killed profile left).
 
     An error, Ctrl-C or SIGTERM removes the staging folder and leaves OUT as it was. Under a launch only
     the main process locks, checks and swaps; every process gets the same staging folder.
     """
-    given = out
-    out = out.absolute()
     if not distributed.is_main_process():
         [stage] = distributed.gather([])
-        yield ProfileFolder(given, Path(stage), main=False, print_fn=print_fn)
+        yield ProfileFolder(out, Path(stage), main=False, print_fn=print_fn)
         return
-    prepare_parent(out)
-    with sigterm_raises(), out_lock(out, "profile"):
-        previous = resumable(out)
-        for note in clean_leftovers(out, keep=previous):
-            print_fn(f"medprobe: {note}")
-        check_replaceable(out, overwrite)
-        stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
-        if previous == stage:  # left by a killed process that had this pid
-            previous = previous.rename(stage.with_name(f"{stage.name}-killed"))
-        folder = ProfileFolder(given, stage, previous=previous, print_fn=print_fn)
-        if previous is not None:
-            print_fn(f"resume: {previous.name}, left by a killed profile into {out}, has runs this profile may reuse")
-        try:
-            folder.staged.mkdir(parents=True)
-            distributed.gather([str(stage)])
-            yield folder
-            with signals_deferred():  # a Ctrl-C or SIGTERM now waits: OUT is swapped whole or not at all
-                swap_into_place(stage, out)
-                shutil.rmtree(stage)
-            folder.drop_previous()
-        except BaseException:
-            with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
-            raise
+    ours = partial(check_replaceable, overwrite=False)  # what profile.json records is the profile's
+    notes = partial(said, print_fn)
+    with staged_folder(out, "profile", refuse=ours, overwrite=overwrite, resume=latest, notes=notes) as writer:
+        folder = ProfileFolder(out, writer.stage, writer=writer, print_fn=print_fn)
+        if writer.previous is not None:
+            print_fn(
+                f"resume: {writer.previous.name}, left by a killed profile into {writer.out}, has runs this profile may reuse"
+            )
+        distributed.gather([str(writer.stage)])
+        yield folder
+
+
+def said(print_fn: Callable[[str], None], note: str) -> None:
+    print_fn(f"medprobe: {note}")

@@ -17,7 +17,6 @@ What is checked, in order, each failure one line naming the file (and the metric
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import statistics
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe.contracts import UserError
-from medprobe.digests import sha256_file
+from medprobe.digests import sha256_bytes, sha256_file
 from medprobe.records.record import RunRecord
 from medprobe.stats import Estimator, Outcomes, estimate, intervals
 
@@ -163,7 +162,7 @@ def read_run_outcomes(record: RunRecord, path: str | Path) -> Outcomes:
             f"{path} names its per-item outcomes {outcomes_file}, which cannot be read ({err.strerror or err}); "
             "keep the .outcomes.jsonl file beside its results JSON"
         ) from None
-    if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    if sha256_bytes(data) != entry["sha256"]:
         raise RecordError(
             f"{outcomes_file} is not the outcomes file {path} was written with (its sha256 differs): an interrupted write, "
             f"or a file changed or replaced since; {RERUN}"

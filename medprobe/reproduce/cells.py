@@ -3,7 +3,8 @@ results JSON verifies itself and agrees with what the cell file says of it.
 
 A cell file lists its runs, each with its run's key (what decides its result: medprobe.reproduce.runner's
 request_key of that one request), the results JSON it names under OUT/runs/ and what the report takes from
-it (metrics, intervals, n, data fingerprint, model identity). It is written after each run of a cell with
+it (metrics, intervals, n, data fingerprint, model identity): those runs are the cell's run journal, resumed
+through medprobe.journal as profile's progress.json is. It is written after each run of a cell with
 a `repeat` (status "partial") and when the cell is done (status "finished"). A later reproduce into the same
 OUT reuses a run only when its key is the one this request gives, its results JSON passes
 medprobe.records.load_run (files, hashes, every number recomputed from the per-item outcomes), it is a run
@@ -23,6 +24,7 @@ from typing import Any
 
 from medprobe import distributed
 from medprobe.atomic import write_text_atomically
+from medprobe.journal import Journal, NotReusable
 from medprobe.records import RecordError, load_run
 from medprobe.records.verify import same
 from medprobe.reproduce.recipe import Figure
@@ -113,36 +115,35 @@ def not_of_request(record: Any, request: Any) -> str | None:
     return None
 
 
-def verified(out: Path, planned: Any, index: int, entry: dict, print_fn: Printer) -> dict | None:
-    """The stored entry of run `index`, re-read from its results JSON, when everything checks; else None, said."""
+def verified(out: Path, planned: Any, index: int, entry: dict) -> dict:
+    """The stored entry of run `index`, re-read from its results JSON, when everything checks; else NotReusable, saying why."""
     cell, file = planned.cell.id, entry.get("file")
     if not isinstance(file, str) or not RUN_FILE.fullmatch(file):
-        print_fn(f"cell {cell}: its stored result names no run file under runs/: run again")
-        return None
+        raise NotReusable(f"cell {cell}: its stored result names no run file under runs/: run again")
     try:
         loaded = load_run(out / file)
     except RecordError as err:
-        print_fn(f"cell {cell}: {file} cannot be reused, run again: {err}")
-        return None
+        raise NotReusable(f"cell {cell}: {file} cannot be reused, run again: {err}") from None
     other = not_of_request(loaded.record, planned.requests[index])
     if other:
-        print_fn(f"cell {cell}: {file} is not a run of this cell ({other}): run again")
-        return None
+        raise NotReusable(f"cell {cell}: {file} is not a run of this cell ({other}): run again")
     fresh = run_entry(out, file, loaded.record, planned.values[index], planned.run_keys[index], planned.cell.figures)
     differs = entry_difference(entry, fresh)
     if differs:
-        print_fn(f"cell {cell}: its stored result disagrees with {file} ({differs}): run again")
-        return None
+        raise NotReusable(f"cell {cell}: its stored result disagrees with {file} ({differs}): run again")
     return fresh
 
 
 def reusable(out: Path, planned: Any, stored: dict | None, print_fn: Printer) -> list[dict | None]:
-    """Per run of the cell: its verified stored entry, or None (run it)."""
-    by_key = {e.get("run_key"): e for e in (stored or {}).get("runs", []) if isinstance(e, dict)}
-    return [
-        verified(out, planned, index, by_key[key], print_fn) if key in by_key else None
-        for index, key in enumerate(planned.run_keys)
-    ]
+    """Per run of the cell: its verified stored entry, or None (run it); the cell file's runs are its journal."""
+    journal = Journal.of((stored or {}).get("runs", []), name="file", key="run_key")
+    index = {file: number for number, file in enumerate(planned.files)}
+    resumed = journal.resume(
+        zip(planned.files, planned.run_keys), lambda file, run: verified(out, planned, index[file], run.entry)
+    )
+    for _, why in resumed.refused:
+        print_fn(why)
+    return [resumed.taken.get(file) for file in planned.files]
 
 
 def cell_result(planned: Any, entries: list[dict], status: str = "finished") -> dict:

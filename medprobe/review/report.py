@@ -32,6 +32,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from medprobe.digests import sha256_file
+from medprobe.options import RESAMPLES_OPTION, SEED_OPTION, check_positive
 from medprobe.review.agreement import agreement
 from medprobe.review.scale import HIGHEST, LOWEST, SCALE
 from medprobe.stats import Estimator, Outcomes, estimate, intervals
@@ -317,8 +318,8 @@ def import_ratings(
     *,
     accept: int = HIGHEST,
     out: str | Path | None = None,
-    resamples: int = 1000,
-    seed: int = 0,
+    resamples: int = RESAMPLES_OPTION.default,
+    seed: int = SEED_OPTION.default,
     overwrite: bool = False,
 ) -> dict:
     """Check the outputs and every ratings file, then write OUT (default DIR/review.json), OUT's .md and
@@ -331,8 +332,7 @@ def import_ratings(
 
     if not LOWEST <= accept <= HIGHEST:
         raise UserError(f"--accept must be on the {LOWEST}-{HIGHEST} scale, got {accept}")
-    if resamples < 1:
-        raise UserError(f"--resamples must be a positive integer, got {resamples}")
+    check_positive(RESAMPLES_OPTION, resamples)
     target = Path(out) if out else Path(folder) / "review.json"
     md, svg = target.with_suffix(".md"), target.with_name(f"{target.stem}.heatmap.svg")
     if target.is_dir():

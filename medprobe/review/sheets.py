@@ -25,8 +25,6 @@ import csv
 import io
 import json
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
@@ -372,24 +370,11 @@ def check_out(out: Path) -> None:
 
 def write_folder(out: Path, files: dict[str, str]) -> None:
     """All files into a staging folder beside DIR, then one swap: DIR is complete or absent."""
-    from medprobe.atomic import signals_deferred
-    from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
+    from medprobe.atomic_folder import staged_folder
 
-    prepare_parent(out)
-    with out_lock(out, "review export"):
-        clean_leftovers(out)
-        check_out(out)  # again under the lock: another export may have written it meanwhile
-        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out), dir=out.parent))
-        try:
-            for name, text in files.items():
-                path = stage / "out" / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-            with signals_deferred():
-                swap_into_place(stage, out)
-        finally:
-            with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
+    # check_out again under the lock: another export may have written DIR meanwhile
+    with staged_folder(out, "review export", refuse=check_out) as folder:
+        folder.write_texts(files)
 
 
 def export(run: str | Path, out: str | Path, **options) -> dict[str, str]:
