@@ -24,6 +24,7 @@ from medprobe import distributed, timeline
 from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
 from medprobe.contracts import UserError
+from medprobe.local_paths import dataset_source
 from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_intervals, plot_format
@@ -66,6 +67,7 @@ def check_request(request: RunRequest) -> None:
         )
     if not request.model:
         raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
+    dataset_source(request.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after retries
     if request.resamples < 1:
         raise UserError(f"--resamples must be a positive integer, got {request.resamples}")
     outputs = {
