@@ -48,7 +48,7 @@ def check_local_path(value: str, option: str = "", expected: str = "") -> Path:
 def missing_message(value: str, option: str, expected: str = "") -> str:
     """`OPTION VALUE does not exist; did you mean out/medlama?`, else the nearest folder that exists, what it
     holds and `expected`. Paths are shown as the user wrote them (`~` and relative paths kept)."""
-    named = f"{option} {value}" if option else value
+    named = f"{option}{value}" if option.endswith("=") else f"{option} {value}" if option else value
     match = close_match(value)
     if match:
         return f"{named} does not exist; did you mean {match}?"

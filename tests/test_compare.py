@@ -162,7 +162,7 @@ def test_a_record_without_outcomes_is_one_clear_error(tmp_path, capsys):
     data["outcomes"] = None
     old.write_text(json.dumps(data))
     assert "old.json records no per-item outcomes" in refused(capsys, a, old)
-    assert "no such results JSON or profile folder" in refused(capsys, a, tmp_path / "none.json")
+    assert f"{tmp_path / 'none.json'} does not exist" in refused(capsys, a, tmp_path / "none.json")
     assert "at least two" in refused(capsys, a)
 
 

@@ -290,7 +290,7 @@ def test_bad_data_dirs_stop_before_anything_runs(tmp_path, model_folders, fake_r
             main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", value])
         assert message in capsys.readouterr().err
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"medlama={tmp_path / 'none'}"]) == 2
-    assert "no such folder" in capsys.readouterr().err
+    assert f"--data-dir medlama={tmp_path / 'none'} does not exist" in capsys.readouterr().err
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"mst={tmp_path}"]) == 2
     assert "mst is generated" in capsys.readouterr().err
     assert (

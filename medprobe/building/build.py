@@ -61,6 +61,7 @@ from medprobe.building.cards import (
     render_dataset_card,
     split_template,
 )
+from medprobe.building.sources import check_source_folders
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
 from medprobe.resources import load_builder_module
@@ -445,6 +446,7 @@ def build(
     out = Path(out).resolve()
     requested = check_configs(benchmark, configs)
     params = dict(params or {})
+    check_source_folders(benchmark, data_dir, params)
     prepare_parent(out)  # an ancestor that is a file, or a read-only folder: one line, before the lock
     report = BuildReport(out=out)
     with sigterm_raises(), out_lock(out, "build"):

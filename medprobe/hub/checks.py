@@ -29,6 +29,7 @@ from huggingface_hub import DatasetCard, SpaceCard
 from medprobe.building.cards import LICENCE_KEY, LICENCES, RECORD_KEY
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
+from medprobe.local_paths import could_be_local, missing_message
 from medprobe.resources import available, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
@@ -221,9 +222,12 @@ def raw_file_findings(folder: Path, files: list[FileEntry], raw_dirs: list[Path]
 
 def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetCheck:
     """Run every dataset check; raise `PublishError` on the first problem."""
+    expected = "expected a built Hub folder (medprobe build ... --out DIR)"
+    if not Path(folder).expanduser().exists():
+        raise PublishError(missing_message(str(folder), "", expected))
     folder = Path(folder)
     if not folder.is_dir():
-        raise PublishError(f"{folder} is not a folder: expected a built Hub folder (medprobe build ... --out DIR)")
+        raise PublishError(f"{folder} is not a folder: {expected}")
     card_path = folder / "README.md"
     card = read_card(card_path)
     licence = card.data.get(LICENCE_KEY)
@@ -353,6 +357,10 @@ def metric_folder(name_or_path: str) -> Path:
         return path
     if name_or_path in available("metrics"):
         return resource_root() / "metrics" / name_or_path
+    if could_be_local(name_or_path):
+        raise PublishError(
+            missing_message(name_or_path, "", f"give a metric folder or a shipped metric: {', '.join(available('metrics'))}")
+        )
     raise PublishError(
         f"{name_or_path!r} is neither a metric folder nor a shipped metric; shipped: {', '.join(available('metrics'))}"
     )

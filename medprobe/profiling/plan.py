@@ -34,6 +34,7 @@ from typing import Any
 
 from medprobe import distributed
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path
 from medprobe.registry import TASKS, ProfilePlan, TaskEntry, task_entry
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the package medprobe/: a plan's `sample` is relative to it (or absolute)
@@ -211,11 +212,9 @@ def check_data_dirs(data_dirs: dict[str, str], benchmarks: tuple[str, ...]) -> N
             raise UserError(f"--data-dir {name}={path}: unknown benchmark {name!r}; use one of {', '.join(BENCHMARKS)}")
         if name not in benchmarks:
             raise UserError(f"--data-dir {name}={path}: {name} is not among --benchmarks ({', '.join(benchmarks)})")
-        folder = Path(path).expanduser()
+        folder = check_local_path(path, f"--data-dir {name}=", f"give a release folder or a `medprobe build {name}` folder")
         if not folder.is_dir():
-            raise UserError(
-                f"--data-dir {name}={path}: no such folder; give a release folder or a `medprobe build {name}` folder"
-            )
+            raise UserError(f"--data-dir {name}={path} is a file; give a release folder or a `medprobe build {name}` folder")
         built = built_benchmark(folder)
         if built is not None and built != name:
             raise UserError(f"--data-dir {name}={path}: that folder is a medprobe build of {built!r}, not of {name!r}")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import MissingPath, could_be_local, missing_message
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 SOURCE_FIELDS = ("paper", "table", "row", "column")
@@ -113,6 +114,8 @@ def resolve(name_or_path: str) -> Path:
     path = Path(name_or_path).expanduser()
     if path.is_file():
         return path
+    if could_be_local(name_or_path):
+        raise MissingPath(missing_message(name_or_path, "", f"give a recipe file or one of {', '.join(shipped)}"))
     raise UserError(f"no recipe {name_or_path!r}: give a file or one of {', '.join(shipped)} (`medprobe reproduce list`)")
 
 
