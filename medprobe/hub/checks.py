@@ -16,7 +16,6 @@ names the gradio SDK, and it holds its module, card and requirements.txt.
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from medprobe.building.cards import LICENCE_KEY, LICENCES, RECORD_KEY
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
 from medprobe.local_paths import could_be_local, missing_message
-from medprobe.resources import available, resource_root
+from medprobe.resources import available, release_data_dirs, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
     import datasets
@@ -181,10 +180,7 @@ def raw_data_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     for path in extra or []:
         if not Path(path).is_dir():
             raise PublishError(f"--raw-data {path}: not a folder")
-    candidates = [Path(p) for p in extra or []]
-    if os.environ.get("MEDPROBE_SHARED_DATA"):
-        candidates.append(Path(os.environ["MEDPROBE_SHARED_DATA"]))
-    candidates += [resource_root().parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
+    candidates = [Path(p) for p in extra or []] + [path for path, _ in release_data_dirs()]
     unique: dict[Path, None] = {}
     for path in candidates:
         if path.is_dir():
