@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
+from medprobe.atomic import shown_path
 from medprobe.contracts import UserError
 from medprobe.local_paths import check_local_path
 from medprobe.registry import TASKS, ProfilePlan, TaskEntry, task_entry
@@ -108,7 +109,7 @@ class DataSource:
 
     def describe(self, path: bool = True) -> str:
         """One line; `path=False` for profile.md, which may go into a public model card."""
-        where = f" ({self.dataset})" if path else ""
+        where = f" ({shown_path(self.dataset)})" if path else ""  # as in OUT, not in the staging folder
         return f"{self.benchmark}: {self.source}{where}" + (f"; {self.note}" if self.note else "")
 
 
@@ -274,7 +275,7 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
     out = Path(options.out) / "datasets" / name  # in the profile's staging folder: new, whatever OUT holds
     configs, params = build_settings(name, options.quick)
     where = f"the release folder {data_dir}" if data_dir else "its default source"
-    print_fn(f"building {name} from {where} into {out} ...")
+    print_fn(f"building {name} from {where} into {shown_path(out)} ...")
     start = time.perf_counter()
     built: list[tuple[int, float]] = []
     if distributed.is_main_process():  # under a launch one process builds, the others wait and read it
