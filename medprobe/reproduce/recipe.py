@@ -106,6 +106,13 @@ def recipe_paths() -> dict[str, Path]:
     return {path.stem: path for path in sorted(RECIPES_DIR.glob("*.json"))}
 
 
+# Benchmarks without a recipe, and why (`medprobe reproduce list` prints it; docs/reproducing-recipes.md says the same)
+NO_RECIPE = {
+    "mst": "our copy of the MST paper (an excerpt) has no results table, and medprobe's MST generator uses unit, range "
+    "and reference tables of its own, so no MST figure can be compared with the paper's",
+}
+
+
 def resolve(name_or_path: str) -> Path:
     """A shipped recipe by name, or a recipe file by path."""
     shipped = recipe_paths()
