@@ -38,7 +38,7 @@ FLAGS = (
 )
 
 
-SETTLE_MS = 250  # after the load event: scripts that start then (a search worker) report their errors
+SETTLE_MS = 100  # after the load event: scripts that start then (a search worker) report their errors
 
 
 def chromium_binary() -> str | None:
@@ -129,9 +129,10 @@ def render(path: Path, timeout: float = 60.0) -> Rendered:
     return render_all([path], timeout=timeout)[0]
 
 
-def render_all(paths: list[Path], *, timeout: float = 60.0, width: int = 0, probe: str = "") -> list[Rendered]:
-    """Each of `paths` opened in turn in one browser (one start for many pages), a window `width` px wide
-    when given; `probe` is a JavaScript expression evaluated after each load, its JSON value in `Rendered.probe`."""
+def render_all(paths: list[Path | str], *, timeout: float = 60.0, width: int = 0, probe: str = "") -> list[Rendered]:
+    """Each of `paths` (files, or URLs) opened in turn in one browser (one start for many pages), in a window
+    `width` px wide when given; `probe` is a JavaScript expression evaluated after each load (a promise is
+    awaited), its JSON value in `Rendered.probe`."""
     binary = chromium_binary()
     if binary is None:
         raise FileNotFoundError("chromium is not installed")
@@ -168,10 +169,11 @@ def render_all(paths: list[Path], *, timeout: float = 60.0, width: int = 0, prob
             os.close(from_browser)
 
 
-def open_page(tools: DevTools, session: str, path: Path, probe: str) -> Rendered:
-    """Navigate to `path` and wait for its load; only the events of this page are reported."""
+def open_page(tools: DevTools, session: str, path: Path | str, probe: str) -> Rendered:
+    """Navigate to `path` (a file, or a URL) and wait for its load; only the events of this page are reported."""
     tools.events.clear()
-    tools.send("Page.navigate", {"url": path.resolve().as_uri()}, session=session)
+    url = path if isinstance(path, str) else path.resolve().as_uri()
+    tools.send("Page.navigate", {"url": url}, session=session)
     tools.wait_for("Page.loadEventFired")
 
     def evaluate(expression: str) -> object:
