@@ -93,3 +93,11 @@ def test_cache_sizes_are_counted_and_a_large_cache_is_shown_as_at_least(tmp_path
 def test_the_bug_report_template_asks_for_medprobe_env():
     template = (ROOT / ".github" / "ISSUE_TEMPLATE" / "bug_report.md").read_text(encoding="utf-8")
     assert "medprobe env" in template
+
+
+def test_env_prints_every_line_when_a_library_is_missing(monkeypatch):
+    """A broken installation is when a bug report needs it most: huggingface_hub that will not import."""
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # `import huggingface_hub` raises ImportError
+    lines = dict(env.env_lines())
+    assert lines["embedding cache"].startswith(("/", "~")) and "Hugging Face Hub cache" in lines
+    assert not any(value.startswith("unknown") for value in lines.values()), lines

@@ -14,6 +14,7 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
@@ -40,21 +41,28 @@ def run_env(args: argparse.Namespace | None = None) -> int:
 
 
 def env_lines() -> list[tuple[str, str]]:
-    """(what, value) pairs, in the order a reader of a bug report looks for them."""
-    lines = [
-        ("medprobe", medprobe_line()),
+    """(what, value) pairs, in the order a reader of a bug report looks for them. A part that fails (a library
+    missing, a folder unreadable) says so on its line: a broken installation is when this is needed most."""
+    return [
+        ("medprobe", safely(medprobe_line)),
         ("Python", f"{platform.python_version()} ({sys.executable})"),
         ("platform", platform.platform()),
-        ("torch", torch_line()),
+        ("torch", safely(torch_line)),
         *((name, version_of(name)) for name in LIBRARIES[1:]),
-        ("device", device_line()),
+        ("device", safely(device_line)),
         *cache_lines(),
-        ("packaged models", packaged_models_line()),
-        ("release data", release_data_line()),
-        ("plugins", plugins_line()),
+        ("packaged models", safely(packaged_models_line)),
+        ("release data", safely(release_data_line)),
+        ("plugins", safely(plugins_line)),
         ("switches set", ", ".join(f"{name}={os.environ[name]}" for name in SWITCHES if os.environ.get(name)) or "none"),
     ]
-    return lines
+
+
+def safely(part: Callable[[], str]) -> str:
+    try:
+        return part()
+    except Exception as err:  # noqa: BLE001 - one line of the report; the others still print
+        return f"unknown ({type(err).__name__}: {err})"
 
 
 def version_of(distribution: str) -> str:
@@ -146,18 +154,36 @@ def device_line() -> str:
 
 
 def cache_lines() -> list[tuple[str, str]]:
-    from huggingface_hub import constants
-
-    from medprobe.digests import cache_root
-
     xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    hf_home, hub_cache = hugging_face_folders(xdg)
     caches = [
-        ("Hugging Face Hub cache", Path(constants.HF_HUB_CACHE)),
-        ("datasets cache", Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")),
-        ("embedding cache", cache_root()),
+        ("Hugging Face Hub cache", hub_cache),
+        ("datasets cache", Path(os.environ.get("HF_DATASETS_CACHE") or hf_home / "datasets")),
+        ("embedding cache", embedding_cache(hf_home)),
         ("release files cache", xdg / "medprobe"),
     ]
-    return [(name, f"{folder} ({size_text(folder)})") for name, folder in caches]
+    return [(name, f"{folder} ({safely(lambda folder=folder: size_text(folder))})") for name, folder in caches]
+
+
+def embedding_cache(hf_home: Path) -> Path:
+    """`medprobe.digests.cache_root()`; where huggingface_hub is missing, the same rule read from the variables."""
+    try:
+        from medprobe.digests import cache_root
+
+        return cache_root()
+    except ImportError:
+        return Path(os.environ.get("MEDPROBE_EMBEDDING_CACHE") or hf_home / "medprobe" / "embeddings").expanduser()
+
+
+def hugging_face_folders(xdg: Path) -> tuple[Path, Path]:
+    """HF_HOME and the Hub cache as huggingface_hub resolves them (read from it; from the same variables when it is
+    missing)."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        home = Path(os.environ.get("HF_HOME") or xdg / "huggingface").expanduser()
+        return home, Path(os.environ.get("HF_HUB_CACHE") or home / "hub").expanduser()
+    return Path(constants.HF_HOME), Path(constants.HF_HUB_CACHE)
 
 
 def size_text(folder: Path) -> str:
