@@ -28,8 +28,10 @@ class MissingPath(UserError, FileNotFoundError):
 
 def could_be_local(value: str) -> bool:
     """Whether `value` can only be meant as a local path (see the module docstring); a bare name cannot."""
-    if not value or value.startswith((".", "/", "~")) or value.count("/") > 1:
-        return bool(value)
+    if not value or "://" in value:  # a URL (hf://, https://) is for the library that reads it
+        return False
+    if value.startswith((".", "/", "~")) or value.count("/") > 1:
+        return True
     if Path(value).exists():
         return True
     head, sep, _ = value.partition("/")

@@ -97,6 +97,15 @@ TYPOS = {
         ["review", "export", "runs/aa.json", "--sample", "1", "--top-k", "1", "--raters", "2", "--out", "review"],
         "runs/aa.json does not exist; did you mean runs/a.json?",
     ),
+    "profile --model": (
+        ["profile", "--model", "out/minilm", "--out", "out/profile"],
+        "--model out/minilm does not exist (the nearest folder that exists is out: it holds medlama/)",
+    ),
+    "cache verify --model": (["cache", "verify", "--model", "out/minilm"], "--model out/minilm does not exist"),
+    "review import": (
+        ["review", "import", "reviews", "sheet.csv"],
+        "reviews does not exist (the nearest folder that exists is .: it holds out/, runs/)",
+    ),
     "reproduce": (["reproduce", "runs/recipe.yaml"], "runs/recipe.yaml does not exist (the nearest folder that exists is runs"),
     "export lm-eval --dataset": (
         ["export", "lm-eval", "mst", "--dataset", "out/mstt", "--out", "out/export"],
@@ -177,6 +186,7 @@ def test_a_cached_hub_dataset_id_is_left_to_datasets(workspace, monkeypatch):
         ("/abs/medlama", True),
         ("a/b/c", True),  # more slashes than a Hub id has
         ("runs/a.json/x", True),  # exists in part (a file on the way)
+        ("hf://datasets/some-org/medlama", False),  # a URL is the reading library's
     ],
 )
 def test_what_can_be_a_local_path(value, local, workspace):

@@ -446,11 +446,11 @@ def build(
     out = Path(out).resolve()
     requested = check_configs(benchmark, configs)
     params = dict(params or {})
-    check_source_folders(benchmark, data_dir, params)
     prepare_parent(out)  # an ancestor that is a file, or a read-only folder: one line, before the lock
     report = BuildReport(out=out)
     with sigterm_raises(), out_lock(out, "build"):
-        report.notes = clean_leftovers(out)
+        report.notes = clean_leftovers(out)  # first: a swap a killed build left half done is put back
+        check_source_folders(benchmark, data_dir, params)
         previous = existing_build(out, benchmark, overwrite)
         source = source_of(benchmark, data_dir)
         parameters = {c: resolved_parameters(benchmark, c, params) for c in config_names(benchmark)}

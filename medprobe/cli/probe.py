@@ -191,8 +191,8 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
         **({"resamples": args.resamples} if args.resamples else {}),
     )
     check_request(request)  # the outputs first (run() checks them again, at no cost)
-    dataset_source(args.dataset)  # a typo'd folder, or a Hub id while offline: one line, before the model check
     check_model_first(args.prober, args.model)
+    dataset_source(args.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after datasets' retries
     run(request, print_fn=print_fn)
     return 0
 

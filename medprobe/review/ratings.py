@@ -86,7 +86,7 @@ def check_export(ratings: list[Rating], path: Path, manifest: dict, source: str)
 def read_manifest(folder: str | Path) -> dict:
     from medprobe.review.sheets import FORMAT
 
-    path = Path(folder) / "manifest.json"
+    path = check_local_path(str(folder), "", "give the folder `medprobe review export` wrote") / "manifest.json"
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
