@@ -2,8 +2,8 @@
 
 A prober wraps a model (and its tokenizer) and answers one kind of question. Each prober class
 declares which of these Protocols it implements (`Prober.kinds`); a task accepts the kinds it can
-use (see `medprobe.registry`), and `tests/test_registry_conformance.py` checks every registered
-class against its declared Protocols on a tiny model.
+use (see `medprobe.registry`), and every registered class, a plugin's too, is tested against the
+Protocols it declares on a tiny model.
 
 - `RankingProber.rank(queries, candidates, k)`: the top-k names per cloze query (MedLAMA).
 - `CandidateScorer.score_candidates(queries, candidate_lists)`: one score per candidate of each
@@ -14,8 +14,9 @@ class against its declared Protocols on a tiny model.
   on one disease's training rows and label its test rows (DisKnE).
 
 Queries hold the answer slot `[Y]`; each prober replaces it with its own mask token (or sentinel,
-or nothing) through `fill_mask_slot`. Nothing here imports torch or datasets.
+or nothing) through `fill_mask_slot`.
 """
+# Nothing here imports torch or datasets; tests/test_registry_conformance.py checks the registered classes.
 
 from __future__ import annotations
 
@@ -101,8 +102,8 @@ PROTOCOLS: dict[str, type] = {
 
 class Prober:
     """What every prober class shares: its registry name, the Protocols it implements, the settings
-    a results file records, and the seconds spent per phase. (What it cites is in its registry
-    entry: `ProberEntry.citations`, medprobe/citations.py.)"""
+    a results file records, and the seconds spent per phase. What it cites is declared in its registry
+    entry (`ProberEntry.citations`)."""
 
     name: ClassVar[str] = ""
     kinds: ClassVar[tuple[str, ...]] = ()

@@ -9,17 +9,14 @@ declares each: its package, the Hub repo and commit its files are a copy of, and
 
 from __future__ import annotations
 
-import functools
 import importlib.util
-import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 from medprobe import distributed
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path, could_be_local, host_reachable, hub_host
 
 if TYPE_CHECKING:  # torch and transformers load in seconds: imported where used, so that a wrong --model fails at once
     import torch
@@ -77,20 +74,16 @@ def packaged_model_path(name: str) -> Path:
 def resolve_model(name_or_path: str) -> tuple[str, dict]:
     """(path or Hub id, extra `from_pretrained` kwargs) for a model argument.
 
-    Accepts `minilm`, `smollm2`, a local folder, or a Hub id. A path-like argument that does
-    not exist is an error here, not a confusing Hub lookup later.
+    Accepts `minilm`, `smollm2`, a local folder, or a Hub id. An argument that can be a local path
+    (`medprobe.local_paths.could_be_local`) and does not exist is one line here (MissingPath, a
+    FileNotFoundError), not a Hub lookup later.
     """
     if name_or_path in PACKAGED:
         path = packaged_model_path(name_or_path)
         extra = {"gguf_file": SMOLLM2_GGUF} if name_or_path == "smollm2" else {}
         return str(path), extra
-    looks_local = name_or_path.startswith((".", "/", "~")) or Path(name_or_path).exists() or name_or_path.count("/") > 1
-    if looks_local and not Path(name_or_path).expanduser().exists():
-        raise FileNotFoundError(
-            f"model path {name_or_path!r} does not exist; give a model folder, a Hub id, or 'minilm'/'smollm2'"
-        )
-    if Path(name_or_path).expanduser().exists():
-        folder = Path(name_or_path).expanduser()
+    if could_be_local(name_or_path):  # checked on disk, never tried on the Hub (medprobe.local_paths)
+        folder = check_local_path(name_or_path, "--model", "give a model folder, a Hub id, or minilm or smollm2")
         check_model_folder(folder)
         return str(folder), {}
     return name_or_path, {}
@@ -147,31 +140,11 @@ def hub_cached(repo_id: str) -> bool:
     return snapshots.is_dir() and any(snapshots.iterdir())
 
 
-def hub_host() -> str:
-    from huggingface_hub import constants
-
-    return urlparse(constants.ENDPOINT).hostname or "huggingface.co"
-
-
 def hub_reachable() -> bool:
     """False when the Hub evidently cannot be reached: HF_HUB_OFFLINE, or no connection to its host."""
     from huggingface_hub import constants
 
     return not constants.HF_HUB_OFFLINE and host_reachable(hub_host())
-
-
-@functools.lru_cache(maxsize=8)
-def host_reachable(host: str, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to `host`:443 opens; asked once per host and process (a refused name
-    lookup takes milliseconds, an unanswered connection at most `timeout`). Behind a proxy a direct
-    connection proves nothing, so there the answer is True and the download itself decides."""
-    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
-        return True
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def go_offline() -> None:

@@ -14,9 +14,9 @@ do what the commands of the same name do, with the same checks and the same outp
 
 Benchmark, task and prober names, and every option, are those of the registry (`medprobe probe --help`
 lists them); an option is given by its keyword (`per_relation=2` for `--per-relation 2`). The examples
-of each function run as they are, in that order, with the packaged MiniLM (tests/test_python_api.py
-runs them).
+of each function run as they are, in that order, with the packaged MiniLM.
 """
+# tests/test_python_api.py runs every example of these docstrings.
 
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ wheel may only install importable packages. Every lookup goes through this modul
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +25,20 @@ def resource_root() -> Path:
     if bundled.is_dir():
         return bundled
     return _PACKAGE_DIR.parent
+
+
+def release_data_dirs() -> list[tuple[Path, str]]:
+    """Where the real release files (MedLAMA, the DisKnE annotations) are looked for, each with why, present or
+    not: $MEDPROBE_SHARED_DATA, then ../shared/data beside the checkout and beside the working folder."""
+    places = []
+    if os.environ.get("MEDPROBE_SHARED_DATA"):
+        places.append((Path(os.environ["MEDPROBE_SHARED_DATA"]), "$MEDPROBE_SHARED_DATA"))
+    places.append((resource_root().parent / "shared" / "data", "../shared/data beside the checkout"))
+    places.append((Path.cwd().parent / "shared" / "data", "../shared/data beside the working folder"))
+    unique: dict[Path, tuple[Path, str]] = {}
+    for path, why in places:
+        unique.setdefault(path.resolve(), (path.resolve(), why))
+    return list(unique.values())
 
 
 def available(kind: str) -> list[str]:

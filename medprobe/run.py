@@ -24,6 +24,7 @@ from medprobe import distributed, timeline
 from medprobe.atomic import check_distinct_outputs, check_writable
 from medprobe.citations import citation_keys
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path, could_be_local, dataset_source
 from medprobe.options import RESAMPLES_OPTION, check_positive
 from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_path
 from medprobe.records.record import RunRecord
@@ -67,6 +68,7 @@ def check_request(request: RunRequest) -> None:
         )
     if not request.model:
         raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
+    check_input_files(request, (*prober.options, *task.options))
     check_positive(RESAMPLES_OPTION, request.resamples)
     outputs = {
         "--out": request.out,
@@ -82,6 +84,21 @@ def check_request(request: RunRequest) -> None:
         plot_format(request.plot)  # matplotlib is installed and writes this image format
 
 
+def check_input_files(request: RunRequest, options: tuple) -> None:
+    """Options that read a file, checked on disk before the dataset loads: another run's --predictions file
+    (JSONL: --rerank) must exist; a FILE that may also be a name or DIR/NAME (--rewire-corpus, resolved by its
+    prober) must at least lie in a folder that exists, when it can be a local path at all."""
+    given = {**request.prober_options, **request.task_options}
+    for option in options:
+        value = given.get(option.dest)
+        if option.output or not isinstance(value, str) or not could_be_local(value):
+            continue
+        if option.metavar == "JSONL":
+            check_local_path(value, option.flag)
+        elif option.metavar == "FILE" and "/" in value.rstrip("/"):
+            check_local_path(value.rstrip("/").rpartition("/")[0] or "/", option.flag)
+
+
 def make_task(request: RunRequest) -> Any:
     return load(task_entry(request.task).target)(**request.task_options)
 
@@ -95,6 +112,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     """Run one prober on one task and write its outputs; returns the RunRecord written to `request.out`."""
     timeline.mark("run starts (imports and argument parsing done)")
     check_request(request)
+    dataset_source(request.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after retries
     entry = task_entry(request.task)
     task = make_task(request)
     timings: dict[str, float] = {}

@@ -20,9 +20,8 @@ metric read from it):
   "no difference" by a paired permutation: each item's two outcomes are swapped with probability
   1/2 (for any metric, linear or not: macro averages and F1 included);
 - Holm's step-down correction for a family of p-values (per-group differences).
-
-Nothing here imports torch, datasets or evaluate: numpy only.
 """
+# Nothing here imports torch, datasets or evaluate (numpy only), nor any other module of medprobe.
 
 from __future__ import annotations
 
@@ -156,9 +155,9 @@ class Sample:
         return self._columns[name]
 
     def map(self, name: str, elementwise: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-        """`elementwise(sample[name])` (e.g. `rank <= k`), computed on the items before they are resampled
-        when it can be: gathering a bool moves an eighth of the bytes of gathering a float64. The same
-        numbers either way, as the function is elementwise."""
+        """`elementwise(sample[name])` (e.g. `rank <= k`) for every resample."""
+        # computed on the items before they are resampled when it can be: gathering a bool moves an eighth of the
+        # bytes of gathering a float64, and the numbers are the same either way, as the function is elementwise
         if self.index is None or name in self._columns:
             return elementwise(self[name])
         return elementwise(self.outcomes.columns[name])[self.index]

@@ -38,6 +38,9 @@ FLAGS = (
 )
 
 
+SETTLE_MS = 100  # after the load event: scripts that start then (a search worker) report their errors
+
+
 def chromium_binary() -> str | None:
     return next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 
@@ -47,6 +50,7 @@ class Rendered:
     dom: str
     errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
+    probe: object = None  # the value of render_all's `probe` expression on this page
 
 
 class DevTools:
@@ -122,6 +126,13 @@ def above(fd: int, lowest: int) -> int:
 
 def render(path: Path, timeout: float = 60.0) -> Rendered:
     """Open `path` in headless Chromium, wait for its load event, and return the DOM and what was logged."""
+    return render_all([path], timeout=timeout)[0]
+
+
+def render_all(paths: list[Path | str], *, timeout: float = 60.0, width: int = 0, probe: str = "") -> list[Rendered]:
+    """Each of `paths` (files, or URLs) opened in turn in one browser (one start for many pages), in a window
+    `width` px wide when given; `probe` is a JavaScript expression evaluated after each load (a promise is
+    awaited), its JSON value in `Rendered.probe`."""
     binary = chromium_binary()
     if binary is None:
         raise FileNotFoundError("chromium is not installed")
@@ -148,20 +159,32 @@ def render(path: Path, timeout: float = 60.0) -> Rendered:
             session = tools.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for domain in ("Runtime", "Log", "Network", "Page"):
                 tools.send(f"{domain}.enable", session=session)
-            tools.send("Page.navigate", {"url": path.resolve().as_uri()}, session=session)
-            tools.wait_for("Page.loadEventFired")
-            found = tools.send(
-                "Runtime.evaluate", {"expression": "document.documentElement.outerHTML", "returnByValue": True}, session=session
-            )
-            dom = found["result"]["value"]
-            requests = [
-                event["params"]["request"]["url"] for event in tools.events if event["method"] == "Network.requestWillBeSent"
-            ]
-            return Rendered(dom, error_lines(tools.events), requests)
+            if width:
+                metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+                tools.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
+            return [open_page(tools, session, path, probe) for path in paths]
         finally:
             close(process, tools)
             os.close(to_browser)
             os.close(from_browser)
+
+
+def open_page(tools: DevTools, session: str, path: Path | str, probe: str) -> Rendered:
+    """Navigate to `path` (a file, or a URL) and wait for its load; only the events of this page are reported."""
+    tools.events.clear()
+    url = path if isinstance(path, str) else path.resolve().as_uri()
+    tools.send("Page.navigate", {"url": url}, session=session)
+    tools.wait_for("Page.loadEventFired")
+
+    def evaluate(expression: str) -> object:
+        asked = {"expression": expression, "returnByValue": True, "awaitPromise": True}
+        return tools.send("Runtime.evaluate", asked, session=session)["result"].get("value")
+
+    evaluate(f"new Promise(done => setTimeout(done, {SETTLE_MS}))")  # what the page's scripts do after load
+    dom = str(evaluate("document.documentElement.outerHTML"))
+    probed = evaluate(probe) if probe else None
+    requests = [event["params"]["request"]["url"] for event in tools.events if event["method"] == "Network.requestWillBeSent"]
+    return Rendered(dom, error_lines(tools.events), requests, probed)
 
 
 def close(process: subprocess.Popen, tools: DevTools) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import medprobe
 import medprobe.comparison.report
 from medprobe.cli import main
 from medprobe.records import load_record_file, read_run_outcomes
@@ -69,6 +70,20 @@ def test_compare_json_numbers_equal_stats_paired_on_the_read_outcomes(minilm_run
     assert (found["groups"][0]["difference"], found["groups"][0]["p_value"]) == (alone["difference"], alone["p_value"])
     adjusted = holm({row["group"]: row["p_value"] for row in found["groups"]})
     assert [row["p_holm"] for row in found["groups"]] == list(adjusted.values())
+
+
+def test_the_report_says_when_and_on_what_data_it_was_made(tmp_path, capsys):
+    from medprobe.comparison.report import html_page
+
+    a = write_medlama_run(tmp_path / "a.json", 0.5, seed=1)
+    b = write_medlama_run(tmp_path / "b.json", 0.3, seed=2)
+    assert main(["compare", str(a), str(b), "--out", str(tmp_path / "cmp")]) == 0
+    created = json.loads(a.read_text())["created"][:10]
+    digest = json.loads(a.read_text())["data_fingerprint"]["sha256"][:12]
+    said = f"Made by medprobe {medprobe.__version__} from 2 runs made {created}, on made-up test, data sha256 {digest}…"
+    assert said in (tmp_path / "cmp" / "compare.md").read_text() and said in capsys.readouterr().out
+    page = html_page(compare_json(tmp_path / "cmp"), None, made="2026-11-25 14:03 UTC")
+    assert f"Made 2026-11-25 14:03 UTC by medprobe {medprobe.__version__} from 2 runs made {created}, on made-up test" in page
 
 
 def test_the_same_seed_gives_the_same_bytes(tmp_path):
@@ -150,7 +165,7 @@ def test_a_record_without_outcomes_is_one_clear_error(tmp_path, capsys):
     data["outcomes"] = None
     old.write_text(json.dumps(data))
     assert "old.json records no per-item outcomes" in refused(capsys, a, old)
-    assert "no such results JSON or profile folder" in refused(capsys, a, tmp_path / "none.json")
+    assert f"{tmp_path / 'none.json'} does not exist" in refused(capsys, a, tmp_path / "none.json")
     assert "at least two" in refused(capsys, a)
 
 

@@ -122,12 +122,12 @@ def fieldless_dataset(tmp_path_factory):
 @pytest.mark.parametrize(
     "case, message",
     [
-        ("missing model", "model path './no/such/model' does not exist"),
+        ("missing model", "--model ./no/such/model does not exist (the nearest folder that exists is "),
         ("no mask token", "has no mask token"),
         ("fields", "lacks the field(s) query"),
         ("checkpoints", "--checkpoint-every needs --save-rewired"),
         ("layers", "layers must be between 1 and 3"),
-        ("corpus missing", "does not exist; expected a text file with one sentence a line"),
+        ("corpus missing", "); expected a text file with one sentence a line"),
         ("corpus too short", "no sentence of at least two words"),
     ],
 )

@@ -177,7 +177,7 @@ def test_umls_names_errors(tmp_path, capsys):
     assert "META/MRCONSO.RRF" in capsys.readouterr().err
     (tmp_path / "MRCONSO.RRF").write_text("C0000001|ENG|P\n")
     assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(tmp_path / "none.csv")]) == 2
-    assert "no such file or folder" in capsys.readouterr().err
+    assert f"--cuis-from {tmp_path / 'none.csv'} does not exist" in capsys.readouterr().err
     annotation = write_annotation(tmp_path / "ann" / ANNOTATION)
     assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--no-progress"]) == 2
     assert "MRCONSO.RRF, line 1: expected 18 '|'-separated MRCONSO fields" in capsys.readouterr().err

@@ -68,3 +68,23 @@ def test_offline_without_data_dir_says_to_pass_a_data_dir(tmp_path, monkeypatch)
     with pytest.raises(ConnectionError, match="--data-dir") as err:
         build("medlama", tmp_path / "hub", configs=["full"])
     assert medlama.RELEASE_COMMIT in str(err.value)
+
+
+def test_no_network_is_named_as_such_not_as_a_missing_file(tmp_path, monkeypatch, capsys):
+    """datasets reports an unreachable host as FileNotFoundError(url): the message says the host cannot be reached."""
+    import socket
+
+    from medprobe.cli import main
+
+    def not_found(self, url_or_urls):
+        raise FileNotFoundError(f"{medlama.RELEASE_URL}/prompts.csv")
+
+    def no_network(*args, **kwargs):
+        raise OSError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(datasets.DownloadManager, "download", not_found)
+    monkeypatch.setattr(socket, "create_connection", no_network)
+    assert main(["build", "medlama", "--out", str(tmp_path / "hub"), "--config", "full"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "FileNotFoundError" not in err and len(err.splitlines()) == 1, err
+    assert "raw.githubusercontent.com cannot be reached from here" in err and "--data-dir DIR" in err

@@ -228,7 +228,7 @@ def test_empty_full_file_is_blamed(release, tmp_path):
 
 def test_missing_data_dir_says_it_does_not_exist(tmp_path):
     message = build_error(tmp_path / "nowhere", tmp_path, ["full"])
-    assert message.startswith(f"{tmp_path / 'nowhere'} does not exist") and "_1000.csv" not in message
+    assert message.startswith(f"--data-dir {tmp_path / 'nowhere'} does not exist") and "_1000.csv" not in message
 
 
 def test_data_dir_that_is_a_file_says_so(release, tmp_path):

@@ -112,6 +112,8 @@ def test_cached_hub_id_passes_offline_and_switches_the_hub_to_offline_mode(no_hu
 
 
 def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_path):
+    import socket
+
     from huggingface_hub import constants
 
     import medprobe.models as models
@@ -119,7 +121,7 @@ def test_hf_hub_offline_is_offline_without_asking_the_network(monkeypatch, tmp_p
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(models.socket, "create_connection", lambda *a, **k: pytest.fail("asked the network"))
+    monkeypatch.setattr(socket, "create_connection", lambda *a, **k: pytest.fail("asked the network"))
     models.host_reachable.cache_clear()
     try:
         with pytest.raises(UserError, match="HF_HUB_OFFLINE is set"):

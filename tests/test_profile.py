@@ -1,6 +1,7 @@
 """`medprobe profile`: the plan per model kind with its skip reasons, the profile files, the runs going
 through the one run loop (same predictions bytes as `medprobe probe`), and `publish results DIR`."""
 
+import argparse
 import hashlib
 import json
 import os
@@ -223,6 +224,7 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     printed = capsys.readouterr().out
     assert "run 1/5: medlama/full contrastive" in printed and "run 4/5: mst/all mlm-head (scratch floor)" in printed
     assert "NOT MedLAMA" in printed  # the shipped sample is said to be one
+    assert "medprobe-tmp" not in printed and f"data: mst: generated (stand-in) ({out}/datasets/mst)" in printed
     profile = json.loads((out / "profile.json").read_text())
     assert profile["kind"] == "encoder" and profile["settings"]["quick"] is True
     assert [row["run"] for row in profile["headline"]] == [
@@ -290,7 +292,7 @@ def test_bad_data_dirs_stop_before_anything_runs(tmp_path, model_folders, fake_r
             main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", value])
         assert message in capsys.readouterr().err
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"medlama={tmp_path / 'none'}"]) == 2
-    assert "no such folder" in capsys.readouterr().err
+    assert f"--data-dir medlama={tmp_path / 'none'} does not exist" in capsys.readouterr().err
     assert main(["profile", "--model", model, "--out", str(tmp_path / "p"), "--data-dir", f"mst={tmp_path}"]) == 2
     assert "mst is generated" in capsys.readouterr().err
     assert (
@@ -896,3 +898,17 @@ def test_the_medlama_sample_is_the_demo_s():
 
     sample = sample_folder(task_entry("medlama").profile)
     assert sample == SAMPLE_DATASET and (sample / "README.md").is_file()
+
+
+def test_a_run_written_in_a_staging_folder_is_named_as_in_out(tmp_path, capsys):
+    """The profile's runs are written into `.OUT.medprobe-tmp-PID/out/`, gone when it ends: the lines say OUT."""
+    from medprobe.records.write import save_run
+
+    staged = tmp_path / ".profile.medprobe-tmp-14439" / "out" / "runs" / "mst.json"
+    record = fake_record(
+        argparse.Namespace(
+            task="mst", dataset="d", config=None, split="test", prober="mlm-head", model="m", seed=1, prober_options={}
+        )
+    )
+    save_run(record, staged)
+    assert capsys.readouterr().out == f"wrote {tmp_path}/profile/runs/mst.json\n"

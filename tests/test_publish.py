@@ -213,7 +213,7 @@ def test_card_with_broken_yaml(hub, token, folder, capsys):
 
 def test_missing_folder_and_missing_card(tmp_path, token, capsys):
     assert main(["publish", "dataset", str(tmp_path / "nowhere"), "--repo", "my-lab/x"]) == 2
-    assert "is not a folder" in capsys.readouterr().err
+    assert f"{tmp_path / 'nowhere'} does not exist" in capsys.readouterr().err
     assert main(["publish", "dataset", str(tmp_path), "--repo", "my-lab/x"]) == 2
     assert "README.md is missing" in capsys.readouterr().err
 

@@ -170,6 +170,14 @@ def test_list_names_every_recipe(capsys):
     assert all(name in listed for name in RECIPES)
 
 
+def test_list_says_why_a_cell_cannot_run_and_which_benchmark_has_no_recipe(capsys):
+    assert main(["reproduce", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "[medlama: 1 cell, not runnable, 2 figures]" in listed and "1 cells" not in listed
+    assert "not runnable: needs the paper's 15 sampled queries" in listed
+    assert "\nmst                          no recipe: our copy of the MST paper (an excerpt) has no results table" in listed
+
+
 # --- what reproduce checks, verifies and reports (issue 31) ---------------------------------------
 
 SAMPLE = f"medlama={medprobe.sample('medlama')}"

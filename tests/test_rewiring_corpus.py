@@ -55,7 +55,9 @@ def test_a_file_is_used_as_it_is_and_a_missing_one_is_the_old_error(tmp_path):
     corpus = tmp_path / "mine.txt"
     corpus.write_text(SENTENCES)
     assert corpus_path(str(corpus)) == corpus
-    with pytest.raises(FileNotFoundError, match="does not exist; expected a text file with one sentence a line"):
+    with pytest.raises(
+        FileNotFoundError, match=r"does not exist \(the nearest .*\); expected a text file with one sentence a line"
+    ):
         corpus_path(str(tmp_path / "missing.txt"))
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import csv
 import re
+import socket
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 import datasets
 
@@ -169,6 +171,21 @@ def download_annotation_file(dl_manager: datasets.DownloadManager, variant: str)
         return dl_manager.download(url)
     except Exception as err:  # offline, proxy, moved files: say what to do instead
         raise ConnectionError(
-            f"could not download the DisKnE annotation file {url} ({err.__class__.__name__}: {err}). "
-            f"Download it from {ANNOTATION_TREE} and put it in the data_dir."
+            f"could not download the DisKnE annotation file {url}: {download_problem(err, url)}. "
+            f"Download it from {ANNOTATION_TREE} and put it in the data_dir"
         ) from err
+
+
+def download_problem(err: BaseException, url: str) -> str:
+    """Why a download failed, in words. datasets reports an unreachable host as a FileNotFoundError naming
+    the URL, which reads as if the file were gone from the release. (Each builder is self-contained, so
+    the other builders carry their own copy of this function.)"""
+    host = urlparse(url).hostname or url
+    if "offline" in f"{type(err).__name__} {err}".lower():
+        return "offline mode is on (HF_DATASETS_OFFLINE or HF_HUB_OFFLINE is set)"
+    try:
+        socket.create_connection((host, 443), timeout=3).close()
+    except OSError:
+        return f"{host} cannot be reached from here (no network, or a proxy in the way)"
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{host} answered, but not with the file ({lines[0] if lines else type(err).__name__})"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import csv
+import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 import datasets
 
@@ -285,9 +287,8 @@ def download_release(dl_manager: datasets.DownloadManager, want_hard: bool) -> d
         return dl_manager.download(urls)
     except Exception as err:  # offline, proxy, moved files: say what to do instead
         raise ConnectionError(
-            f"could not download the MedLAMA release from {RELEASE_URL} ({err.__class__.__name__}: "
-            f"{err}). Download {RELEASE_TREE} yourself and pass its folder as data_dir "
-            f"(medprobe build medlama --data-dir DIR)."
+            f"could not download the MedLAMA release from {RELEASE_URL}: {download_problem(err, RELEASE_URL)}. "
+            f"Download {RELEASE_TREE} yourself and pass its folder as data_dir (medprobe build medlama --data-dir DIR)"
         ) from err
 
 
@@ -309,6 +310,21 @@ def prompts_file(data_dir: str | None, dl_manager: datasets.DownloadManager) -> 
         return dl_manager.download(f"{RELEASE_URL}/prompts.csv")
     except Exception as err:  # offline, proxy, moved file: say what to do instead
         raise ConnectionError(
-            f"could not download {RELEASE_URL}/prompts.csv ({err.__class__.__name__}: {err}). Download it "
-            f"yourself and pass its folder as --data-dir (the UMLS files still come from --umls-dir)."
+            f"could not download {RELEASE_URL}/prompts.csv: {download_problem(err, RELEASE_URL)}. Download it "
+            f"yourself and pass its folder as --data-dir (the UMLS files still come from --umls-dir)"
         ) from err
+
+
+def download_problem(err: BaseException, url: str) -> str:
+    """Why a download failed, in words. datasets reports an unreachable host as a FileNotFoundError naming
+    the URL, which reads as if the file were gone from the release. (Each builder is self-contained, so
+    the other builders carry their own copy of this function.)"""
+    host = urlparse(url).hostname or url
+    if "offline" in f"{type(err).__name__} {err}".lower():
+        return "offline mode is on (HF_DATASETS_OFFLINE or HF_HUB_OFFLINE is set)"
+    try:
+        socket.create_connection((host, 443), timeout=3).close()
+    except OSError:
+        return f"{host} cannot be reached from here (no network, or a proxy in the way)"
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return f"{host} answered, but not with the file ({lines[0] if lines else type(err).__name__})"

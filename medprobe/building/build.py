@@ -61,6 +61,7 @@ from medprobe.building.cards import (
     render_dataset_card,
     split_template,
 )
+from medprobe.building.sources import check_source_folders
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
 from medprobe.resources import load_builder_module
@@ -449,6 +450,7 @@ def build(
     ours = partial(existing_build, benchmark=benchmark)  # the card's record says what a build wrote
     with staged_folder(out, "build", refuse=ours, overwrite=overwrite, notes=report.notes.append) as folder:
         previous = folder.owned
+        check_source_folders(benchmark, data_dir, params)  # a typo'd --data-dir: one line, before any reading
         source = source_of(benchmark, data_dir)
         parameters = {c: resolved_parameters(benchmark, c, params) for c in config_names(benchmark)}
         report.kept = kept_configs(out, previous, requested, parameters, source)

@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.cite import add_cite_command
     from medprobe.cli.compare import add_compare_command
     from medprobe.cli.demo import add_demo_command
+    from medprobe.cli.env import add_env_command
     from medprobe.cli.export import add_export_command
     from medprobe.cli.leaderboard import add_leaderboard_command
     from medprobe.cli.probe import add_probe_command
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reproduce_command(subparsers)
     add_review_command(subparsers)
     add_cache_command(subparsers)
+    add_env_command(subparsers)
     return parser
 
 
@@ -138,6 +140,10 @@ def run_command(argv: list[str]) -> int:
                 from medprobe.cli.probe import run_probe_command
 
                 code = run_probe_command(argv[1:])
+            elif argv[:1] == ["env"] and len(argv) == 1:  # without the registry: a broken plugin must not stop it
+                from medprobe.cli.env import run_env
+
+                code = run_env()
             else:
                 args = build_parser().parse_args(argv)
                 code = args.func(args)

@@ -93,9 +93,11 @@ def check_build_options(benchmark: str, params: dict) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from medprobe.building.build import build
+    from medprobe.building.sources import check_source_folders
 
     check_build_options(args.benchmark, dict(args.params))
+    check_source_folders(args.benchmark, args.data_dir, dict(args.params))  # a typo'd folder: before datasets loads
+    from medprobe.building.build import build
 
     def built(config: str, splits: dict[str, int], seconds: float) -> None:  # one line per config, as it is done
         sizes = ", ".join(f"{split} {rows:,} rows" for split, rows in splits.items())

@@ -35,6 +35,13 @@ def sample_size(text: str) -> int | None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from medprobe.local_paths import check_local_path
+    from medprobe.models import resolve_model
+
+    if args.cache:  # typo'd paths: one line now, before transformers loads (seconds)
+        check_local_path(args.cache, "--cache", "give the embedding cache folder")
+    if args.model:
+        resolve_model(args.model)
     from transformers.utils import logging as transformers_logging
 
     from medprobe.contrastive.cache_verify import verify_cache

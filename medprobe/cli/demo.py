@@ -428,8 +428,9 @@ def check_data_dir(data_dir: str) -> None:
     """A --data-dir that is no MedLAMA release folder: two lines, before any step (the build would name
     every missing file, 20 of them). Where a subfolder is the release, the error names it."""
     from medprobe.contracts import UserError
+    from medprobe.local_paths import check_local_path
 
-    folder = Path(data_dir).expanduser()
+    folder = check_local_path(data_dir, "--data-dir", "give the folder of the MedLAMA release, or leave --data-dir out")
     if (folder / "prompts.csv").is_file() and (folder / "2021AA").is_dir():
         return
     what = "does not exist" if not folder.exists() else "is not a folder" if not folder.is_dir() else None

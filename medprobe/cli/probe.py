@@ -166,6 +166,7 @@ def parse_probe_arguments(argv: list[str]) -> argparse.Namespace:
 
 def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = print) -> int:
     """`medprobe probe ARGV`; `print_fn` receives the results table (the demo prints its own)."""
+    from medprobe.local_paths import dataset_source
     from medprobe.run import RunRequest, check_request, run
 
     args = parse_probe_arguments(argv)
@@ -188,6 +189,7 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
     )
     check_request(request)  # the outputs first (run() checks them again, at no cost)
     check_model_first(args.prober, args.model)
+    dataset_source(args.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after datasets' retries
     run(request, print_fn=print_fn)
     return 0
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from medprobe.local_paths import check_local_path
+
 
 def run_dataset(args: argparse.Namespace) -> int:
+    check_local_path(args.folder, "", "expected a built Hub folder (medprobe build ... --out DIR)")  # before the Hub client loads
     from medprobe.hub.publish import run_publish_dataset
 
     return run_publish_dataset(args)
@@ -22,6 +25,7 @@ def run_metric(args: argparse.Namespace) -> int:
 
 
 def run_results(args: argparse.Namespace) -> int:
+    check_local_path(args.results, "", "give a results JSON written by medprobe probe --out, or a profile folder")
     from medprobe.contracts import UserError
 
     if not args.model_repo and not args.results_repo:

@@ -36,16 +36,37 @@ def option_value(text: str) -> Any:
 
 
 def list_recipes() -> int:
-    from medprobe.reproduce.recipe import load_recipe, recipe_paths
+    """A line per recipe (its cells, how many run, its figures), the reason of cells that cannot run, and a line
+    per benchmark that has no recipe, with why (the same words as docs/reproducing-recipes.md)."""
+    from medprobe.registry import benchmarks
+    from medprobe.reproduce.recipe import NO_RECIPE, load_recipe, recipe_paths
 
+    covered = set()
     for name in recipe_paths():
         recipe = load_recipe(name)
-        runnable = sum(cell.runnable for cell in recipe.cells)
+        covered.add(recipe.benchmark)
         figures = sum(len(cell.figures) for cell in recipe.cells)
-        print(
-            f"{name:28} {recipe.title} [{recipe.benchmark}: {len(recipe.cells)} cells ({runnable} runnable), {figures} figures]"
-        )
+        print(f"{name:28} {recipe.title} [{recipe.benchmark}: {cells_text(recipe.cells)}, {plural(figures, 'figure')}]")
+        for reason in dict.fromkeys(cell.reason for cell in recipe.cells if not cell.runnable):
+            print(f"{'':28}   not runnable: {reason}")
+    for benchmark in benchmarks():
+        if benchmark not in covered:
+            print(f"{benchmark:28} no recipe: {NO_RECIPE.get(benchmark, 'none written yet')}")
     return 0
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def cells_text(cells: list) -> str:
+    """`33 cells, all runnable`, `1 cell, not runnable`, `18 cells, 12 runnable`."""
+    runnable = sum(cell.runnable for cell in cells)
+    if runnable == len(cells):
+        return f"{plural(len(cells), 'cell')}, {'all runnable' if len(cells) > 1 else 'runnable'}"
+    if runnable == 0:
+        return f"{plural(len(cells), 'cell')}, {'none runnable' if len(cells) > 1 else 'not runnable'}"
+    return f"{plural(len(cells), 'cell')}, {runnable} runnable"
 
 
 def reproduce_command(args: argparse.Namespace) -> int:

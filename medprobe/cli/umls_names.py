@@ -13,6 +13,7 @@ from pathlib import Path
 
 from medprobe.atomic import atomic_output, check_writable
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path
 from medprobe.resources import load_builder_module
 
 
@@ -70,17 +71,15 @@ def annotation_paths(sources: list[str] | None) -> list[str]:
         elif path.is_file():
             paths.append(str(path))
         else:
-            raise FileNotFoundError(f"--cuis-from {source}: no such file or folder")
+            check_local_path(source, "--cuis-from", "give the DisKnE annotation CSVs or their folder")
     return paths
 
 
 def run_umls_names(args: argparse.Namespace) -> int:
-    disknE = load_builder_module("disknE")
-    mrconso = Path(args.mrconso)
+    mrconso = check_local_path(args.mrconso, "", "give the UMLS Metathesaurus file META/MRCONSO.RRF of your UMLS release")
+    disknE = load_builder_module("disknE")  # imports datasets (a second): after the path is known to exist
     if not mrconso.is_file():
-        raise FileNotFoundError(
-            f"{mrconso} does not exist; give the UMLS Metathesaurus file META/MRCONSO.RRF (from {disknE.UMLS_URL})"
-        )
+        raise UserError(f"{mrconso} is a folder; give the UMLS Metathesaurus file META/MRCONSO.RRF")
     check_writable(args.out, "--out")  # before a multi-GB read, not after it
     paths = annotation_paths(args.cuis_from)
     try:

@@ -134,6 +134,13 @@ def run_summary(run: Run) -> dict:
         "model": record.model,
         "items": (record.outcomes or {}).get("items"),
         "command": record.command,
+        # what data, and when: the report says on what the runs were made (the dates are the runs', so the same
+        # runs and seed still give the same compare.json, byte for byte)
+        "dataset": record.dataset,
+        "split": record.split,
+        "data_sha256": record.data_fingerprint.get("sha256"),
+        "data_revision": record.data_fingerprint.get("revision"),
+        "created": record.created,
     }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import MissingPath, missing_message
 from medprobe.records import load_run
 from medprobe.records.record import RunRecord
 from medprobe.stats import Outcomes
@@ -97,7 +98,7 @@ def read_input(path: str | Path, label: str | None = None) -> Input:
     if path.is_dir() or path.name == "profile.json":
         return read_profile(path if path.is_dir() else path.parent, label)
     if not path.is_file():
-        raise UserError(f"{path}: no such results JSON or profile folder")
+        raise MissingPath(missing_message(str(path), "", "give a results JSON or a profile folder"))
     loaded = load_run(path)
     return Input(label, path, "run", {record_key(loaded.record): Run(label, path, loaded.record, loaded.outcomes)})
 

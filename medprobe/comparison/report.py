@@ -67,6 +67,28 @@ def versus(found: dict) -> str:
     return f"{found['run']} - {found['reference']}"
 
 
+def dataset_text(run: dict) -> str:
+    """`medlama_sample test, data sha256 1a2b3c4d5e6f…`: a local folder by its name (the report may be shared), a Hub
+    dataset with the commit it was read at."""
+    if not run.get("dataset"):
+        return DASH
+    name = model_label(run["dataset"]) + (f"@{run['data_revision'][:12]}" if run.get("data_revision") else "")
+    digest = f", data sha256 {run['data_sha256'][:12]}…" if run.get("data_sha256") else ""
+    return f"{name} {run.get('split') or ''}{digest}".replace(" ,", ",")
+
+
+def provenance(comparison: dict, made: str | None = None) -> str:
+    """When and on what data: `Made 2026-11-25 14:03 UTC by medprobe 0.1.0 from 2 runs made 2026-11-24 to 2026-11-25, on
+    medlama_sample test, data sha256 …`. `made` (the time the page was written) only where the output need not be the
+    same bytes for the same runs (the HTML page; compare.json records compare.md's sha256)."""
+    runs = [run for item in comparison["inputs"] for run in item["runs"].values()]
+    dates = sorted({str(run["created"])[:10] for run in runs if run.get("created")})
+    when = f" made {dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "") if dates else ""
+    data = "; ".join(dict.fromkeys(dataset_text(run) for run in runs))
+    start = f"Made {made} by medprobe {comparison['medprobe']}" if made else f"Made by medprobe {comparison['medprobe']}"
+    return f"{start} from {len(runs)} run{'s' if len(runs) != 1 else ''}{when}, on {data}."
+
+
 def summary_table(comparison: dict) -> Table:
     rows = []
     for found in comparison["comparisons"]:
@@ -102,8 +124,20 @@ def runs_table(comparison: dict) -> Table:
         for run in item["runs"].values():
             items = f"{run['items']:,}" if isinstance(run.get("items"), int) else DASH
             data = f"{run['benchmark']}/{run['config'] or 'all'}"
-            rows.append([item["label"], data, run["prober"], model_label(run["model"]), items, run["command"] or DASH])
-    return Table("Runs", "", ["run", "data", "prober", "model", "items", "command"], rows, {4})
+            made = str(run.get("created") or DASH)[:10]
+            rows.append(
+                [
+                    item["label"],
+                    data,
+                    dataset_text(run),
+                    made,
+                    run["prober"],
+                    model_label(run["model"]),
+                    items,
+                    run["command"] or DASH,
+                ]
+            )
+    return Table("Runs", "", ["run", "data", "dataset", "made", "prober", "model", "items", "command"], rows, {6})
 
 
 def setting_text(name: str, value: object) -> str:
@@ -226,7 +260,7 @@ def markdown_table(table: Table) -> list[str]:
 
 
 def markdown(comparison: dict) -> str:
-    lines = ["# medprobe compare", ""]
+    lines = ["# medprobe compare", "", provenance(comparison), ""]
     for table in tables(comparison):
         lines += markdown_table(table)
     if comparison["notes"]:
@@ -305,6 +339,12 @@ p.intro { color: #444; max-width: 60rem; }
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
+def now_utc() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def html_table(table: Table) -> list[str]:
     esc = html.escape
     lines = [f"<h2>{esc(table.title)}</h2>"]
@@ -322,8 +362,9 @@ def html_table(table: Table) -> list[str]:
     return lines + ["</tbody>", "</table>"]
 
 
-def html_page(comparison: dict, figure: bytes | None, figure_note: str = "") -> str:
-    """One self-contained page: the tables, the forest plot inline (or why it is missing), the notes."""
+def html_page(comparison: dict, figure: bytes | None, figure_note: str = "", made: str | None = None) -> str:
+    """One self-contained page: when and on what data it was made, the tables, the forest plot inline (or why it is
+    missing), the notes. `made`: when the page is written (default: now, UTC)."""
     esc = html.escape
     lines = [
         "<!DOCTYPE html>",
@@ -336,6 +377,7 @@ def html_page(comparison: dict, figure: bytes | None, figure_note: str = "") -> 
         "</head>",
         "<body>",
         "<h1>medprobe compare</h1>",
+        f'<p class="intro">{esc(provenance(comparison, made or now_utc()))}</p>',
     ]
     found = tables(comparison)
     lines += html_table(found[0])

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path
 
 MIN_WORDS = 2  # one visible word of context and one masked word
 
@@ -94,9 +95,10 @@ def build_pairs(
 
 def check_corpus(path: str | Path) -> Path:
     """The corpus path, if it is a file (checked before a model loads, and again when it is read)."""
-    path = Path(path)
+    expected = "expected a text file with one sentence a line"
+    path = check_local_path(str(path), "--rewire-corpus", expected)
     if not path.is_file():
-        raise FileNotFoundError(f"rewiring corpus {path} does not exist; expected a text file with one sentence a line")
+        raise UserError(f"--rewire-corpus {path} is a folder; {expected}")
     return path
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path, could_be_local
 
 if TYPE_CHECKING:
     import datasets
@@ -80,10 +81,9 @@ def export_lm_eval(benchmark: str, dataset: str, out: str | Path, split: str = "
 
 def dataset_location(dataset: str) -> str:
     """What the YAMLs name as dataset_path: an existing folder as an absolute path, else the Hub id as given."""
-    folder = Path(dataset).expanduser()
-    if folder.exists():
-        return str(folder.resolve())
-    if dataset.startswith((".", "/", "~")) or dataset.count("/") != 1:
+    if could_be_local(dataset):
+        return str(check_local_path(dataset, "--dataset", "build one with `medprobe build BENCHMARK --out DIR`").resolve())
+    if dataset.count("/") != 1:
         raise UserError(f"--dataset {dataset}: no such folder, and not a Hub id (<org>/<name>); build one with `medprobe build`")
     return dataset
 

@@ -16,7 +16,6 @@ names the gradio SDK, and it holds its module, card and requirements.txt.
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -29,7 +28,8 @@ from huggingface_hub import DatasetCard, SpaceCard
 from medprobe.building.cards import LICENCE_KEY, LICENCES, RECORD_KEY
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
-from medprobe.resources import available, resource_root
+from medprobe.local_paths import could_be_local, missing_message
+from medprobe.resources import available, release_data_dirs, resource_root
 
 if TYPE_CHECKING:  # datasets is imported by the checks that use it: the CLI imports this module for --help
     import datasets
@@ -180,10 +180,7 @@ def raw_data_dirs(extra: list[str | Path] | None = None) -> list[Path]:
     for path in extra or []:
         if not Path(path).is_dir():
             raise PublishError(f"--raw-data {path}: not a folder")
-    candidates = [Path(p) for p in extra or []]
-    if os.environ.get("MEDPROBE_SHARED_DATA"):
-        candidates.append(Path(os.environ["MEDPROBE_SHARED_DATA"]))
-    candidates += [resource_root().parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
+    candidates = [Path(p) for p in extra or []] + [path for path, _ in release_data_dirs()]
     unique: dict[Path, None] = {}
     for path in candidates:
         if path.is_dir():
@@ -221,9 +218,12 @@ def raw_file_findings(folder: Path, files: list[FileEntry], raw_dirs: list[Path]
 
 def check_dataset_folder(folder: str | Path, raw_dirs: list[Path]) -> DatasetCheck:
     """Run every dataset check; raise `PublishError` on the first problem."""
+    expected = "expected a built Hub folder (medprobe build ... --out DIR)"
+    if not Path(folder).expanduser().exists():
+        raise PublishError(missing_message(str(folder), "", expected))
     folder = Path(folder)
     if not folder.is_dir():
-        raise PublishError(f"{folder} is not a folder: expected a built Hub folder (medprobe build ... --out DIR)")
+        raise PublishError(f"{folder} is not a folder: {expected}")
     card_path = folder / "README.md"
     card = read_card(card_path)
     licence = card.data.get(LICENCE_KEY)
@@ -353,6 +353,10 @@ def metric_folder(name_or_path: str) -> Path:
         return path
     if name_or_path in available("metrics"):
         return resource_root() / "metrics" / name_or_path
+    if could_be_local(name_or_path):
+        raise PublishError(
+            missing_message(name_or_path, "", f"give a metric folder or a shipped metric: {', '.join(available('metrics'))}")
+        )
     raise PublishError(
         f"{name_or_path!r} is neither a metric folder nor a shipped metric; shipped: {', '.join(available('metrics'))}"
     )

@@ -138,7 +138,8 @@ def publish_results(args: argparse.Namespace) -> int:
         *data_check.plan_lines(data, args.dataset_mismatch_ok),
         *repeat_lines(record, dataset_id, repo_id),
         *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
-        f"  eval results ({dataset_id}, config {config}, split {record.split}, prober {record.prober}):",
+        f"  eval results ({dataset_id}, {f'config {config}' if config else 'the default config'}, split {record.split}, "
+        f"prober {record.prober}):",
         *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
         "  card text (its block in the medprobe results section):",
         *("    " + line for line in block.splitlines()),

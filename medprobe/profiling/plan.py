@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
+from medprobe.atomic import shown_path
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path
 from medprobe.registry import TASKS, ProfilePlan, TaskEntry, task_entry
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the package medprobe/: a plan's `sample` is relative to it (or absolute)
@@ -107,7 +109,7 @@ class DataSource:
 
     def describe(self, path: bool = True) -> str:
         """One line; `path=False` for profile.md, which may go into a public model card."""
-        where = f" ({self.dataset})" if path else ""
+        where = f" ({shown_path(self.dataset)})" if path else ""  # as in OUT, not in the staging folder
         return f"{self.benchmark}: {self.source}{where}" + (f"; {self.note}" if self.note else "")
 
 
@@ -211,11 +213,9 @@ def check_data_dirs(data_dirs: dict[str, str], benchmarks: tuple[str, ...]) -> N
             raise UserError(f"--data-dir {name}={path}: unknown benchmark {name!r}; use one of {', '.join(BENCHMARKS)}")
         if name not in benchmarks:
             raise UserError(f"--data-dir {name}={path}: {name} is not among --benchmarks ({', '.join(benchmarks)})")
-        folder = Path(path).expanduser()
+        folder = check_local_path(path, f"--data-dir {name}=", f"give a release folder or a `medprobe build {name}` folder")
         if not folder.is_dir():
-            raise UserError(
-                f"--data-dir {name}={path}: no such folder; give a release folder or a `medprobe build {name}` folder"
-            )
+            raise UserError(f"--data-dir {name}={path} is a file; give a release folder or a `medprobe build {name}` folder")
         built = built_benchmark(folder)
         if built is not None and built != name:
             raise UserError(f"--data-dir {name}={path}: that folder is a medprobe build of {built!r}, not of {name!r}")
@@ -275,7 +275,7 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
     out = Path(options.out) / "datasets" / name  # in the profile's staging folder: new, whatever OUT holds
     configs, params = build_settings(name, options.quick)
     where = f"the release folder {data_dir}" if data_dir else "its default source"
-    print_fn(f"building {name} from {where} into {out} ...")
+    print_fn(f"building {name} from {where} into {shown_path(out)} ...")
     start = time.perf_counter()
     built: list[tuple[int, float]] = []
     if distributed.is_main_process():  # under a launch one process builds, the others wait and read it

@@ -92,6 +92,22 @@ def draw_figure(profile: Profile, path: Path) -> None:
     from medprobe.records.tables import require_matplotlib
 
     plt = require_matplotlib()
+    fig = profile_figure(profile)
+    try:  # "tight": the legend sits outside the axes, beside them
+        fig.savefig(path, dpi=120, format="png", bbox_inches="tight")
+    finally:
+        plt.close(fig)
+
+
+VALUE_LABEL_GAP_PT = 9  # from the centre of the rightmost mark: a marker's radius (sqrt(140) / 2 = 5.9 pt) and air
+
+
+def profile_figure(profile: Profile) -> Any:
+    """The figure of profile.png. Each value label stands right of everything on its row (the bar, the interval,
+    the chance and floor marks), and the legend outside the axes, so no label covers a mark or another label."""
+    from medprobe.records.tables import require_matplotlib
+
+    plt = require_matplotlib()
     rows = [row for row in profile.headline if row["value"] is not None]
     labels = [f"{row['benchmark']}/{row['config'] or 'all'}\n{row['prober']} · {row['metric']}" for row in rows]
     fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(rows), 1) + 1.6))
@@ -100,7 +116,7 @@ def draw_figure(profile: Profile, path: Path) -> None:
         [100 * (row["value"] - row["low"]) if row.get("low") is not None else 0 for row in rows],
         [100 * (row["high"] - row["value"]) if row.get("high") is not None else 0 for row in rows],
     ]
-    bars = ax.barh(
+    ax.barh(
         positions,
         [100 * row["value"] for row in rows],
         color="#3b75af",
@@ -108,22 +124,30 @@ def draw_figure(profile: Profile, path: Path) -> None:
         xerr=errors,
         error_kw={"ecolor": "#333333", "capsize": 3, "elinewidth": 1},
     )
-    ax.bar_label(bars, labels=[f"{100 * row['value']:.1f}" for row in rows], padding=3, fontsize=8)
     for what, color, marker in (("chance", "black", "|"), ("floor", "#c44e52", "D")):
         marked = [(y, 100 * row[what]) for y, row in zip(positions, rows) if row[what] is not None]
         if marked:
             ax.scatter([x for _, x in marked], [y for y, _ in marked], color=color, marker=marker, s=140, zorder=3, label=what)
+    for y, row in zip(positions, rows):
+        marks = [row["value"], row.get("high"), row["chance"], row["floor"]]
+        right = 100 * max(mark for mark in marks if mark is not None)
+        ax.annotate(
+            f"{100 * row['value']:.1f}",
+            (right, y),
+            xytext=(VALUE_LABEL_GAP_PT, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=8,
+        )
     ax.set_yticks(positions, labels, fontsize=8)
     ax.set_xlabel("headline metric (%)")
-    ax.set_xlim(0, 100)
+    ax.set_xlim(0, 110)  # room right of 100 for a value label
+    ax.set_xticks(range(0, 101, 20))
     ax.set_title(f"knowledge profile · {model_label(profile.model)} ({profile.kind})", fontsize=10)
     if rows:
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
-    try:
-        fig.savefig(path, dpi=120, format="png")
-    finally:
-        plt.close(fig)
+    return fig
 
 
 def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list[Path]:

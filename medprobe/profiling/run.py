@@ -162,8 +162,9 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
             record = run(request, print_fn=print_fn)
         except RUN_ERRORS as err:  # a run a user can fix: recorded, and the others still run
             entry["seconds"] = round(time.perf_counter() - started, 1)
-            print_fn(f"run {number}/{len(planned)} failed: {err}")
-            profile.failed.append({"label": item.label, "benchmark": item.benchmark, "prober": item.prober, "error": str(err)})
+            error = folder.logical(str(err))  # naming files as in OUT, not in the staging folder
+            print_fn(f"run {number}/{len(planned)} failed: {error}")
+            profile.failed.append({"label": item.label, "benchmark": item.benchmark, "prober": item.prober, "error": error})
             profile.runs.append(entry)
             continue
         entry["record"], entry["seconds"] = asdict(record), round(time.perf_counter() - started, 1)

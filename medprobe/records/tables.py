@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from medprobe.atomic import write_all_atomically
 from medprobe.contracts import UserError
@@ -95,16 +96,25 @@ def plot_per_group(record: RunRecord, metric: str, path: str | Path) -> Path:
 def draw_per_group(record: RunRecord, metric: str, path: Path, fmt: str) -> None:
     """The chart of `plot_per_group`, saved straight to `path` as a `fmt` image (see `plot_format`)."""
     plt = require_matplotlib()
+    fig = per_group_figure(record, metric)
+    try:  # an explicit format: without one, matplotlib appends .png to a path that has no suffix
+        fig.savefig(path, dpi=120, format=fmt, bbox_inches="tight")  # "tight": the legend is beside the axes
+    finally:
+        plt.close(fig)
+
+
+def per_group_figure(record: RunRecord, metric: str) -> Any:
+    """One bar per group, sorted; the macro average as a dashed line, named in a legend outside the axes (inside,
+    it covered the longest bars)."""
+    plt = require_matplotlib()
     items = sorted(record.per_group.items(), key=lambda item: item[1][metric])
     fig, ax = plt.subplots(figsize=(8, 0.32 * len(items) + 1.4))
     ax.barh([g for g, _ in items], [100 * v[metric] for _, v in items], color="#3b75af")
     ax.set_xlabel(f"{metric} (%)")
-    ax.set_title(f"{record.prober} · {Path(str(record.model)).name} · {record.benchmark}/{record.config}", fontsize=10)
+    config = f"/{record.config}" if record.config else ""
+    ax.set_title(f"{record.prober} · {Path(str(record.model)).name} · {record.benchmark}{config}", fontsize=10)
     if f"macro_{metric}" in record.metrics:
         ax.axvline(100 * record.metrics[f"macro_{metric}"], color="#c44e52", linestyle="--", label="macro")
-        ax.legend(loc="lower right")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     fig.tight_layout()
-    try:  # an explicit format: without one, matplotlib appends .png to a path that has no suffix
-        fig.savefig(path, dpi=120, format=fmt)
-    finally:
-        plt.close(fig)
+    return fig

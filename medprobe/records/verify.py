@@ -26,6 +26,7 @@ from typing import Any
 
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_bytes, sha256_file
+from medprobe.local_paths import missing_message
 from medprobe.records.record import RunRecord
 from medprobe.stats import Estimator, Outcomes, estimate, intervals
 
@@ -53,7 +54,7 @@ def read_json_object(path: Path, what: str) -> dict:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise RecordError(f"{path}: no such file") from None
+        raise RecordError(missing_message(str(path), "", f"give {what}")) from None
     except IsADirectoryError:
         raise RecordError(f"{path} is a folder, not {what}") from None
     except OSError as err:

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from medprobe.atomic import Writer, write_all_atomically
+from medprobe.atomic import Writer, shown_path, write_all_atomically
 from medprobe.digests import sha256_file
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import draw_per_group, plot_format
@@ -48,7 +48,7 @@ def save_run(
     ]
     paths = write_all_atomically([*((t, keeping(t, w)) for t, w in companions if t), (out, write_json)])
     for path in [paths[-1], *paths[:-1]]:  # the results JSON first, as the user asked for it
-        print(f"wrote {path}")
+        print(f"wrote {shown_path(path)}")  # as in OUT: a profile's runs are written in its staging folder
     return paths
 
 

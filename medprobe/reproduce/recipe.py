@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import MissingPath, could_be_local, missing_message
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 SOURCE_FIELDS = ("paper", "table", "row", "column")
@@ -105,6 +106,13 @@ def recipe_paths() -> dict[str, Path]:
     return {path.stem: path for path in sorted(RECIPES_DIR.glob("*.json"))}
 
 
+# Benchmarks without a recipe, and why (`medprobe reproduce list` prints it; docs/reproducing-recipes.md says the same)
+NO_RECIPE = {
+    "mst": "our copy of the MST paper (an excerpt) has no results table, and medprobe's MST generator uses unit, range "
+    "and reference tables of its own, so no MST figure can be compared with the paper's",
+}
+
+
 def resolve(name_or_path: str) -> Path:
     """A shipped recipe by name, or a recipe file by path."""
     shipped = recipe_paths()
@@ -113,6 +121,8 @@ def resolve(name_or_path: str) -> Path:
     path = Path(name_or_path).expanduser()
     if path.is_file():
         return path
+    if could_be_local(name_or_path):
+        raise MissingPath(missing_message(name_or_path, "", f"give a recipe file or one of {', '.join(shipped)}"))
     raise UserError(f"no recipe {name_or_path!r}: give a file or one of {', '.join(shipped)} (`medprobe reproduce list`)")
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import check_local_path
 from medprobe.review.scale import HIGHEST, LOWEST
 
 
@@ -85,7 +86,7 @@ def check_export(ratings: list[Rating], path: Path, manifest: dict, source: str)
 def read_manifest(folder: str | Path) -> dict:
     from medprobe.review.sheets import FORMAT
 
-    path = Path(folder) / "manifest.json"
+    path = check_local_path(str(folder), "", "give the folder `medprobe review export` wrote") / "manifest.json"
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -186,9 +187,9 @@ def read_label_studio(path: Path) -> list[Rating]:
 
 def read_ratings_file(path: str | Path, manifest: dict, source: str = "manifest.json") -> list[Rating]:
     """The ratings of one file, each row checked to be of the manifest's export (`source` names the manifest)."""
-    path = Path(path)
+    path = check_local_path(str(path), "", "give a filled sheet (CSV) or a Label Studio export (JSON)")
     if not path.is_file():
-        raise UserError(f"{path}: no such ratings file")
+        raise UserError(f"{path} is a folder, not a ratings file")
     if path.suffix.lower() == ".json":
         ratings = read_label_studio(path)
     elif path.suffix.lower() == ".csv":

@@ -33,6 +33,7 @@ import numpy as np
 
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file, sha256_text
+from medprobe.local_paths import check_local_path
 from medprobe.records import load_run
 from medprobe.records.outcomes import outcomes_path
 from medprobe.records.record import RunRecord
@@ -80,9 +81,9 @@ def find_predictions(run: Path, record: RunRecord, explicit: str | None) -> Path
     """--predictions, else the file the run's command wrote with --predictions (beside the run), else
     `<run stem>.predictions.jsonl` or `predictions.jsonl` beside the run."""
     if explicit:
-        path = Path(explicit)
+        path = check_local_path(explicit, "--predictions", "give the run's --predictions file")
         if not path.is_file():
-            raise UserError(f"--predictions {explicit}: no such file")
+            raise UserError(f"--predictions {explicit} is a folder; give the run's --predictions file")
         return path
     named = re.search(r"--predictions[ =](\S+)", record.command or "")
     candidates = [run.parent / Path(named.group(1)).name] if named else []
@@ -379,9 +380,9 @@ def write_folder(out: Path, files: dict[str, str]) -> None:
 
 def export(run: str | Path, out: str | Path, **options) -> dict[str, str]:
     """Check DIR, build every file, write them all at once; returns the files written."""
-    run, out = Path(run), Path(out)
+    run, out = check_local_path(str(run), "", "give a results JSON written by medprobe probe --out"), Path(out)
     if not run.is_file():
-        raise UserError(f"{run}: no such results JSON")
+        raise UserError(f"{run} is a folder, not a results JSON")
     check_out(out)
     files = export_files(run, **options)
     write_folder(out, files)

