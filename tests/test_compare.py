@@ -111,8 +111,8 @@ def test_different_fingerprints_configs_and_subsets_exit_2_naming_what_differs(t
     error = refused(capsys, a, b)
     assert "the runs probed different data: a.json fingerprint 1a2b0000… (hard), b.json 3c4d0000… (hard)" in error
     assert "pass --intersect" in error
-    full = write_medlama_run(tmp_path / "full.json", 0.5, seed=2, fingerprint="1a2b" + "0" * 60, config="full")
-    assert "a.json fingerprint 1a2b0000… (hard), full.json 1a2b0000… (full)" in refused(capsys, a, full)
+    full = write_medlama_run(tmp_path / "full.json", 0.5, seed=2, fingerprint="5e6f" + "0" * 60, config="full")
+    assert "a.json fingerprint 1a2b0000… (hard), full.json 5e6f0000… (full)" in refused(capsys, a, full)
     subset = write_medlama_run(
         tmp_path / "sub.json",
         0.5,

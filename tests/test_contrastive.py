@@ -134,7 +134,7 @@ def test_rewiring_rejects_a_corpus_without_usable_lines(tmp_path):
     probe = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False)
     with pytest.raises(ValueError, match=r"no sentence of at least two words .*3 lines: 1 blank, 2 too short"):
         probe.rewire(["alpha", "", "beta"], rewiring_arguments(str(tmp_path), use_cpu=True))
-    with pytest.raises(FileNotFoundError, match="rewiring corpus"):
+    with pytest.raises(FileNotFoundError, match="missing.txt does not exist"):
         probe.rewire(tmp_path / "missing.txt")
 
 

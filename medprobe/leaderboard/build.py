@@ -7,8 +7,6 @@ did not write is refused unless --overwrite.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -41,25 +39,15 @@ def check_site(out: Path, overwrite: bool) -> None:
 
 
 def write_site(out: Path, files: dict[str, str], overwrite: bool) -> None:
-    """Every file into a staging folder beside SITE, then one swap: SITE is the old site or the new one, never half."""
-    from medprobe.atomic import signals_deferred
-    from medprobe.atomic_folder import clean_leftovers, out_lock, prepare_parent, stage_prefix, swap_into_place
+    """Every file into a staging folder beside SITE, then one swap (medprobe.atomic_folder.staged_folder): SITE is
+    the old site or the new one, never half; checked again under the lock (another writer may have been first)."""
+    from medprobe.atomic_folder import staged_folder
 
-    prepare_parent(out)
-    with out_lock(out, "leaderboard"):
-        clean_leftovers(out)
-        check_site(out, overwrite)  # again under the lock: another writer may have been first
-        stage = Path(tempfile.mkdtemp(prefix=stage_prefix(out), dir=out.parent))
-        try:
-            for name, text in files.items():
-                path = stage / "out" / name
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
-            with signals_deferred():
-                swap_into_place(stage, out)
-        finally:
-            with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
+    with staged_folder(out, "leaderboard", refuse=lambda folder: check_site(folder, False), overwrite=overwrite) as site:
+        for name, text in files.items():
+            path = site.staged / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
 
 def build_leaderboard(
