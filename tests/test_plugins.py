@@ -25,16 +25,16 @@ from pathlib import Path
 
 import pytest
 
-from medprobe.registry import TASKS, PluginError, load_plugins
+from medprobe.registry import PluginError, Registry, registry
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOY_PLUGIN = Path(__file__).resolve().parent / "toy_plugin"
 
 
 def with_path(*folders: Path) -> dict[str, str]:
-    """The environment of a subprocess that finds these folders (and this checkout) first."""
+    """The environment of a subprocess that finds these folders (and this checkout) first, plugins on."""
     paths = [*map(str, folders), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p), "MEDPROBE_DISABLE_PLUGINS": ""}
 
 
 def medprobe(env: dict[str, str], *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -210,17 +210,16 @@ def test_a_name_taken_twice_is_an_error_naming_both_distributions(toy_env, tmp_p
 
 
 NOT_AN_ENTRY = object()
-MISNAMED = dataclasses.replace(TASKS["mst"], name="mst2")
+MISNAMED = dataclasses.replace(registry().tasks["mst"], name="mst2")
 
 
 def test_an_entry_point_names_one_entry_of_its_group_and_is_named_after_it():
     def points(name: str, value: str) -> list[EntryPoint]:
         return [EntryPoint(name=name, value=f"{__name__}:{value}", group="medprobe.tasks")]
 
-    table = dict(TASKS)
     with pytest.raises(PluginError, match="names a object, expected a medprobe.registry.TaskEntry"):
-        load_plugins(table, "medprobe.tasks", points("odd", "NOT_AN_ENTRY"))
+        Registry.build(points("odd", "NOT_AN_ENTRY"))
     with pytest.raises(PluginError, match="names the entry 'mst2': an entry point is named after its entry"):
-        load_plugins(table, "medprobe.tasks", points("other", "MISNAMED"))
-    load_plugins(table, "medprobe.tasks", points("mst2", "MISNAMED"))
-    assert list(table)[-1] == "mst2" and table["mst2"] is MISNAMED and "mst2" not in TASKS
+        Registry.build(points("other", "MISNAMED"))
+    built = Registry.build(points("mst2", "MISNAMED"))
+    assert list(built.tasks)[-1] == "mst2" and built.tasks["mst2"] is MISNAMED and "mst2" not in registry().tasks

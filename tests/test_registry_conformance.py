@@ -35,8 +35,10 @@ from medprobe import registry
 from medprobe.cli import main
 from medprobe.cli.probe import probe_parser
 from medprobe.contracts import PROTOCOLS, Prober
-from medprobe.registry import PROBERS, TASKS, Option, ProberEntry, TaskEntry, load
+from medprobe.registry import Option, ProberEntry, TaskEntry, load, using
 from medprobe.tasks import Scored
+
+PROBERS, TASKS = registry.registry().probers, registry.registry().tasks
 
 # --- probers: the entry against its class ---------------------------------------------------------
 
@@ -539,6 +541,8 @@ class ToyTask:
     def __init__(self, limit: int | None = None):
         self.limit = limit
         self.timings: dict[str, float] = {}
+        self.loaded: list = []
+        self.subset_of = None
 
     def load(self, dataset: str, config: str | None, split: str):
         from datasets import load_dataset
@@ -616,9 +620,7 @@ def toy_dataset(tmp_path) -> str:
 def test_a_toy_task_and_prober_run_with_one_registry_entry_each(toy_dataset, tiny_folders, tmp_path, monkeypatch, capsys):
     from medprobe.run import RunRequest, run
 
-    with monkeypatch.context() as patch:
-        patch.setitem(TASKS, "toy", TOY_TASK)
-        patch.setitem(PROBERS, "toy-alphabet", TOY_PROBER)
+    with using(registry.registry().with_entries(TOY_TASK, TOY_PROBER)):
         # through the run loop, with the toy prober and with a real one
         record = run(RunRequest(task="toy", prober="toy-alphabet", dataset=toy_dataset, model="-", out=None), print_fn=print)
         assert record.metrics == {"hits": 2} and record.benchmark == "toy" and "toy: 2 hits" in capsys.readouterr().out
@@ -648,7 +650,7 @@ def test_a_toy_task_and_prober_run_with_one_registry_entry_each(toy_dataset, tin
         assert "toy-alphabet" in help_text(["probe", "--help"], capsys)
         assert registry.tasks_for("toy-alphabet") == ["medlama", "toy"]
     # removed again: the CLI no longer knows them
-    assert "toy" not in TASKS and "toy-alphabet" not in PROBERS
+    assert "toy" not in registry.registry().tasks and "toy-alphabet" not in registry.registry().probers
     with pytest.raises(SystemExit) as exited:
         main(["probe", "--prober", "toy-alphabet", "--dataset", toy_dataset, "--model", "-"])
     assert exited.value.code == 2
