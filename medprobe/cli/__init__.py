@@ -1,4 +1,4 @@
-"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, cite, ...).
+"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, cite, plugin, ...).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see medprobe/cli/probe.py). Errors a user
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.compare import add_compare_command
     from medprobe.cli.demo import add_demo_command
     from medprobe.cli.export import add_export_command
+    from medprobe.cli.plugin import add_plugin_command
     from medprobe.cli.probe import add_probe_command
     from medprobe.cli.profile import add_profile_command
     from medprobe.cli.publish import add_publish_command
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reproduce_command(subparsers)
     add_review_command(subparsers)
     add_cache_command(subparsers)
+    add_plugin_command(subparsers)
     return parser
 
 
