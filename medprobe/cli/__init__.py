@@ -139,6 +139,10 @@ def run_command(argv: list[str]) -> int:
                 from medprobe.cli.probe import run_probe_command
 
                 code = run_probe_command(argv[1:])
+            elif argv[:1] == ["plugin"]:  # parsed alone: the other parsers read the plugins it may be checking
+                from medprobe.cli.plugin import run_plugin_command
+
+                code = run_plugin_command(argv[1:])
             else:
                 args = build_parser().parse_args(argv)
                 code = args.func(args)

@@ -21,7 +21,11 @@ not an installed medprobe plugin."""
 
 
 def add_plugin_command(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("plugin", help="write a plugin distribution, or check an installed one")
+    """`plugin` in `medprobe --help`; `main` hands `medprobe plugin ...` to `run_plugin_command` directly."""
+    add_steps(subparsers.add_parser("plugin", help="write a plugin distribution, or check an installed one"))
+
+
+def add_steps(parser: argparse.ArgumentParser) -> None:
     steps = parser.add_subparsers(title="step", metavar="STEP", required=True)
     init = steps.add_parser("init", help="write a working plugin distribution", description=INIT)
     init.add_argument("name", metavar="NAME", help="the benchmark's name: lower-case letters, digits and _ (e.g. drug_class)")
@@ -31,6 +35,15 @@ def add_plugin_command(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("dist", metavar="DIST", help="the plugin's distribution name, as pip knows it (e.g. medprobe-toy)")
     check.add_argument("--verbose", action="store_true", help="also print each rule kept")
     check.set_defaults(func=run_check)
+
+
+def run_plugin_command(argv: list[str]) -> int:
+    """`medprobe plugin ARGV`, parsed without the other commands' parsers: they read the installed plugins, and a
+    plugin that does not register must reach `plugin check` as its finding, not stop the parsing."""
+    parser = argparse.ArgumentParser(prog="medprobe plugin", description="write a plugin distribution, or check an installed one")
+    add_steps(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
 
 
 def run_init(args: argparse.Namespace) -> int:
