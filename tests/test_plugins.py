@@ -287,3 +287,70 @@ def test_an_entry_point_names_one_entry_of_its_group_and_is_named_after_it():
     built = Registry.build(points("mst2", "MISNAMED"))
     assert list(built.tasks)[-1] == "mst2" and built.tasks["mst2"] is MISNAMED and "mst2" not in registry().tasks
     assert built.plugins_used("mst2", "contrastive") == {"": {"version": "", "entries": ["task mst2"]}}  # no distribution
+
+
+# --- the registry object, and a plugin's own files --------------------------------------------------
+
+
+def test_using_makes_a_registry_the_process_s_for_a_block_and_with_entries_replaces_by_name():
+    before = registry()
+    mst = before.tasks["mst"]
+    smaller = dataclasses.replace(mst, description="another")
+    changed = before.with_entries(smaller, MISNAMED)
+    assert before.tasks["mst"] is mst and "mst2" not in before.tasks  # a registry is never edited
+    with using(changed):
+        assert registry() is changed and registry().tasks["mst"].description == "another"
+        assert list(registry().tasks)[-1] == "mst2"
+    assert registry() is before
+    with pytest.raises(TypeError):
+        before.tasks["mst2"] = MISNAMED  # read-only
+
+
+def test_the_old_module_tables_are_the_registry_s_with_a_deprecation_warning():
+    import medprobe.registry
+
+    with pytest.warns(DeprecationWarning, match="medprobe.registry.TASKS is deprecated and goes in 0.3"):
+        assert medprobe.registry.TASKS is registry().tasks
+    with pytest.warns(DeprecationWarning, match="registry\\(\\).probers"):
+        assert medprobe.registry.PROBERS is registry().probers
+
+
+def test_a_plugin_file_that_is_not_there_is_one_error_naming_it(tmp_path, monkeypatch):
+    from medprobe.contracts import UserError
+    from medprobe.resources import metric_path, package_resource
+
+    with pytest.raises(UserError, match="metric 'no_such_package:metrics/m': no package 'no_such_package' is installed"):
+        metric_path("no_such_package:metrics/m")
+    with pytest.raises(UserError, match="metric 'medprobe:metrics/m': .*metrics/m does not exist; list it in the package data"):
+        metric_path("medprobe:metrics/m")
+    with pytest.raises(UserError, match="metric 'medprobe:plugin_kit': .*holds no plugin_kit.py"):
+        metric_path("medprobe:plugin_kit")
+    with pytest.raises(UserError, match="BibTeX file 'citations.bib': expected 'package:relative/path'"):
+        package_resource("citations.bib", "BibTeX file")
+
+
+def test_a_plugin_bibtex_key_written_otherwise_than_medprobe_s_is_an_error_naming_both(tmp_path, monkeypatch):
+    from medprobe.citations import bibtex, entries
+    from medprobe.contracts import UserError
+
+    package = tmp_path / "clashing_bib"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mine.bib").write_text(
+        "@misc{mine-2025,\n    title = {Mine},\n}\n@misc{medprobe,\n    title = {Not medprobe},\n}\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    prober = dataclasses.replace(registry().probers["causal-lm"], citations=("mine-2025",), bibtex="clashing_bib:mine.bib")
+    with using(registry().with_entries(prober)):
+        with pytest.raises(
+            UserError,
+            match="the BibTeX key 'medprobe' is in hub_cards/citations.bib and, written otherwise, in clashing_bib:mine.bib",
+        ):
+            entries()
+    (package / "mine.bib").write_text("@misc{mine-2025,\n    title = {Mine},\n}\n")
+    with using(registry().with_entries(dataclasses.replace(prober, bibtex="clashing_bib:mine2.bib"))):
+        with pytest.raises(UserError, match="BibTeX file 'clashing_bib:mine2.bib': .* does not exist"):
+            entries()
+    (package / "mine2.bib").write_text("@misc{mine-2025,\n    title = {Mine},\n}\n")
+    with using(registry().with_entries(dataclasses.replace(prober, bibtex="clashing_bib:mine2.bib"))):
+        assert bibtex(["mine-2025"]) == "@misc{mine-2025,\n    title = {Mine},\n}"
