@@ -350,15 +350,15 @@ def flag_pattern(flag: str) -> re.Pattern:
     return re.compile(rf"(?<![\w-]){re.escape(flag)}(?![\w-])")
 
 
-def command_output(argv: list[str]) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `medprobe ARGV` run in this process."""
-    from medprobe.cli import main
+def probe_output(argv: list[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `medprobe probe ARGV` run in this process, as the command runs it."""
+    from medprobe.cli.probe import run_probe_command
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = main(argv)
-        except SystemExit as exited:
+            code = run_probe_command(argv)
+        except SystemExit as exited:  # --help (0) and argparse's refusals (2)
             code = exited.code if isinstance(exited.code, int) else 1
     return code, out.getvalue(), err.getvalue()
 
@@ -370,7 +370,7 @@ def all_flags(registry: Registry) -> set[str]:
 def prober_help(checker: Checker, entry: ProberEntry) -> None:
     found = checker.registry
     for task in found.tasks_for(entry.name):
-        code, text, _ = command_output(["probe", "--prober", entry.name, "--task", task, "--help"])
+        code, text, _ = probe_output(["--prober", entry.name, "--task", task, "--help"])
         require(code == 0, f"probe --prober {entry.name} --task {task} --help exits {code}")
         own = {o.flag for o in [*entry.options, *found.tasks[task].options]}
         missing = [flag for flag in own if not flag_pattern(flag).search(text)]
@@ -388,7 +388,7 @@ def prober_foreign_options(checker: Checker, entry: ProberEntry) -> None:
             for option in other.options:
                 owners.setdefault(option.flag, []).append(f"{kind} {owner}")
     for flag in sorted(set(owners) - own):
-        code, _, error = command_output(["probe", "--prober", entry.name, flag, "3", "--dataset", "d", "--model", "m"])
+        code, _, error = probe_output(["--prober", entry.name, flag, "3", "--dataset", "d", "--model", "m"])
         require(code == 2, f"probe --prober {entry.name} {flag} 3 exits {code}, not 2")
         named = flag_pattern(flag).search(error) and all(o in error for o in owners[flag])
         require(named, f"probe --prober {entry.name} {flag} 3 does not name {', '.join(owners[flag])}: {error.strip()}")
