@@ -33,9 +33,9 @@ EXTRA = {"ShortlistProber": "medprobe.lm.candidate_scoring"}
 def lazy_names() -> dict[str, str]:
     """Exported name -> the module that defines it: the API functions, then the classes the registry's
     built-in entries name (a plugin's classes stay in its own package), then EXTRA."""
-    from medprobe.registry import PROBERS, TASKS
+    from medprobe.registry import BUILTIN_PROBERS, BUILTIN_TASKS
 
-    targets = [entry.target for entry in (*PROBERS.values(), *TASKS.values())]
+    targets = [entry.target for entry in (*BUILTIN_PROBERS, *BUILTIN_TASKS)]
     classes = {target.split(":")[1]: target.split(":")[0] for target in targets if target.startswith("medprobe.")}
     return {**dict.fromkeys(API, "medprobe.python_api"), **classes, **EXTRA}
 

@@ -119,17 +119,20 @@ def profile(
     seed: int | None = None,
     overwrite: bool = False,
     quiet: bool = False,
+    model_kind: str | None = None,
 ) -> Profile:
     """Every benchmark that fits `model`, one knowledge profile written to the folder `out` (`medprobe profile`).
+    `model_kind` (encoder, masked-lm, causal-lm, seq2seq) when the model's config cannot say: a model that only a
+    plugin's prober reads.
 
     >>> profile = medprobe.profile("minilm", "out/profile", benchmarks=["medlama"], quick=True, quiet=True)
     >>> [(row["config"], row["prober"], row["metric"]) for row in profile.headline]
     [('full', 'contrastive', 'acc@10'), ('hard', 'contrastive', 'acc@10')]
     """
-    from medprobe.profiling.plan import BENCHMARKS, ProfileOptions
+    from medprobe.profiling.plan import ProfileOptions, profiled_benchmarks
     from medprobe.profiling.run import run_profile
 
-    chosen = tuple(dict.fromkeys(benchmarks)) if benchmarks else BENCHMARKS
+    chosen = tuple(dict.fromkeys(benchmarks)) if benchmarks else profiled_benchmarks()
     options = ProfileOptions(
         model=str(model),
         out=str(out),
@@ -139,6 +142,7 @@ def profile(
         device=device,
         seed=seed,
         overwrite=overwrite,
+        model_kind=model_kind,
     )
     with quietly(quiet):
         return run_profile(options)

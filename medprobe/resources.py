@@ -4,10 +4,14 @@ In a source checkout they are the top-level folders `datasets/`, `metrics/` and 
 In an installed wheel they are copied to `medprobe/_resources/` (see pyproject.toml), because a
 wheel may only install importable packages. Every lookup goes through this module so that
 `medprobe build` and `evaluate.load(metric_path(...))` work either way.
+
+A plugin's own files (its metric folder, its BibTeX) are named "package:relative/path" and found in
+its installed package with importlib.resources (`package_resource`): `metric_path("toy_medprobe:metrics/toy_acc")`.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import os
 import sys
@@ -62,8 +66,30 @@ def dataset_folder(name: str) -> Path:
 
 
 def metric_path(name: str) -> str:
-    """Path to give `evaluate.load`, e.g. `evaluate.load(metric_path("acc_at_k"))`."""
-    return str(_module_folder("metrics", name))
+    """Path to give `evaluate.load`, e.g. `evaluate.load(metric_path("acc_at_k"))`: a metric medprobe ships,
+    or a plugin's metric folder "package:path/<metric>" (holding <metric>.py, as every evaluate module)."""
+    if ":" not in name:
+        return str(_module_folder("metrics", name))
+    folder = package_resource(name, "metric")
+    if not (folder / f"{folder.name}.py").is_file():
+        raise UserError(f"metric {name!r}: {folder} holds no {folder.name}.py (an evaluate module folder is named after its .py)")
+    return str(folder)
+
+
+def package_resource(ref: str, what: str) -> Path:
+    """The file or folder "package:relative/path" names inside an installed package (importlib.resources): how
+    a plugin names its metric folder or BibTeX file. `what` names it in the errors."""
+    package, sep, relative = ref.partition(":")
+    if not sep or not package or not relative:
+        raise UserError(f"{what} {ref!r}: expected 'package:relative/path', a path inside an installed package")
+    try:
+        root = importlib.resources.files(package)
+    except ModuleNotFoundError as err:
+        raise UserError(f"{what} {ref!r}: no package {package!r} is installed") from err
+    found = root.joinpath(*relative.split("/"))
+    if not isinstance(found, Path) or not found.exists():
+        raise UserError(f"{what} {ref!r}: {found} does not exist; list it in the package data of its distribution")
+    return found
 
 
 # Set by the `medprobe` program (medprobe.cli.main without argv): the process is ours alone, so evaluate may be

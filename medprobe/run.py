@@ -8,6 +8,11 @@ from one process or several (`accelerate launch` / `torchrun`, see medprobe.dist
 split their work over the processes and gather it back; only the main process prints and writes).
 What can be checked without a model (the outputs can be written, the prober fits the task, the
 dataset loads and has the task's fields) is checked before the model loads.
+
+A run enters the registry once: `resolve` looks its task and prober up (medprobe.registry.registry())
+into `RunEntries`, which every later step is handed (the task class, the options, the citations, the
+plugin distributions recorded in `source.plugins`). The task is used through its contract, the `Task`
+Protocol of medprobe.tasks (checked for every entry by medprobe.plugin_kit.conformance).
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from medprobe import distributed, timeline
 from medprobe.atomic import check_distinct_outputs, check_writable
-from medprobe.citations import citation_keys
+from medprobe.citations import keys_of
 from medprobe.contracts import UserError
 from medprobe.local_paths import check_local_path, could_be_local, dataset_source
 from medprobe.options import RESAMPLES_OPTION, check_positive
@@ -30,14 +36,17 @@ from medprobe.records.outcomes import outcomes_entry, outcomes_jsonl, outcomes_p
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_intervals, plot_format
 from medprobe.records.write import save_run
-from medprobe.registry import PROBERS, REMOVED_PROBERS, TASKS, load, prober_entry, task_entry, tasks_for
+from medprobe.registry import REMOVED_PROBERS, ProberEntry, TaskEntry, load, registry
 from medprobe.stats import RESAMPLES, Estimator, estimate, intervals
+
+if TYPE_CHECKING:  # the run reaches tasks through the registry, never by import (tests/test_import_layers.py)
+    from medprobe.tasks import Scored, Task
 
 
 @dataclass
 class RunRequest:
-    task: str  # a name in medprobe.registry.TASKS
-    prober: str  # a name in medprobe.registry.PROBERS
+    task: str  # a task name of the registry (medprobe.registry.registry().tasks)
+    prober: str  # a prober name of the registry
     dataset: str  # a folder written by `medprobe build`, or a Hub id
     config: str | None = None
     split: str = "test"
@@ -51,37 +60,64 @@ class RunRequest:
     resamples: int = RESAMPLES  # bootstrap resamples of every interval
 
 
-def check_request(request: RunRequest) -> None:
-    """What must stop a run before any dataset or model loads."""
-    if request.task not in TASKS:
-        raise UserError(f"unknown task {request.task!r}; choose one of {', '.join(TASKS)}")
+@dataclass
+class RunEntries:
+    """The registry entries a run uses, looked up once (`resolve`) and handed to every step after."""
+
+    task: TaskEntry
+    prober: ProberEntry
+    plugins: dict = field(default_factory=dict)  # the plugin distributions of the two (`source.plugins`); {}: built in
+
+    @cached_property
+    def task_class(self) -> type[Task]:
+        return load(self.task.target)  # imported when first needed: after the checks, before the data loads
+
+    @property
+    def citations(self) -> list[str]:
+        return keys_of(self.task, self.prober)
+
+
+def resolve(request: RunRequest) -> RunEntries:
+    """The request's task and prober, from the registry, checked to fit each other: a run's one lookup."""
+    found = registry()
+    if request.task not in found.tasks:
+        raise UserError(f"unknown task {request.task!r}; choose one of {', '.join(found.tasks)}")
     if request.prober in REMOVED_PROBERS:
         raise UserError(f"--prober {request.prober} was removed: {REMOVED_PROBERS[request.prober]}")
-    if request.prober not in PROBERS:
-        raise UserError(f"unknown prober {request.prober!r}; choose one of {', '.join(PROBERS)}")
-    task, prober = task_entry(request.task), prober_entry(request.prober)
+    if request.prober not in found.probers:
+        raise UserError(f"unknown prober {request.prober!r}; choose one of {', '.join(found.probers)}")
+    task, prober = found.tasks[request.task], found.probers[request.prober]
     if not set(prober.kinds) & set(task.accepts):
-        fits = ", ".join(tasks_for(request.prober)) or "none"
+        fits = ", ".join(found.tasks_for(request.prober)) or "none"
         raise UserError(
             f"--prober {request.prober} cannot run the {request.task} task: it needs a prober that does "
             f"{' or '.join(task.accepts)} (the tasks {request.prober} can run: {fits})"
         )
+    return RunEntries(task, prober, found.plugins_used(request.task, request.prober))
+
+
+def check_request(request: RunRequest, entries: RunEntries | None = None) -> RunEntries:
+    """What must stop a run before any dataset or model loads; returns the run's entries (`resolve`)."""
+    entries = entries or resolve(request)
     if not request.model:
-        raise UserError(f"--prober {request.prober} needs --model ({prober.model}; a folder, a Hub id, or a packaged name)")
-    check_input_files(request, (*prober.options, *task.options))
+        raise UserError(
+            f"--prober {request.prober} needs --model ({entries.prober.model}; a folder, a Hub id, or a packaged name)"
+        )
+    check_input_files(request, (*entries.prober.options, *entries.task.options))
     check_positive(RESAMPLES_OPTION, request.resamples)
     outputs = {
         "--out": request.out,
         "--plot": request.plot,
         "--out's outcomes file": outcomes_path(request.out) if request.out else None,
     }
-    outputs.update({option.flag: request.task_options.get(option.dest) for option in task.options if option.output})
+    outputs.update({option.flag: request.task_options.get(option.dest) for option in entries.task.options if option.output})
     for option, path in outputs.items():
         if path:
             check_writable(path, option)
     check_distinct_outputs(outputs)
     if request.plot:
         plot_format(request.plot)  # matplotlib is installed and writes this image format
+    return entries
 
 
 def check_input_files(request: RunRequest, options: tuple) -> None:
@@ -99,22 +135,25 @@ def check_input_files(request: RunRequest, options: tuple) -> None:
             check_local_path(value.rstrip("/").rpartition("/")[0] or "/", option.flag)
 
 
-def make_task(request: RunRequest) -> Any:
-    return load(task_entry(request.task).target)(**request.task_options)
+def make_task(entries: RunEntries, options: dict) -> Task:
+    return entries.task_class(**options)
 
 
-def make_prober(name: str, model: str, *, device: str = "auto", seed: int | None = None, options: dict | None = None) -> Any:
-    """The registered prober `name` on `model` (`ProberEntry.create`), with only the options given."""
-    return prober_entry(name).create(model, device=device, seed=seed, **(options or {}))
+def make_prober(
+    prober: str | ProberEntry, model: str, *, device: str = "auto", seed: int | None = None, options: dict | None = None
+) -> Any:
+    """The prober (a registry name, or its entry) on `model` (`ProberEntry.create`), with only the options given."""
+    entry = registry().prober(prober) if isinstance(prober, str) else prober
+    return entry.create(model, device=device, seed=seed, **(options or {}))
 
 
-def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunRecord:
-    """Run one prober on one task and write its outputs; returns the RunRecord written to `request.out`."""
+def run(request: RunRequest, *, print_fn: Callable[[str], None] = print, entries: RunEntries | None = None) -> RunRecord:
+    """Run one prober on one task and write its outputs; returns the RunRecord written to `request.out`.
+    `entries`: the request's, when its caller checked it already (`check_request`)."""
     timeline.mark("run starts (imports and argument parsing done)")
-    check_request(request)
+    entries = check_request(request, entries)
     dataset_source(request.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after retries
-    entry = task_entry(request.task)
-    task = make_task(request)
+    task = make_task(entries, request.task_options)
     timings: dict[str, float] = {}
 
     start = time.perf_counter()
@@ -123,7 +162,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     timeline.mark("dataset loaded")
 
     start = time.perf_counter()
-    prober = make_prober(request.prober, request.model, device=request.device, seed=request.seed, options=request.prober_options)
+    prober = make_prober(entries.prober, request.model, device=request.device, seed=request.seed, options=request.prober_options)
     timings["load_model"] = time.perf_counter() - start
     timeline.mark("model loaded; probing starts")
     distributed.quiet_other_processes(prober, getattr(prober, "scorer", None))  # under a launch: the main one reports
@@ -137,12 +176,12 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     scored = task.score(data, outputs)
     timings["score"] = time.perf_counter() - start
     timeline.mark("scored")
-    timings.update(getattr(task, "timings", {}))
+    timings.update(task.timings)
     timings.update(getattr(prober, "timings", {}))
 
     seed = scored.seed if scored.seed is not None else request.seed
     record = RunRecord(
-        benchmark=entry.benchmark,
+        benchmark=entries.task.benchmark,
         dataset=request.dataset,
         config=request.config,
         split=request.split,
@@ -155,8 +194,8 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
         timings={phase: round(seconds, 3) for phase, seconds in timings.items()},
         counts=scored.counts,
         task=request.task,
-        command="medprobe " + shlex.join(probe_argv(request, prober)),
-        citations=citation_keys(request.task, request.prober),
+        command="medprobe " + shlex.join(probe_argv(request, prober, entries)),
+        citations=entries.citations,
     )
     if distributed.launched():
         record.settings["processes"] = distributed.num_processes()
@@ -167,7 +206,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     # the bootstrap is numpy, which lets go of the GIL: it runs beside the hashing and the outcomes text
     with ThreadPoolExecutor(max_workers=1) as pool:
         bootstrap = pool.submit(intervals, scored.outcomes, estimators, resamples=request.resamples) if estimators else None
-        describe_measurement(record, request, task, scored)
+        describe_measurement(record, request, task, scored, entries)
         outcomes_text = outcomes_jsonl(scored.outcomes) if request.out and scored.outcomes is not None else None
         if bootstrap is not None:
             record.intervals = with_seed_spread(bootstrap.result(), record)
@@ -187,7 +226,7 @@ def run(request: RunRequest, *, print_fn: Callable[[str], None] = print) -> RunR
     return record
 
 
-def checked_estimators(record: RunRecord, request: RunRequest, task: Any, scored: Any) -> dict[str, Estimator]:
+def checked_estimators(record: RunRecord, request: RunRequest, task: Task, scored: Scored) -> dict[str, Estimator]:
     """The task's estimators of the metrics this run has, each checked to give the metric's value from the
     per-item outcomes (the intervals resample those outcomes); none when the task records no outcomes."""
     if scored.outcomes is None:
@@ -215,40 +254,41 @@ def with_seed_spread(found: dict[str, dict], record: RunRecord) -> dict[str, dic
     return found
 
 
-def describe_measurement(record: RunRecord, request: RunRequest, task: Any, scored: Any) -> None:
-    """What the record's numbers measured (the intervals aside): chance, data, subset, model, source."""
+def describe_measurement(record: RunRecord, request: RunRequest, task: Task, scored: Scored, entries: RunEntries) -> None:
+    """What the record's numbers measured (the intervals aside): chance, data, subset, model, source (medprobe's,
+    and the plugin distributions of the run's entries, if any)."""
     from medprobe.provenance import dataset_fingerprint, items_digest, model_identity, source_identity
 
     record.chance = scored.chance
     subset_options = {
         option.dest: request.task_options[option.dest]
-        for option in task_entry(request.task).options
+        for option in entries.task.options
         if option.subset and request.task_options.get(option.dest) is not None
     }
     record.subset = {"subset": bool(subset_options), "options": subset_options}
-    if subset_options and getattr(task, "subset_of", None):  # e.g. {"probed": 190, "total": 15329, "unit": "queries"}
+    if subset_options and task.subset_of:  # e.g. {"probed": 190, "total": 15329, "unit": "queries"}
         record.subset["of"] = task.subset_of
     if scored.outcomes is not None:
         record.subset.update({"items": len(scored.outcomes), "item_ids_sha256": items_digest(scored.outcomes.ids)})
-    record.data_fingerprint = dataset_fingerprint(
-        request.dataset, getattr(task, "loaded", None) or [(request.config, request.split)]
-    )
+    record.data_fingerprint = dataset_fingerprint(request.dataset, task.loaded or [(request.config, request.split)])
     record.model_identity = model_identity(request.model) if request.model else {}
-    record.source = source_identity()
+    # a copy: source_identity() is cached; built-in entries add nothing, so their records are as before
+    record.source = {**source_identity(), **({"plugins": entries.plugins} if entries.plugins else {})}
 
 
-def probe_argv(request: RunRequest, prober: Any = None) -> list[str]:
+def probe_argv(request: RunRequest, prober: Any = None, entries: RunEntries | None = None) -> list[str]:
     """The `medprobe probe` arguments that make the same RunRequest (recorded in every results file).
 
     With the `prober` that ran, they name the device and dtype it resolved instead of what was asked:
     `--device auto` and `--dtype auto` are this machine's choice (bfloat16 on a CUDA GPU, float32 on
     CPU), and the recorded command must repeat the run on any machine."""
+    entries = entries or resolve(request)
     options = dict(request.prober_options)
     device = request.device
     if prober is not None:
         device = resolved_device(prober, request.device)
         dtype = (getattr(prober, "settings", None) or {}).get("dtype")
-        takes = next((option for option in prober_entry(request.prober).options if option.dest == "dtype"), None)
+        takes = next((option for option in entries.prober.options if option.dest == "dtype"), None)
         if takes is not None and dtype in (takes.choices or ()):
             options["dtype"] = dtype
     argv = ["probe", "--prober", request.prober, "--task", request.task, "--dataset", request.dataset]
@@ -263,8 +303,8 @@ def probe_argv(request: RunRequest, prober: Any = None) -> list[str]:
     if request.resamples != RESAMPLES:
         argv += ["--resamples", str(request.resamples)]
     for entry_options, given in (
-        (prober_entry(request.prober).options, options),
-        (task_entry(request.task).options, request.task_options),
+        (entries.prober.options, options),
+        (entries.task.options, request.task_options),
     ):
         by_dest = {option.dest: option for option in entry_options}
         for dest, value in given.items():

@@ -5,6 +5,10 @@ import os
 for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The suite sees medprobe's built-in entries only, whatever plugins are installed beside it (subprocesses
+# inherit this): another distribution's task or prober cannot change what a test expects. The plugin
+# tests build their own registries (tests/test_plugins.py).
+os.environ.setdefault("MEDPROBE_DISABLE_PLUGINS", "1")  # "" (set on purpose): the installed plugins too
 
 from hashlib import sha1  # noqa: E402
 from pathlib import Path  # noqa: E402

@@ -57,7 +57,7 @@ def fake_record(request: medprobe.run.RunRequest, outcomes: Outcomes, settings: 
     )
 
 
-def fake_run(request: medprobe.run.RunRequest, print_fn=print) -> RunRecord:
+def fake_run(request: medprobe.run.RunRequest, print_fn=print, entries=None) -> RunRecord:
     CALLS.append(request)
     if request.task not in ("medlama", "mst"):
         raise NotImplementedError(f"fake_runs makes MedLAMA and MST runs only, not {request.task}")

@@ -16,14 +16,14 @@ from medprobe.building.build import build
 from medprobe.citations import MEDPROBE, benchmark_keys, bibtex, citable_names, citation_keys, entries
 from medprobe.cli import main
 from medprobe.contracts import UserError
-from medprobe.registry import PROBERS, TASKS
+from medprobe.registry import registry
 from medprobe.resources import available, card_template
 from synthetic_medlama import BUILD_PARAMS, write_release
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REGISTRY = {
-    **{f"prober {name}": entry for name, entry in PROBERS.items()},
-    **{f"task {name}": entry for name, entry in TASKS.items()},
+    **{f"prober {name}": entry for name, entry in registry().probers.items()},
+    **{f"task {name}": entry for name, entry in registry().tasks.items()},
 }
 
 
@@ -71,7 +71,8 @@ def test_bibtex_gives_the_entries_of_the_file_in_the_order_asked():
     assert text == entries()["park-etal-2022-language"] + "\n\n" + entries()[MEDPROBE]
     assert all(entry in card_template("citations.bib").read_text(encoding="utf-8") for entry in entries().values())
     with pytest.raises(
-        UserError, match="no BibTeX entry for nobody-2020 in hub_cards/citations.bib; known: medprobe, meng-etal-2022-rewire, "
+        UserError,
+        match="no BibTeX entry for nobody-2020 in hub_cards/citations.bib or a plugin's BibTeX file; known: medprobe, meng-etal-",
     ):
         bibtex(["nobody-2020"])
 
@@ -101,7 +102,7 @@ def test_cite_without_a_name_prints_medprobe_and_lists_the_names_on_stderr(capsy
     assert main(["cite"]) == 0
     captured = capsys.readouterr()
     assert captured.out.strip() == entries()[MEDPROBE]
-    assert all(name in captured.err for name in [*PROBERS, *TASKS]) and captured.err.count("\n") == 1
+    assert all(name in captured.err for name in [*registry().probers, *registry().tasks]) and captured.err.count("\n") == 1
 
 
 def test_cite_unknown_names_exit_2_with_one_line_listing_the_known_ones(capsys):
@@ -133,7 +134,7 @@ def test_every_card_template_cites_its_benchmarks_keys_in_a_bibtex_block(benchma
     assert "```bibtex\n$citation\n```" in section
     filled = string.Template(section).safe_substitute(citation=bibtex(benchmark_keys(benchmark)))
     keys = benchmark_keys(benchmark)
-    tasks_keys = {key for task in TASKS.values() if task.benchmark == benchmark for key in task.citations}
+    tasks_keys = {key for task in registry().tasks.values() if task.benchmark == benchmark for key in task.citations}
     assert keys[-1] == MEDPROBE and tasks_keys <= set(keys)
     for key in keys:
         assert entries()[key] in filled

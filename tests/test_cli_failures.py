@@ -238,7 +238,7 @@ def test_a_full_disk_during_a_profile_is_one_line_and_the_previous_profile_stays
     assert main(profile_args(str(encoder), out, "--seed", "1")) == 0
     before = snapshot(out)
 
-    def full(request, print_fn=print):
+    def full(request, print_fn=print, entries=None):
         raise no_space(str(Path(request.out).with_name(f".{Path(request.out).stem}-tmp-1.json")))
 
     monkeypatch.setattr(medprobe.run, "run", full)

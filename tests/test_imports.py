@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import medprobe
-from medprobe.registry import PROBERS, TASKS, load
+from medprobe.registry import BUILTIN_PROBERS, BUILTIN_TASKS, load, registry
 
 PACKAGE = Path(medprobe.__file__).resolve().parent
 HEAVY = ("torch", "transformers", "datasets", "evaluate", "huggingface_hub")
@@ -128,13 +128,36 @@ def loaded_after(code: str) -> list[str]:
         "import medprobe.registry",
         "import medprobe.cli; medprobe.cli.build_parser()",
         # what `medprobe probe --prober X --task T --help` builds, for every prober and task
-        "from medprobe.cli.probe import probe_parser; from medprobe.registry import PROBERS, tasks_for\n"
-        "for p in PROBERS:\n    for t in tasks_for(p): probe_parser(p, t).format_help()",
+        "from medprobe.cli.probe import probe_parser; from medprobe.registry import registry, tasks_for\n"
+        "for p in registry().probers:\n    for t in tasks_for(p): probe_parser(p, t).format_help()",
     ],
     ids=["medprobe", "registry", "cli-parser", "probe-parsers"],
 )
 def test_light_imports_load_no_torch_transformers_or_datasets(code):
     assert loaded_after(code) == []
+
+
+def test_importing_medprobe_reads_no_entry_point_until_the_registry_is_first_used():
+    """No import side effect: the registry (and the plugins' entry points) is read on first use, not on import."""
+    code = (
+        "import importlib.metadata as metadata\n"
+        "read = []\nreal = metadata.entry_points\n"
+        "metadata.entry_points = lambda **kw: read.append(kw) or real(**kw)\n"
+        "import medprobe, medprobe.registry, medprobe.run, medprobe.citations, medprobe.profiling.plan, medprobe.cli.probe\n"
+        "assert read == [] and medprobe.registry._current is None, read\n"
+        "medprobe.registry.registry()\n"
+        "assert [kw['group'] for kw in read] == ['medprobe.tasks', 'medprobe.probers'], read\n"
+        "medprobe.registry.registry()\n"
+        "assert len(read) == 2, read  # built once\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "MEDPROBE_DISABLE_PLUGINS": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def subcommand_helps() -> list[list[str]]:
@@ -169,9 +192,9 @@ def test_probe_help_of_every_prober_and_task_loads_no_heavy_library():
     """`medprobe probe --prober X [--task T] --help` goes through the command (run_probe_command), not only
     the parser: neither it nor anything it reaches on the way may import evaluate, transformers, torch, ..."""
     code = (
-        "import contextlib, io\nfrom medprobe.cli import main\nfrom medprobe.registry import PROBERS, tasks_for\n"
+        "import contextlib, io\nfrom medprobe.cli import main\nfrom medprobe.registry import registry, tasks_for\n"
         "shown = 0\n"
-        "for p in PROBERS:\n"
+        "for p in registry().probers:\n"
         "    for extra in [[], *[['--task', t] for t in tasks_for(p)]]:\n"
         "        out = io.StringIO()\n"
         "        with contextlib.redirect_stdout(out):\n"
@@ -179,20 +202,20 @@ def test_probe_help_of_every_prober_and_task_loads_no_heavy_library():
         "            except SystemExit:\n                pass\n"
         "        shown += out.getvalue().startswith('usage: medprobe probe')\n"
         "print('shown', shown, file=__import__('sys').stderr)\n"
-        "assert shown >= len(PROBERS) * 2, shown"
+        "assert shown >= len(registry().probers) * 2, shown"
     )
     assert loaded_after(code) == []
 
 
 def test_every_registered_class_and_the_python_api_are_exported_lazily():
-    registered = {
-        target.split(":")[1]: target.split(":")[0] for target in (e.target for e in [*PROBERS.values(), *TASKS.values()])
-    }
+    builtins = [*BUILTIN_PROBERS, *BUILTIN_TASKS]
+    assert builtins == [*registry().probers.values(), *registry().tasks.values()]  # the suite's registry: built-ins only
+    registered = {target.split(":")[1]: target.split(":")[0] for target in (e.target for e in builtins)}
     assert registered.items() <= medprobe._LAZY.items()
     assert medprobe._LAZY["ShortlistProber"] == "medprobe.lm.candidate_scoring"
     assert {name for name, module in medprobe._LAZY.items() if module == "medprobe.python_api"} == set(medprobe.API)
     assert set(medprobe.__all__) == {"__version__", *medprobe._LAZY}
-    for entry in [*PROBERS.values(), *TASKS.values()]:
+    for entry in builtins:
         cls = getattr(medprobe, entry.target.split(":")[1])
         assert cls is load(entry.target)
     assert medprobe.ShortlistProber.__name__ == "ShortlistProber" and "ShortlistProber" in dir(medprobe)

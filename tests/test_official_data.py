@@ -13,7 +13,7 @@ from medprobe.hub.official import data_status
 from medprobe.official_data import OFFICIAL_DATA
 from medprobe.provenance import dataset_fingerprint
 from medprobe.records.record import RunRecord
-from medprobe.registry import TASKS
+from medprobe.registry import registry
 
 SAMPLE = Path(__file__).resolve().parents[1] / "medprobe" / "demo_data" / "medlama_sample"
 
@@ -33,7 +33,7 @@ def test_a_build_of_the_medlama_release_gives_the_registered_files(built_medlama
 
 
 def test_every_benchmark_with_a_seeded_or_released_build_names_its_official_data():
-    named = {entry.benchmark: entry.official_data for entry in TASKS.values()}
+    named = {entry.benchmark: entry.official_data for entry in registry().tasks.values()}
     assert named["medlama"] is OFFICIAL_DATA["medlama"] and named["mst"] is OFFICIAL_DATA["mst"]
     assert named["context_variance"] is OFFICIAL_DATA["context_variance"] and named["disknE"] is None  # licensed inputs
 

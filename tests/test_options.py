@@ -11,7 +11,7 @@ import medprobe.stats
 from medprobe.cli import main
 from medprobe.contracts import UserError
 from medprobe.options import K_OPTION, RESAMPLES_OPTION, SEED_OPTION
-from medprobe.registry import TASKS
+from medprobe.registry import registry
 from medprobe.review.report import import_ratings
 from medprobe.run import RunRequest, check_request
 
@@ -33,7 +33,7 @@ def test_the_library_defaults_are_the_options_defaults():
 
 
 def test_every_k_option_is_the_registry_s_one():
-    ks = [option for entry in TASKS.values() for option in entry.options if option.flag == "--k"]
+    ks = [option for entry in registry().tasks.values() for option in entry.options if option.flag == "--k"]
     assert ks and all((k.type, k.default, k.metavar) == (K_OPTION.type, K_OPTION.default, K_OPTION.metavar) for k in ks)
 
 

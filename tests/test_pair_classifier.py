@@ -14,7 +14,7 @@ from datasets import load_dataset
 from medprobe.cli import main
 from medprobe.contracts import DiseaseClassifier, Prober, UserError
 from medprobe.lm.pair_classifier import PairClassifierProbe
-from medprobe.registry import PROBERS, TASKS
+from medprobe.registry import registry
 from medprobe.run import RunRequest, run
 from medprobe.tasks.disknE import DisKnETask, mean_std
 from medprobe.tasks.disknE_splits import disease_splits, eligible_diseases
@@ -246,10 +246,10 @@ def test_defaults_are_the_registry_options(tiny_random_bert):
     import inspect
 
     parameters = inspect.signature(PairClassifierProbe.__init__).parameters
-    for option in PROBERS["pair-classifier"].options:
+    for option in registry().probers["pair-classifier"].options:
         assert parameters[option.dest].default == option.default, option.flag
     parameters = inspect.signature(DisKnETask.__init__).parameters
-    for option in TASKS["disknE"].options:
+    for option in registry().tasks["disknE"].options:
         assert parameters[option.dest].default == option.default, option.flag
     prober = PairClassifierProbe(tiny_random_bert, epochs=1.5, device="cpu")
     assert isinstance(prober, Prober) and prober.name == "pair-classifier" and prober.kinds == ("disease-classification",)

@@ -2,6 +2,7 @@
 through the one run loop (same predictions bytes as `medprobe probe`), and `publish results DIR`."""
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -18,13 +19,13 @@ from medprobe.cli import main
 from medprobe.contracts import UserError
 from medprobe.digests import sha256_file
 from medprobe.models import load_model_kind, model_kind
-from medprobe.profiling.plan import QUICK, ProfileOptions, plan_runs
+from medprobe.profiling.plan import ProfileOptions, plan_runs, quick_settings
 from medprobe.profiling.profile import Profile, write_profile
 from medprobe.profiling.run import run_profile
 from medprobe.records import load_record_file
 from medprobe.records.outcomes import outcomes_path
 from medprobe.records.record import RunRecord
-from medprobe.registry import task_entry
+from medprobe.registry import registry, task_entry, using
 from medprobe.run import probe_argv
 from synthetic_runs import medlama_hits, write_run
 from tiny_bert import save_tiny_bert
@@ -191,7 +192,7 @@ def fake_run(monkeypatch):
     """medprobe.run.run replaced by one that records the request and writes a made-up RunRecord."""
     requests = []
 
-    def run(request, print_fn=print):
+    def run(request, print_fn=print, entries=None):
         requests.append(request)
         if request.task in FAILING:
             raise UserError("made-up failure")
@@ -506,7 +507,7 @@ def written_profile(
             entry["results"], entry["files"] = str(path), {f"runs/{p.name}": sha256_file(p) for p in (path, outcomes_path(path))}
         return entry
 
-    settings = {"quick": quick, "quick_settings": QUICK if quick else None}
+    settings = {"quick": quick, "quick_settings": quick_settings() if quick else None}
     profile = Profile(
         model="m", kind="encoder", kind_reason="architectures BertModel", settings=settings, figure_note="no figure"
     )
@@ -812,13 +813,11 @@ def test_a_causal_lm_profile_runs_causal_lm_and_skips_mst(tmp_path, synthetic_me
     assert {item["benchmark"]: item["reason"] for item in profile["skipped"]}["mst"] == MST_CAUSAL_REASON
 
 
-def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, monkeypatch):
+def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path):
     # smaller than --quick, for a fast test: 40 train / 20 test rows per task, 2 epochs
-    monkeypatch.setitem(
-        QUICK,
-        "mst",
-        {"task": {"seeds": 1}, "prober": {"epochs": 2}, "build": {"train_size": 40, "validation_size": 2, "test_size": 20}},
-    )
+    mst = task_entry("mst")
+    quick = {"task": {"seeds": 1}, "prober": {"epochs": 2}, "build": {"train_size": 40, "validation_size": 2, "test_size": 20}}
+    smaller = dataclasses.replace(mst, profile=dataclasses.replace(mst.profile, quick=quick))
     out = tmp_path / "profile"
     argv = [
         "profile",
@@ -832,7 +831,8 @@ def test_an_encoder_profile_of_mst_has_chance_and_the_scratch_floor(tmp_path, mo
         "--benchmarks",
         "mst",
     ]
-    assert main(argv) == 0
+    with using(registry().with_entries(smaller)):
+        assert main(argv) == 0
     [row] = json.loads((out / "profile.json").read_text())["headline"]
     assert row["metric"] == "accuracy" and 0 <= row["value"] <= 1
     assert 0.25 < row["chance"] < 0.5 and 0 <= row["floor"] <= 1  # chance: the mean 1/|choices| of the five tasks

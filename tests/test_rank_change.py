@@ -266,9 +266,9 @@ def test_removed_rank_change_prober_says_which_prober_to_use(hub, tmp_path, caps
         assert "--prober rank-change was removed" in err and "mask-average" in err and "--task context_variance" in err
     with pytest.raises(ValueError, match="--prober rank-change was removed: .*causal-lm"):
         run(request(hub, tmp_path, prober="rank-change"))
-    from medprobe.registry import PROBERS
+    from medprobe.registry import registry
 
-    assert "rank-change" not in PROBERS
+    assert "rank-change" not in registry().probers
 
 
 def test_auto_scorer_follows_the_model_config(tmp_path):

@@ -71,8 +71,8 @@ def test_under_a_launch_the_command_keeps_the_device_as_given(monkeypatch):
 def test_a_prober_without_a_dtype_option_gets_no_dtype(monkeypatch):
     from medprobe import registry
 
-    entry = registry.PROBERS["contrastive"]
+    entry = registry.registry().probers["contrastive"]
     without = registry.ProberEntry(**{**vars(entry), "options": tuple(o for o in entry.options if o.dest != "dtype")})
-    monkeypatch.setitem(registry.PROBERS, "contrastive", without)
-    argv = probe_argv(request(), prober("cpu", "float32"))
+    with registry.using(registry.registry().with_entries(without)):
+        argv = probe_argv(request(), prober("cpu", "float32"))
     assert "--dtype" not in argv and argv[argv.index("--device") + 1] == "cpu"

@@ -20,7 +20,7 @@ from medprobe.atomic_folder import out_lock
 from medprobe.building.build import config_names
 from medprobe.cli import main
 from medprobe.contracts import UserError
-from medprobe.registry import TASKS
+from medprobe.registry import registry
 from medprobe.reproduce.recipe import check_recipe, load_recipe, option_values, parse_recipe, recipe_paths
 from medprobe.reproduce.runner import ReproduceOptions
 from medprobe.reproduce.runner import reproduce as reproduce_api
@@ -47,7 +47,7 @@ def test_every_cell_names_a_known_prober_task_config_and_a_source(name):
     configs = set(config_names(recipe.benchmark))
     assert recipe.cells
     for cell in recipe.cells:
-        assert TASKS[cell.task].benchmark == recipe.benchmark
+        assert registry().tasks[cell.task].benchmark == recipe.benchmark
         assert cell.config in configs, f"{cell.id}: config {cell.config} is not one of {sorted(configs)}"
         model = recipe.models[cell.model]
         assert model.revision and (model.revision_pinned or "unpinned" in model.note), cell.id

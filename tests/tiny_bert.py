@@ -1,4 +1,5 @@
-"""A tiny randomly initialised BERT encoder with a vocabulary written here (plumbing tests only).
+"""A tiny randomly initialised BERT encoder with a vocabulary written there (plumbing tests only): the
+plugin kit's (medprobe.plugin_kit.tiny), which the conformance rules build probers on; `toy_corpus` is the tests'.
 
 It knows nothing: tests that use it check mechanics (shapes, masks, truncation, training
 signals, ties, determinism), never knowledge.
@@ -6,47 +7,10 @@ signals, ties, determinism), never knowledge.
 
 from __future__ import annotations
 
-from pathlib import Path
+from medprobe.plugin_kit.tiny import ENCODER_WORDS as WORDS
+from medprobe.plugin_kit.tiny import SPECIAL, save_tiny_bert, tiny_bert, tiny_tokenizer
 
-import torch
-from transformers import BertConfig, BertModel, BertTokenizer
-
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-WORDS = (
-    "the a of is and in to with by may might treat prevent cause gene disease drug cell lung liver "
-    "heart kidney brain blood bone skin fever pain cough aspirin insulin asthma gout alpha beta gamma "
-    "delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi "
-    "psi omega red green blue black white small large early late acute chronic . ,"
-).split()
-
-
-def tiny_tokenizer(mask: bool = True) -> BertTokenizer:
-    vocab = {token: index for index, token in enumerate(SPECIAL + WORDS)}
-    if not mask:
-        return BertTokenizer(vocab=vocab, mask_token=None)
-    return BertTokenizer(vocab=vocab)
-
-
-def tiny_bert(layers: int = 3, seed: int = 0, dropout: float = 0.1) -> BertModel:
-    torch.manual_seed(seed)
-    config = BertConfig(
-        vocab_size=len(SPECIAL) + len(WORDS),
-        hidden_size=32,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=128,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
-    return BertModel(config)
-
-
-def save_tiny_bert(folder: Path, layers: int = 3, mask: bool = True) -> Path:
-    """Save the model and tokenizer as a model folder that `--model` accepts."""
-    tiny_bert(layers).save_pretrained(folder)
-    tiny_tokenizer(mask).save_pretrained(folder)
-    return folder
+__all__ = ["SPECIAL", "WORDS", "save_tiny_bert", "tiny_bert", "tiny_tokenizer", "toy_corpus"]
 
 
 def toy_corpus(lines: int = 48) -> list[str]:

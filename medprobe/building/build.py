@@ -88,9 +88,9 @@ class BuildReport:
 def builder_target(benchmark: str) -> str:
     """The "module:Class" of a benchmark's builder when its registry entry names one (a plugin's), else "": the
     shipped builder `datasets/<benchmark>/<benchmark>.py` is loaded by path."""
-    from medprobe.registry import TASKS
+    from medprobe.registry import registry
 
-    return next((entry.builder for entry in TASKS.values() if entry.benchmark == benchmark and entry.builder), "")
+    return next((entry.builder for entry in registry().tasks.values() if entry.benchmark == benchmark and entry.builder), "")
 
 
 def builder_module(benchmark: str) -> ModuleType:

@@ -119,9 +119,9 @@ def split_template(text: str, source: str, variables: dict[str, str] | None = No
 def card_path(benchmark: str) -> Path:
     """The card template of a benchmark: its registry entry's `card` (a plugin's own template), else the
     shipped `hub_cards/<benchmark>.md` (FileNotFoundError when there is none)."""
-    from medprobe.registry import TASKS
+    from medprobe.registry import registry
 
-    card = next((entry.card for entry in TASKS.values() if entry.benchmark == benchmark and entry.card), "")
+    card = next((entry.card for entry in registry().tasks.values() if entry.benchmark == benchmark and entry.card), "")
     if not card:
         return card_template(f"{benchmark}.md")
     if not Path(card).is_file():

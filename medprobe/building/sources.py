@@ -13,11 +13,11 @@ FOLDER_METAVARS = ("DIR", "META", "FILE", "PATH")  # build options that name a s
 def check_source_folders(benchmark: str, data_dir: str | Path | None, params: dict) -> None:
     """--data-dir and the folders of a benchmark's own build options (MedLAMA's --umls-dir) exist: a typo is one
     line naming it and the nearest folder that exists (or a close match), before the lock and the builder."""
-    from medprobe.registry import TASKS
+    from medprobe.registry import registry
 
     if data_dir:
         check_local_path(str(data_dir), "--data-dir", f"give a folder with the {benchmark} source files in the release layout")
-    for entry in TASKS.values():
+    for entry in registry().tasks.values():
         for option in entry.build_options if entry.benchmark == benchmark else ():
             value = params.get(option.dest)
             if option.metavar in FOLDER_METAVARS and isinstance(value, (str, Path)):

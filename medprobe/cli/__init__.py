@@ -1,4 +1,4 @@
-"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, cite, ...).
+"""The `medprobe` command line: one module per subcommand (build, probe, profile, compare, publish, cite, plugin, ...).
 
 Every subcommand module has `add_<name>_command(subparsers)` that registers its parser and sets
 `func` (`probe` parses its own arguments in two stages, see medprobe/cli/probe.py). Errors a user
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.env import add_env_command
     from medprobe.cli.export import add_export_command
     from medprobe.cli.leaderboard import add_leaderboard_command
+    from medprobe.cli.plugin import add_plugin_command
     from medprobe.cli.probe import add_probe_command
     from medprobe.cli.profile import add_profile_command
     from medprobe.cli.publish import add_publish_command
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_review_command(subparsers)
     add_cache_command(subparsers)
     add_env_command(subparsers)
+    add_plugin_command(subparsers)
     return parser
 
 
@@ -144,6 +146,10 @@ def run_command(argv: list[str]) -> int:
                 from medprobe.cli.env import run_env
 
                 code = run_env()
+            elif argv[:1] == ["plugin"]:  # parsed alone: the other parsers read the plugins it may be checking
+                from medprobe.cli.plugin import run_plugin_command
+
+                code = run_plugin_command(argv[1:])
             else:
                 args = build_parser().parse_args(argv)
                 code = args.func(args)

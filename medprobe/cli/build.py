@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from medprobe.contracts import UserError
-from medprobe.registry import TASKS, Option, benchmarks
+from medprobe.registry import Option, benchmarks, registry
 
 
 def parse_param(text: str) -> tuple[str, object]:
@@ -27,7 +27,7 @@ def parse_param(text: str) -> tuple[str, object]:
 def build_options() -> list[tuple[str, Option]]:
     """(benchmark, option) of every extra build option the registry's entries declare (`TaskEntry.build_options`)."""
     found: dict[str, tuple[str, Option]] = {}
-    for entry in TASKS.values():
+    for entry in registry().tasks.values():
         for option in entry.build_options:
             found.setdefault(option.flag, (entry.benchmark, option))
     return list(found.values())

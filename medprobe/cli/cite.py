@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from medprobe.registry import PROBERS, TASKS
+from medprobe.registry import BUILTIN_PROBERS, BUILTIN_TASKS
 
 DESCRIPTION = f"""\
-Print the BibTeX entries to cite for the benchmarks and probers named (e.g. `medprobe cite {next(iter(TASKS))}
-{next(iter(PROBERS))}`): each benchmark's paper and the papers of the sources its rows come from, each
+Print the BibTeX entries to cite for the benchmarks and probers named (e.g. `medprobe cite {BUILTIN_TASKS[0].name}
+{BUILTIN_PROBERS[0].name}`): each benchmark's paper and the papers of the sources its rows come from, each
 prober's method, and medprobe itself. Without a name: medprobe's own entry, and the names accepted
-(on stderr, so that stdout stays BibTeX). The entries are in hub_cards/citations.bib."""
+(on stderr, so that stdout stays BibTeX). The entries are in hub_cards/citations.bib, and a plugin's in
+the BibTeX file its entries name (`bibtex`)."""
 
 
 def add_cite_command(subparsers: argparse._SubParsersAction) -> None:

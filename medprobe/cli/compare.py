@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from medprobe.options import RESAMPLES_OPTION, SEED_OPTION, add
-from medprobe.registry import TASKS
+from medprobe.registry import registry
 
 DESCRIPTION = """\
 Compare runs of one benchmark item by item: results JSONs written by `medprobe probe` (with the
@@ -25,7 +25,7 @@ whose settings change what a metric means: {settings}."""
 def meaning_settings() -> str:
     """`--task medlama: --candidates, --exclude-head`, from the registry."""
     parts = []
-    for name, entry in TASKS.items():
+    for name, entry in registry().tasks.items():
         flags = [option.flag for option in entry.options if option.dest in entry.paired_settings]
         if flags:
             parts.append(f"--task {name}: {', '.join(flags)}")

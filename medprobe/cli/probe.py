@@ -14,21 +14,22 @@ import sys
 from collections.abc import Callable
 
 from medprobe.options import RESAMPLES_OPTION, add
-from medprobe.registry import PROBERS, TASKS, Option, prober_entry, task_entry, tasks_for
+from medprobe.registry import Option, ProberEntry, prober_entry, registry, task_entry, tasks_for
 
 USAGE = "medprobe probe --prober NAME [--task TASK] --dataset D --model M [options]"
 
 
 def overview() -> str:
     """The probers and the tasks each can run: the help of `medprobe probe` without --prober."""
-    width = max(map(len, PROBERS))
+    probers, tasks = registry().probers, registry().tasks
+    width = max(map(len, probers))
     lines = ["probers (medprobe probe --prober NAME --help lists NAME's options):"]
-    for name, entry in PROBERS.items():
+    for name, entry in probers.items():
         lines.append(f"  {name:<{width}}  {entry.description}; model: {entry.model}; tasks: {', '.join(tasks_for(name))}")
     lines.append("")
     lines.append("tasks (--task; default: the prober's own):")
-    width = max(map(len, TASKS))
-    lines.extend(f"  {name:<{width}}  {entry.description}" for name, entry in TASKS.items())
+    width = max(map(len, tasks))
+    lines.extend(f"  {name:<{width}}  {entry.description}" for name, entry in tasks.items())
     return "\n".join(lines)
 
 
@@ -46,8 +47,8 @@ def add_probe_command(subparsers: argparse._SubParsersAction) -> None:
 def first_stage(argv: list[str]) -> argparse.Namespace:
     """--prober and --task only; everything else waits for the parser that knows their options."""
     parser = argparse.ArgumentParser(prog="medprobe probe", add_help=False, usage=USAGE)
-    parser.add_argument("--prober", choices=list(PROBERS))
-    parser.add_argument("--task", choices=list(TASKS))
+    parser.add_argument("--prober", choices=list(registry().probers))
+    parser.add_argument("--task", choices=list(registry().tasks))
     known, _ = parser.parse_known_args(argv)
     return known
 
@@ -66,11 +67,11 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
         epilog=None if prober else overview(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--prober", required=True, choices=list(PROBERS), help="which prober (see the list below)")
+    parser.add_argument("--prober", required=True, choices=list(registry().probers), help="which prober (see the list below)")
     default_task = prober_entry(prober).default_task if prober else None
     parser.add_argument(
         "--task",
-        choices=list(TASKS),
+        choices=list(registry().tasks),
         default=default_task,
         help=f"which benchmark task (default: the prober's own{f': {default_task}' if default_task else ''})",
     )
@@ -106,8 +107,8 @@ def add_options(parser: argparse.ArgumentParser, title: str, options: tuple[Opti
 
 def owners(flag: str) -> list[str]:
     """Which probers and tasks have the option `flag` (for the error about a foreign flag)."""
-    found = [f"--prober {name}" for name, entry in PROBERS.items() if any(o.flag == flag for o in entry.options)]
-    return found + [f"--task {name}" for name, entry in TASKS.items() if any(o.flag == flag for o in entry.options)]
+    found = [f"--prober {name}" for name, entry in registry().probers.items() if any(o.flag == flag for o in entry.options)]
+    return found + [f"--task {name}" for name, entry in registry().tasks.items() if any(o.flag == flag for o in entry.options)]
 
 
 def refuse_foreign_options(parser: argparse.ArgumentParser, argv: list[str], prober: str, task: str) -> None:
@@ -187,17 +188,17 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
         plot=args.plot,
         **({"resamples": args.resamples} if args.resamples else {}),
     )
-    check_request(request)  # the outputs first (run() checks them again, at no cost)
-    check_model_first(args.prober, args.model)
+    entries = check_request(request)  # the outputs first, before the model
+    check_model_first(entries.prober, args.model)
     dataset_source(args.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after datasets' retries
-    run(request, print_fn=print_fn)
+    run(request, print_fn=print_fn, entries=entries)
     return 0
 
 
-def check_model_first(prober: str, model: str) -> None:
+def check_model_first(prober: ProberEntry, model: str) -> None:
     """A --model that cannot load fails here, in a fraction of a second, not after the dataset and torch
     have loaded (seconds). Only medprobe's own probers: a plugin's may take a model that is no model folder."""
-    if prober_entry(prober).target.startswith("medprobe."):
+    if prober.target.startswith("medprobe."):
         from medprobe.models import check_model
 
         check_model(model)

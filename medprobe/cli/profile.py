@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from medprobe.profiling.plan import BENCHMARKS, KIND_NAMES, QUICK_HELP, profiled
+from medprobe.profiling.plan import KIND_NAMES, profiled, profiled_benchmarks, quick_help
 
 DESCRIPTION = (
     "Run, for the model's kind (read from its config), every benchmark/prober pair that fits, each as one "
@@ -39,26 +39,28 @@ def plan_lines() -> list[str]:
     return lines
 
 
-EPILOG = "\n".join(
-    [
-        "what runs, per benchmark and model kind:",
-        *plan_lines(),
-        "",
-        wrapped(
-            "data: --data-dir NAME=PATH takes a folder built by `medprobe build` as it is, or builds a release folder "
-            "into DIR/datasets/NAME first. Publish the profile with `medprobe publish results DIR --model-repo ORG/MODEL`.",
-            hang="",
-        ),
-    ]
-)
+def epilog() -> str:
+    return "\n".join(
+        [
+            "what runs, per benchmark and model kind:",
+            *plan_lines(),
+            "",
+            wrapped(
+                "data: --data-dir NAME=PATH takes a folder built by `medprobe build` as it is, or builds a release folder "
+                "into DIR/datasets/NAME first. Publish the profile with `medprobe publish results DIR --model-repo ORG/MODEL`.",
+                hang="",
+            ),
+        ]
+    )
 
 
 def data_dir(text: str) -> tuple[str, str]:
     name, sep, path = text.partition("=")
+    known = profiled_benchmarks()
     if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"expected NAME=PATH (NAME one of {', '.join(BENCHMARKS)}), got {text!r}")
-    if name not in BENCHMARKS:
-        raise argparse.ArgumentTypeError(f"unknown benchmark {name!r} in {text!r}; use one of {', '.join(BENCHMARKS)}")
+        raise argparse.ArgumentTypeError(f"expected NAME=PATH (NAME one of {', '.join(known)}), got {text!r}")
+    if name not in known:
+        raise argparse.ArgumentTypeError(f"unknown benchmark {name!r} in {text!r}; use one of {', '.join(known)}")
     return name, path
 
 
@@ -67,7 +69,7 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
         "profile",
         help="run every benchmark that fits a model and write its knowledge profile",
         description=wrapped(DESCRIPTION, hang=""),
-        epilog=EPILOG,
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--model", required=True, help="a model folder, a Hub id, or a packaged model: minilm, smollm2")
@@ -75,10 +77,10 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--benchmarks",
         nargs="+",
-        choices=BENCHMARKS,
-        default=list(BENCHMARKS),
+        choices=profiled_benchmarks(),
+        default=list(profiled_benchmarks()),
         metavar="NAME",
-        help=f"profile only these ({', '.join(BENCHMARKS)}; default: all)",
+        help=f"profile only these ({', '.join(profiled_benchmarks())}; default: all)",
     )
     parser.add_argument(
         "--data-dir",
@@ -89,7 +91,12 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
         metavar="NAME=PATH",
         help="data of one benchmark: a `medprobe build` folder, or a release folder built first (repeatable)",
     )
-    parser.add_argument("--quick", action="store_true", help=QUICK_HELP)
+    parser.add_argument(
+        "--model-kind",
+        choices=list(KIND_NAMES),
+        help="the model's kind, when its config cannot say: a model that only a plugin's prober reads (as `probe` takes it)",
+    )
+    parser.add_argument("--quick", action="store_true", help=quick_help())
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
     parser.add_argument("--seed", type=int, help="seed of every run (default: each task's and prober's own)")
     parser.add_argument(
@@ -121,6 +128,7 @@ def run_profile_command(args: argparse.Namespace) -> int:
         device=args.device,
         seed=args.seed,
         overwrite=args.overwrite,
+        model_kind=args.model_kind,
     )
     profile = run_profile(options)
     return 1 if profile.failed else 0

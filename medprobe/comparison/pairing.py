@@ -13,7 +13,7 @@ from typing import Any
 from medprobe.comparison.inputs import Input, Run, key_title
 from medprobe.contracts import UserError
 from medprobe.records.record import RunRecord
-from medprobe.registry import TASKS, load, task_entry
+from medprobe.registry import load, registry, task_entry
 from medprobe.stats import Estimator, Outcomes, aligned, plural
 
 
@@ -147,13 +147,14 @@ def subset_text(record: RunRecord) -> str:
 def paired_settings(task: str | None) -> tuple[str, ...]:
     """The settings of `task` that two runs must share (they change what its metrics mean; medprobe.registry)."""
     task_class(task)  # an installed task
-    return task_entry(task).paired_settings
+    return registry().task(task).paired_settings
 
 
 def task_class(task: str | None) -> Any:
-    if task not in TASKS:
-        raise UserError(f"task {task!r} is not installed here (known: {', '.join(TASKS)}); install the package that provides it")
-    return load(task_entry(task).target)
+    tasks = registry().tasks
+    if task not in tasks:
+        raise UserError(f"task {task!r} is not installed here (known: {', '.join(tasks)}); install the package that provides it")
+    return load(tasks[task].target)
 
 
 def common_estimators(pair: Pair) -> dict[str, Estimator]:

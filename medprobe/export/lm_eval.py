@@ -49,10 +49,10 @@ class ExportReport:
 
 def exporters() -> dict[str, str]:
     """benchmark -> the "module:function" of its lm-eval export hook, for every registry entry that has one."""
-    from medprobe.registry import TASKS
+    from medprobe.registry import registry
 
     hooks: dict[str, str] = {}
-    for entry in TASKS.values():
+    for entry in registry().tasks.values():
         if entry.lm_eval:
             hooks.setdefault(entry.benchmark, entry.lm_eval)
     return hooks

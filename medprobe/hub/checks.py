@@ -101,9 +101,9 @@ def read_card(path: Path) -> DatasetCard:
 def raw_file_patterns() -> dict[str, re.Pattern]:
     """What a raw licensed file is called -> its file-name pattern: every registered benchmark's release
     files, then the shared sources'."""
-    from medprobe.registry import TASKS
+    from medprobe.registry import registry
 
-    found = {what: re.compile(regex) for entry in TASKS.values() for what, regex in entry.raw_files.items()}
+    found = {what: re.compile(regex) for entry in registry().tasks.values() for what, regex in entry.raw_files.items()}
     return {**found, **SOURCE_FILE_PATTERNS}
 
 

@@ -267,7 +267,7 @@ def publishable_runs(profile: dict, loaded: dict, args: argparse.Namespace) -> t
             if args.metric and not any(name in record.metrics for name in args.metric):
                 notes.append(f"{label}: left out, it has none of --metric {', '.join(args.metric)}")
                 continue
-            # profile.json keeps the --quick settings per task (medprobe.profiling.plan.QUICK)
+            # profile.json keeps the --quick settings per task (medprobe.profiling.plan.quick_settings)
             task_quick = None if quick is None else quick.get(record.task or benchmark, {})
             runs.append(ProfileRun(label, record, subset_phrase(record, task_quick), subset_config(record, task_quick)))
     return runs, notes

@@ -1,7 +1,7 @@
 """What part of its benchmark a run probed, in words, for `medprobe publish results`.
 
     subset_phrase(record)                  # "first 10 queries per relation, 190 of 15,329 queries", or None
-    subset_phrase(record, quick=QUICK[b])  # a `medprobe profile --quick` run: "profile --quick: ..., generated with test_size=100"
+    subset_phrase(record, quick=profile_quick[b])      # a `medprobe profile --quick` run: "profile --quick: ..., generated with test_size=100"
     subset_config(record)                  # the model-index config: "hard/subset:per_relation=10", or "hard" for a whole run
 
 A run probed a subset when the record says so (`record.subset["subset"]`: an option marked
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from medprobe.hub.checks import PublishError
 from medprobe.records.record import RunRecord
-from medprobe.registry import TASKS, Option, show_default
+from medprobe.registry import Option, registry, show_default
 
 ALLOW_SUBSET = "--allow-subset"
 UNRECORDED = "not recorded"  # a results file of a medprobe before 0.2: nobody can say what it probed
@@ -50,7 +50,7 @@ def subset_phrase(record: RunRecord, quick: dict | None = None) -> str | None:
     subset = record.subset or {}
     if not subset and quick is None:
         return UNRECORDED
-    entry = TASKS.get(record.task or record.benchmark)
+    entry = registry().tasks.get(record.task or record.benchmark)
     options = {option.dest: option for option in (entry.options if entry else ())}
     parts = [option_phrase(options.get(dest), dest, value) for dest, value in (subset.get("options") or {}).items()]
     if subset.get("of"):

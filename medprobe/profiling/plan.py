@@ -17,7 +17,7 @@ builder's default source built into DIR/datasets/NAME (`build`: generated data, 
 the builder ships). Data that is not the benchmark itself (`sample_is_benchmark=False`) is marked
 `sample`: its scores are not comparable, the outputs say so and `publish` leaves them out.
 
-`--quick` (QUICK) takes each plan's `quick` options of the task, of the prober and of the build.
+`--quick` (`quick_settings()`) takes each plan's `quick` options of the task, of the prober and of the build.
 
 Each planned run becomes one `medprobe.run.RunRequest` (`make_request`): the same loop as
 `medprobe probe`, writing DIR/runs/<label>.json (and <label>.predictions.jsonl for the tasks that
@@ -36,7 +36,7 @@ from medprobe import distributed
 from medprobe.atomic import shown_path
 from medprobe.contracts import UserError
 from medprobe.local_paths import check_local_path
-from medprobe.registry import TASKS, ProfilePlan, TaskEntry, task_entry
+from medprobe.registry import ProfilePlan, TaskEntry, registry, task_entry
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the package medprobe/: a plan's `sample` is relative to it (or absolute)
 KIND_NAMES = {
@@ -49,15 +49,23 @@ KIND_NAMES = {
 
 def profiled() -> list[TaskEntry]:
     """The task entries `medprobe profile` runs, in registry order."""
-    return [entry for entry in TASKS.values() if entry.profile is not None]
+    return [entry for entry in registry().tasks.values() if entry.profile is not None]
 
 
-BENCHMARKS = tuple(dict.fromkeys(entry.benchmark for entry in profiled()))
-# What --quick changes, per task: options of the task, of the prober and of the build (recorded in profile.json).
-QUICK: dict[str, dict[str, dict[str, Any]]] = {entry.name: entry.profile.quick for entry in profiled()}
-QUICK_HELP = "a subset of every benchmark that finishes in under 10 minutes on 2 CPU cores with MiniLM: " + "; ".join(
-    entry.profile.quick_text for entry in profiled() if entry.profile.quick_text
-)
+def profiled_benchmarks() -> tuple[str, ...]:
+    """The benchmarks `medprobe profile` runs (its --benchmarks choices and default), in registry order."""
+    return tuple(dict.fromkeys(entry.benchmark for entry in profiled()))
+
+
+def quick_settings() -> dict[str, dict[str, dict[str, Any]]]:
+    """What --quick changes, per task: options of the task, of the prober and of the build (recorded in profile.json)."""
+    return {entry.name: entry.profile.quick for entry in profiled()}
+
+
+def quick_help() -> str:
+    return "a subset of every benchmark that finishes in under 10 minutes on 2 CPU cores with MiniLM: " + "; ".join(
+        entry.profile.quick_text for entry in profiled() if entry.profile.quick_text
+    )
 
 
 def plans_of(benchmark: str) -> list[tuple[TaskEntry, ProfilePlan]]:
@@ -117,12 +125,13 @@ class DataSource:
 class ProfileOptions:
     model: str
     out: str
-    benchmarks: tuple[str, ...] = BENCHMARKS
+    benchmarks: tuple[str, ...] = field(default_factory=profiled_benchmarks)
     data_dirs: dict[str, str] = field(default_factory=dict)
     quick: bool = False
     device: str = "auto"
     seed: int | None = None
     overwrite: bool = False  # replace --out even when it holds files that are not a medprobe profile's
+    model_kind: str | None = None  # the model's kind, given (--model-kind) rather than read from its config
 
 
 # --- the plan ----------------------------------------------------------------------------------------
@@ -135,13 +144,15 @@ def only(values: list) -> Any:
 
 
 def plan_runs(
-    kind: str, benchmarks: tuple[str, ...] = BENCHMARKS, data: frozenset[str] | set[str] = frozenset()
+    kind: str, benchmarks: tuple[str, ...] | None = None, data: frozenset[str] | set[str] = frozenset()
 ) -> tuple[list[PlannedRun], list[Skipped]]:
-    """The runs for a model of `kind` and what is skipped, with the reason; `data` names the
-    benchmarks whose data was given (`--data-dir`)."""
-    unknown = [name for name in benchmarks if name not in BENCHMARKS]
+    """The runs for a model of `kind` and what is skipped, with the reason; `benchmarks` (default: all)
+    are those profiled, `data` names the benchmarks whose data was given (`--data-dir`)."""
+    known = profiled_benchmarks()
+    benchmarks = known if benchmarks is None else benchmarks
+    unknown = [name for name in benchmarks if name not in known]
     if unknown:
-        raise UserError(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(BENCHMARKS)}")
+        raise UserError(f"unknown benchmark {unknown[0]!r}; choose from {', '.join(known)}")
     runs: list[PlannedRun] = []
     skipped: list[Skipped] = []
     for entry in profiled():
@@ -208,9 +219,10 @@ def missing_configs(planned: list[PlannedRun], data: dict[str, DataSource]) -> t
 
 def check_data_dirs(data_dirs: dict[str, str], benchmarks: tuple[str, ...]) -> None:
     """Every --data-dir names a profiled benchmark and an existing folder (before anything runs)."""
+    known = profiled_benchmarks()
     for name, path in data_dirs.items():
-        if name not in BENCHMARKS:
-            raise UserError(f"--data-dir {name}={path}: unknown benchmark {name!r}; use one of {', '.join(BENCHMARKS)}")
+        if name not in known:
+            raise UserError(f"--data-dir {name}={path}: unknown benchmark {name!r}; use one of {', '.join(known)}")
         if name not in benchmarks:
             raise UserError(f"--data-dir {name}={path}: {name} is not among --benchmarks ({', '.join(benchmarks)})")
         folder = check_local_path(path, f"--data-dir {name}=", f"give a release folder or a `medprobe build {name}` folder")
@@ -265,7 +277,7 @@ def build_settings(name: str, quick: bool) -> tuple[list[str] | None, dict]:
     profile (None: all, when a plan leaves the config to the task) and, with --quick, their quick build parameters."""
     plans = plans_of(name)
     configs = list(dict.fromkeys(config for _, plan in plans for config in plan.configs))
-    params = {key: value for entry, _ in plans for key, value in QUICK.get(entry.name, {}).get("build", {}).items()}
+    params = {key: value for entry, plan in plans for key, value in plan.quick.get("build", {}).items()}
     return (None if None in configs else configs), (params if quick else {})
 
 
@@ -295,14 +307,14 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
 
 
 def task_options_for(planned: PlannedRun, options: ProfileOptions, runs_dir: Path) -> dict:
-    task = dict(QUICK.get(planned.task, {}).get("task", {})) if options.quick else {}
+    task = dict(quick_settings().get(planned.task, {}).get("task", {})) if options.quick else {}
     if any(option.dest == "predictions" for option in task_entry(planned.task).options):
         task["predictions"] = str(runs_dir / f"{planned.label}.predictions.jsonl")
     return task
 
 
 def prober_options_for(planned: PlannedRun, options: ProfileOptions) -> dict:
-    quick = QUICK.get(planned.task, {}).get("prober", {}) if options.quick else {}
+    quick = quick_settings().get(planned.task, {}).get("prober", {}) if options.quick else {}
     return {**quick, **planned.prober_options}
 
 

@@ -16,7 +16,6 @@ from medprobe.atomic_folder import check_output_folder
 from medprobe.contracts import UserError
 from medprobe.profiling.plan import (
     KIND_NAMES,
-    QUICK,
     PlannedRun,
     ProfileOptions,
     check_data_dirs,
@@ -24,6 +23,7 @@ from medprobe.profiling.plan import (
     missing_configs,
     plan_runs,
     prepare_data,
+    quick_settings,
 )
 from medprobe.profiling.profile import Profile, summary, write_profile
 from medprobe.registry import task_entry
@@ -97,14 +97,13 @@ def run_profile(options: ProfileOptions, print_fn: Callable[[str], None] = print
 
 def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str], None]) -> Profile:
     """The profile of `run_profile`, its datasets and runs written into `folder` (a ProfileFolder)."""
-    from medprobe.models import load_model_kind
     from medprobe.records.record import RunRecord
     from medprobe.run import check_request, probe_argv, run
 
     start = time.perf_counter()
     staged = replace(options, out=str(folder.staged))  # what the builds and runs write: the staging folder
     figure_note = figure_available()
-    kind, why = load_model_kind(options.model)
+    kind, why = read_model_kind(options)
     print_fn(f"model {options.model}: {KIND_NAMES[kind]} ({why})")
     planned, skipped = plan_runs(kind, options.benchmarks, set(options.data_dirs))
     profile = Profile(
@@ -115,7 +114,7 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
         settings={
             "benchmarks": list(options.benchmarks),
             "quick": options.quick,
-            "quick_settings": QUICK if options.quick else None,
+            "quick_settings": quick_settings() if options.quick else None,
             "seed": options.seed,
             "device": options.device,
             "data_dirs": dict(options.data_dirs),
@@ -131,19 +130,19 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
         print_fn(f"skipped: {item.benchmark}/{item.config} ({item.prober}): {item.reason}")
     profile.skipped += [asdict(s) for s in lacking]
     requests = [make_request(p, data[p.benchmark], staged) for p in planned]
-    for request in requests:  # outputs writable, prober fits task, --plot format: before any model loads
-        check_request(request)
+    # outputs writable, prober fits task, --plot format: before any model loads; each run's registry entries, once
+    entries = [check_request(request) for request in requests]
     reused = folder.reuse([(p.label, r, profile.data[p.benchmark]) for p, r in zip(planned, requests)])
 
     records: dict[str, Any] = {}
-    for number, (item, request) in enumerate(zip(planned, requests), start=1):
+    for number, (item, request, found) in enumerate(zip(planned, requests, entries), start=1):
         print_fn(f"\nrun {number}/{len(planned)}: {item.title}")
         if item.label in reused:  # a killed profile's run of the same request and data, its files unchanged
             print_fn(f"run {number}/{len(planned)}: reused from the killed profile this one resumes")
             records[item.label] = RunRecord(**reused[item.label]["record"])
             profile.runs.append(reused[item.label])
             continue
-        command = "medprobe " + shlex.join(probe_argv(folder.logical(request)))  # as run from OUT
+        command = "medprobe " + shlex.join(probe_argv(folder.logical(request), entries=found))  # as run from OUT
         entry = {
             "label": item.label,
             "benchmark": item.benchmark,
@@ -159,7 +158,7 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
         }
         started = time.perf_counter()
         try:
-            record = run(request, print_fn=print_fn)
+            record = run(request, print_fn=print_fn, entries=found)
         except RUN_ERRORS as err:  # a run a user can fix: recorded, and the others still run
             entry["seconds"] = round(time.perf_counter() - started, 1)
             error = folder.logical(str(err))  # naming files as in OUT, not in the staging folder
@@ -183,6 +182,22 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
     folder.seal(profile)
     write_profile(profile, folder.out, into=folder.staged)
     return profile
+
+
+def read_model_kind(options: ProfileOptions) -> tuple[str, str]:
+    """(kind, why) of the profiled model: as --model-kind gives it, else read from its config. A plugin's prober
+    may read a model that is no model folder (as `probe` lets it): then the kind, which picks the plans, is given."""
+    if options.model_kind:
+        if options.model_kind not in KIND_NAMES:
+            raise UserError(f"--model-kind {options.model_kind!r}: choose one of {', '.join(KIND_NAMES)}")
+        return options.model_kind, "as --model-kind gives it"
+    from medprobe.models import load_model_kind
+
+    try:
+        return load_model_kind(options.model)
+    except (UserError, OSError) as err:
+        hint = f"or give --model-kind ({', '.join(KIND_NAMES)}) when a plugin's prober reads this model itself"
+        raise UserError(f"{err}\n{hint}") from err
 
 
 def run_errors() -> tuple[type[BaseException], ...]:

@@ -265,16 +265,17 @@ def disagreement(path: Path, what: str, stated: Any, recomputed: Any, outcomes: 
 
 
 def task_of(record: RunRecord, path: Path) -> Any:
-    from medprobe.registry import TASKS, load, task_entry
+    from medprobe.registry import load, registry
 
     if not record.task:
         raise RecordError(f"{path} does not record its task (written by an older medprobe); {RERUN}")
-    if record.task not in TASKS:
+    tasks = registry().tasks
+    if record.task not in tasks:
         raise RecordError(
-            f"{path} is a run of task {record.task!r}, which is not installed here (known: {', '.join(TASKS)}); "
+            f"{path} is a run of task {record.task!r}, which is not installed here (known: {', '.join(tasks)}); "
             "install the package that provides it"
         )
-    return load(task_entry(record.task).target)
+    return load(tasks[record.task].target)
 
 
 def estimators_of(record: RunRecord, task: Any, path: Path) -> dict[str, Estimator]:

@@ -178,7 +178,7 @@ def check_recipe(recipe: Recipe) -> None:
     """Every cell names a known model, prober, task and options, and every figure a full source and a
     positive tolerance; the configs are checked in the tests (knowing them imports the builders)."""
     from medprobe.python_api import split_options
-    from medprobe.registry import PROBERS, TASKS
+    from medprobe.registry import registry
 
     problems: list[str] = []
     ids = [cell.id for cell in recipe.cells]
@@ -187,11 +187,12 @@ def check_recipe(recipe: Recipe) -> None:
         where = f"cell {cell.id}"
         if cell.model not in recipe.models:
             problems.append(f"{where}: model {cell.model!r} is not in the recipe's models")
-        if cell.prober not in PROBERS or cell.task not in TASKS:
+        if cell.prober not in registry().probers or cell.task not in registry().tasks:
             problems.append(f"{where}: unknown prober {cell.prober!r} or task {cell.task!r}")
             continue
-        if TASKS[cell.task].benchmark != recipe.benchmark:
-            problems.append(f"{where}: task {cell.task} reads {TASKS[cell.task].benchmark}, the recipe is {recipe.benchmark}")
+        benchmark = registry().tasks[cell.task].benchmark
+        if benchmark != recipe.benchmark:
+            problems.append(f"{where}: task {cell.task} reads {benchmark}, the recipe is {recipe.benchmark}")
         options = dict(cell.options)
         if cell.repeat:
             options[cell.repeat["option"]] = cell.repeat["values"][0]
@@ -224,9 +225,9 @@ def option_values(cell: Cell) -> dict[str, Any]:
 
 def note_problems(recipe: Recipe) -> list[str]:
     """A note that states an option value states the value every cell with that option runs."""
-    from medprobe.registry import PROBERS, TASKS
+    from medprobe.registry import registry
 
-    known = [cell for cell in recipe.cells if cell.prober in PROBERS and cell.task in TASKS]
+    known = [cell for cell in recipe.cells if cell.prober in registry().probers and cell.task in registry().tasks]
     problems = []
     for note in recipe.notes:
         cells = [cell for cell in known if note.describes(cell)]

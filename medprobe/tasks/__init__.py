@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from medprobe.stats import Estimator, Outcomes
@@ -46,10 +46,19 @@ class Scored:
     chance: dict = field(default_factory=dict)  # {metric: {"value", "method"}}: the metric under random answers
 
 
+@runtime_checkable
 class Task(Protocol):
+    """The task contract: what `medprobe.run.run` uses of a task, and all it uses. Every registered task
+    (a plugin's too) keeps it: medprobe.plugin_kit.conformance checks an instance against it
+    (`contract_gaps`). `medprobe.tasks.base.BenchmarkTask` gives the shared parts."""
+
+    FIELDS: ClassVar[tuple[str, ...]]  # the dataset fields it reads (its builder's features hold them)
+    METRIC: ClassVar[str]  # its evaluate module: a metric medprobe ships, or "package:path" in a plugin
+    GROUP_BY: ClassVar[str]  # what the rows of its per-group table are
     plot_metric: str  # the per-group value `--plot` draws
     timings: dict[str, float]  # seconds of the task's own phases, recorded in the results file
     loaded: list[tuple[str | None, str]]  # the (config, split) pairs `load` read
+    subset_of: dict | None  # with a subset option: what was kept of what ({"probed", "total", "unit"})
     outcome_unit: str  # what one item of `Scored.outcomes` is: query, instance, test pair, item
     outcome_fields: dict[str, str]  # each outcome column, described for the outcomes file's readers
 
@@ -65,3 +74,20 @@ class Task(Protocol):
     def table(self, record: Any) -> str: ...
 
     def writers(self, data: Any, outputs: Any) -> list[tuple[str | Path | None, Callable[[Path], None]]]: ...
+
+
+def contract_gaps(task: object) -> list[str]:
+    """The members of the `Task` contract that `task` (an instance) lacks, or has but cannot call."""
+    members = [
+        *Task.__annotations__,
+        *(name for name, value in vars(Task).items() if callable(value) or isinstance(value, staticmethod)),
+    ]
+    gaps = []
+    for name in dict.fromkeys(members):
+        if name.startswith("_"):
+            continue
+        if not hasattr(task, name):
+            gaps.append(name)
+        elif name not in Task.__annotations__ and not callable(getattr(task, name)):
+            gaps.append(f"{name} (not callable)")
+    return gaps

@@ -61,7 +61,7 @@ class DisKnEOutputs:
 
 
 class DisKnETask(BenchmarkTask):
-    """DisKnE (`medprobe.registry.TASKS["disknE"]`): per-disease fine-tuning, F1 per disease.
+    """DisKnE (the registry's task `disknE`): per-disease fine-tuning, F1 per disease.
 
     `category`: test only the rows of one category (medical variants); `diseases`: the first N
     eligible target diseases, or these CUIs (each must be eligible); `seeds`: train with seeds

@@ -25,7 +25,7 @@ from medprobe import distributed
 from medprobe.contracts import CandidateScorer, RankingProber, UserError
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
-from medprobe.registry import PROBERS
+from medprobe.registry import registry
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask, Writers
@@ -125,7 +125,7 @@ class MedLAMATask(BenchmarkTask):
         from medprobe.lm.candidate_scoring import ShortlistProber
 
         if not isinstance(prober, CandidateScorer):
-            scorers = [name for name, entry in PROBERS.items() if {"ranking", "candidate-scoring"} <= set(entry.kinds)]
+            scorers = [name for name, entry in registry().probers.items() if {"ranking", "candidate-scoring"} <= set(entry.kinds)]
             raise UserError(
                 f"--rerank works with --prober {', '.join(scorers[:-1])} or {scorers[-1]} (they score a shortlist), "
                 f"not {getattr(prober, 'name', '') or type(prober).__name__}"

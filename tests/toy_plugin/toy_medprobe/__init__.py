@@ -1,1 +1,0 @@
-"""A toy medprobe plugin (tests/test_plugins.py): the benchmark toy_facts and the prober toy_order."""
