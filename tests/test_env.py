@@ -103,3 +103,15 @@ def test_env_prints_every_line_when_a_library_is_missing(monkeypatch):
     lines = dict(env.env_lines())
     assert lines["embedding cache"].startswith(("/", "~")) and "Hugging Face Hub cache" in lines
     assert not any(value.startswith("unknown") for value in lines.values()), lines
+
+
+@pytest.mark.parametrize(
+    "identity, shown",
+    [
+        ({"version": "0.2.0"}, "0.2.0 ("),  # an installed wheel, or a checkout where git cannot run
+        ({"version": "0.2.0", "commit": "0123456789abcdef", "dirty": True}, "0.2.0, git commit 0123456789ab with local changes ("),
+    ],
+)
+def test_the_medprobe_line_names_the_commit_only_when_there_is_one(monkeypatch, identity, shown):
+    monkeypatch.setattr("medprobe.provenance.source_identity", lambda: identity)
+    assert env.medprobe_line().startswith(shown)

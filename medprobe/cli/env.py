@@ -77,8 +77,10 @@ def medprobe_line() -> str:
 
     identity = source_identity()
     where = Path(__file__).resolve().parents[1]
-    commit = f", git commit {identity['commit'][:12]}{' with local changes' if identity.get('dirty') else ''}"
-    return f"{identity['version']}{commit if 'commit' in identity else ''} ({where})"
+    commit = ""
+    if identity.get("commit"):  # an installed wheel, or a checkout without git, has no commit
+        commit = f", git commit {identity['commit'][:12]}{' with local changes' if identity.get('dirty') else ''}"
+    return f"{identity['version']}{commit} ({where})"
 
 
 # --- torch and the device ------------------------------------------------------------------------
