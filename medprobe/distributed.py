@@ -113,13 +113,13 @@ def train_in_shares(
     gathered back in job order on every process: the same list as one process makes, as long as a
     job depends only on itself (it seeds its own model, Trainer and data order). One bar, on the
     main process, counts its own share (`postfix(job)` names the job being trained)."""
-    from tqdm.auto import tqdm
+    from medprobe.progress import progress_bar
 
     share = split(jobs)
     processes, main = num_processes(), is_main_process()  # asked before local_training hides the launch
     desc = f"{desc} (process 1 of {processes}'s share)" if processes > 1 else desc
     local = []
-    with local_training(), tqdm(total=len(share), desc=desc, unit=unit, disable=not (progress and main)) as bar:
+    with local_training(), progress_bar(total=len(share), desc=desc, unit=unit, disable=not (progress and main)) as bar:
         for job in share:
             if postfix is not None:
                 bar.set_postfix_str(postfix(job))

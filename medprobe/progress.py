@@ -1,11 +1,11 @@
 """One progress policy for every command and the Python API: a bar on a terminal, a plain line every few seconds
 otherwise, nothing when quiet.
 
-    with progress(total=len(texts), desc="encoding", unit="text") as bar:
+    with progress_bar(total=len(texts), desc="encoding", unit="text") as bar:
         for batch in batches:
             ...
             bar.update(len(batch))
-    for item in progress(items, desc="scoring", unit="batch"):
+    for item in progress_bar(items, desc="scoring", unit="batch"):
         ...
 
 On a terminal (stderr is a TTY) a `progress` is a tqdm bar redrawn in place. Redirected to a file or a pipe, a
@@ -110,7 +110,7 @@ class Silent(LineProgress):
         self.closed = True
 
 
-def progress(iterable: Iterable | None = None, *, disable: bool = False, **options: Any) -> Any:
+def progress_bar(iterable: Iterable | None = None, *, disable: bool = False, **options: Any) -> Any:
     """A progress over `iterable` (or `total` units advanced with `update`): a tqdm bar on a terminal, plain lines
     otherwise, nothing when `disable` or quiet. Options are tqdm's (`total`, `desc`, `unit`, `leave`)."""
     if disable or is_quiet():
@@ -122,14 +122,31 @@ def progress(iterable: Iterable | None = None, *, disable: bool = False, **optio
     return tqdm(iterable, **options)
 
 
+def library_bars_shown() -> bool:
+    """Whether a library's own bars (the Trainer's) may show: only where they redraw in place, and not quiet."""
+    return on_terminal() and not is_quiet()
+
+
+# read by datasets and huggingface_hub (and transformers, through huggingface_hub) when they are imported
+BARS_OFF = {"HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
 @contextmanager
-def quiet(enabled: bool = True) -> Iterator[None]:
-    """No progress of medprobe's, datasets' or transformers' while the block runs (each restored after)."""
-    if not enabled:
+def policy(quiet_flag: bool = False, *, whole_process: bool = False, import_libraries: bool = False) -> Iterator[None]:
+    """The policy for one command or one call of the Python API: quiet, nothing; on a terminal, bars; otherwise the
+    libraries' bars off (their carriage-return frames would fill a log) and medprobe's own as plain lines.
+
+    `whole_process`: the `medprobe` program, which ends with its command: the libraries not imported yet are
+    switched off through their environment (read once, at import), which costs no import now (`--help` and
+    `env` stay fast). `import_libraries` (the Python API, which loads a dataset anyway): datasets and
+    huggingface_hub are imported to be switched off now and back after; else only those imported by now are."""
+    if not quiet_flag and on_terminal():
         yield
         return
-    restore = library_bars_off()
-    previous, _QUIET[0] = _QUIET[0], True
+    if whole_process:
+        os.environ.update(BARS_OFF)
+    restore = library_bars_off(import_them=import_libraries and not whole_process)
+    previous, _QUIET[0] = _QUIET[0], quiet_flag or _QUIET[0]
     try:
         yield
     finally:
@@ -137,14 +154,23 @@ def quiet(enabled: bool = True) -> Iterator[None]:
         restore()
 
 
-def library_bars_off() -> Any:
-    """Switch off the bars of datasets, huggingface_hub and transformers; returns what puts each back as it was.
+@contextmanager
+def quiet(enabled: bool = True) -> Iterator[None]:
+    """No progress of medprobe's, datasets' or transformers' while the block runs (each restored after)."""
+    if not enabled:
+        yield
+        return
+    with policy(True, import_libraries=True):
+        yield
 
-    datasets and huggingface_hub are imported for it (they are about to be: every run loads a dataset), because
-    they read their environment switches once, at import, and then refuse to be switched back on; transformers,
-    not imported yet, takes huggingface_hub's setting when it is."""
-    import datasets  # noqa: F401 - imported so that its switch exists
-    import huggingface_hub  # noqa: F401
+
+def library_bars_off(import_them: bool = False) -> Any:
+    """Switch off the bars of datasets, huggingface_hub and transformers (those imported; all three after importing
+    datasets and huggingface_hub with `import_them`), returning what puts each back as it was. transformers, not
+    imported yet, takes huggingface_hub's setting when it is."""
+    if import_them:
+        import datasets  # noqa: F401 - imported so that its switch exists
+        import huggingface_hub  # noqa: F401
 
     switches = library_switches()
     were_off = {name: is_off() for name, (is_off, _off, _on) in switches.items()}
@@ -153,7 +179,8 @@ def library_bars_off() -> Any:
 
     def restore() -> None:
         for name, (_is_off, off, on) in library_switches().items():
-            (off if were_off.get(name, False) else on)()
+            if name in were_off:  # a library imported meanwhile keeps what its import set
+                (off if were_off[name] else on)()
 
     return restore
 

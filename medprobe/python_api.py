@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +35,14 @@ if TYPE_CHECKING:
     from medprobe.records.record import RunRecord
 
 
-def quietly(quiet: bool) -> contextlib.AbstractContextManager:
-    """`quiet`: nothing printed (the tables and every progress line of the run); progress bars, on stderr, stay."""
-    return contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext()
+@contextlib.contextmanager
+def quietly(quiet: bool) -> Iterator[None]:
+    """`quiet`: nothing printed, neither the tables nor any progress (medprobe's, datasets' or transformers'); else the
+    progress policy of the commands (medprobe.progress: a bar on a terminal or in a notebook, plain lines otherwise)."""
+    from medprobe.progress import policy
+
+    with policy(quiet), contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+        yield
 
 
 def split_options(prober: str, task: str, options: dict[str, Any]) -> tuple[dict, dict]:

@@ -9,7 +9,7 @@ imported only when a run needs them (`load`).
 Adding a prober = its module + one `ProberEntry` in `BUILTIN_PROBERS`; adding a benchmark task = its
 module under `medprobe/tasks/` + one `TaskEntry` in `BUILTIN_TASKS`. Every entry names, in
 `citations`, the BibTeX keys a run using it must cite (medprobe/citations.py adds medprobe's own). The
-CLI builds each prober's and task's options from here; `medprobe.plugin_kit.conformance` checks every
+CLI builds each prober's and task's options from here; `medprobe.cli.plugin_kit.conformance` checks every
 entry against the code it names (an option's default is the class's own default, the class implements
 the Protocols of its kinds, ...).
 

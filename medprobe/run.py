@@ -12,7 +12,7 @@ dataset loads and has the task's fields) is checked before the model loads.
 A run enters the registry once: `resolve` looks its task and prober up (medprobe.registry.registry())
 into `RunEntries`, which every later step is handed (the task class, the options, the citations, the
 plugin distributions recorded in `source.plugins`). The task is used through its contract, the `Task`
-Protocol of medprobe.tasks (checked for every entry by medprobe.plugin_kit.conformance).
+Protocol of medprobe.tasks (checked for every entry by medprobe.cli.plugin_kit.conformance).
 """
 
 from __future__ import annotations

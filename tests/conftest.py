@@ -5,6 +5,13 @@ import os
 for _var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_var, "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The README's test command runs a pytest-xdist worker per core (pyproject's addopts): each worker, and the
+# processes its tests start, gets its share of the cores. torch's OpenMP threads spin while they wait, so two
+# workers that each use every core run some tests several times slower than one.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+if _WORKERS > 1:
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 # The suite sees medprobe's built-in entries only, whatever plugins are installed beside it (subprocesses
 # inherit this): another distribution's task or prober cannot change what a test expects. The plugin
 # tests build their own registries (tests/test_plugins.py).

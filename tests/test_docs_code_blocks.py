@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,16 +148,41 @@ def workspace(tmp_path_factory, block_env) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.name)
-def test_block_runs(block: Block, workspace: Path, block_env: dict[str, str], tmp_path: Path):
-    if block.skip:
-        pytest.skip(block.skip)
-    folder = tmp_path / "work"
-    shutil.copytree(workspace, folder)
+def run_block(block: Block, folder: Path, env: dict[str, str]) -> subprocess.CompletedProcess | None:
+    """Run one block in `folder` (a fresh copy of the workspace); None when it ran past BLOCK_TIMEOUT_S."""
     command = [sys.executable, "-c", block.code] if block.language == "python" else ["bash", "-euo", "pipefail", "-c", block.code]
     try:
-        done = subprocess.run(command, cwd=folder, env=block_env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
+        return subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        return None
+
+
+@pytest.fixture(scope="session")
+def block_outcomes(
+    request, workspace: Path, block_env: dict[str, str], tmp_path_factory
+) -> dict[str, subprocess.CompletedProcess | None]:
+    """Every block this session selected, two at a time where this worker has two cores: a block is mostly a
+    process starting and importing medprobe, which uses one core, and the blocks are independent (each has its own copy of the workspace; the
+    shared embedding cache is written atomically and a lost entry is only a miss)."""
+    selected = [item.callspec.params["block"] for item in request.session.items if item.originalname == "test_block_runs"]
+    to_run = [block for block in selected if not block.skip]
+
+    def one(block: Block) -> tuple[str, subprocess.CompletedProcess | None]:
+        folder = tmp_path_factory.mktemp("block") / "work"
+        shutil.copytree(workspace, folder)
+        return block.name, run_block(block, folder, block_env)
+
+    cores = (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)  # xdist's workers share them
+    with ThreadPoolExecutor(max_workers=max(1, min(2, cores))) as pool:
+        return dict(pool.map(one, to_run))
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=lambda block: block.name)
+def test_block_runs(block: Block, block_outcomes: dict[str, subprocess.CompletedProcess | None]):
+    if block.skip:
+        pytest.skip(block.skip)
+    done = block_outcomes[block.name]
+    if done is None:
         pytest.fail(f"{block.name} ran past {BLOCK_TIMEOUT_S} s: make it smaller or mark it skip with the reason")
     assert done.returncode == 0, (
         f"{block.name} exited {done.returncode}\n--- block\n{block.code}--- stdout\n{done.stdout[-4000:]}"

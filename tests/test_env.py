@@ -109,7 +109,10 @@ def test_env_prints_every_line_when_a_library_is_missing(monkeypatch):
     "identity, shown",
     [
         ({"version": "0.2.0"}, "0.2.0 ("),  # an installed wheel, or a checkout where git cannot run
-        ({"version": "0.2.0", "commit": "0123456789abcdef", "dirty": True}, "0.2.0, git commit 0123456789ab with local changes ("),
+        (
+            {"version": "0.2.0", "commit": "0123456789abcdef", "dirty": True},
+            "0.2.0, git commit 0123456789ab with local changes (",
+        ),
     ],
 )
 def test_the_medprobe_line_names_the_commit_only_when_there_is_one(monkeypatch, identity, shown):

@@ -35,7 +35,7 @@ SMALL_MST = {"train_size": 12, "validation_size": 6, "test_size": 12}
 LOADER = """
 import json, sys
 import datasets
-from medprobe.tasks.loading import load_probe_dataset
+from medprobe.loading import load_probe_dataset
 out, config, dump = sys.argv[1:4]
 loaded = datasets.load_dataset(out, config)
 rows = {

@@ -304,3 +304,21 @@ def test_the_program_makes_full_collections_rarer_and_the_python_api_does_not():
     assert done.returncode == 0, done.stderr
     found = [line.split() for line in done.stdout.splitlines() if line.startswith(("api ", "after "))]
     assert found == [["api", "10"], ["after", "100"]], done.stdout[-2000:]
+
+
+@pytest.mark.parametrize(
+    "old, new, name",
+    [("medprobe.api", "medprobe.contracts", "RankingProber"), ("medprobe.tasks.loading", "medprobe.loading", "row_digests")],
+)
+def test_a_moved_module_keeps_its_old_name_with_a_deprecation_warning(old, new, name):
+    script = (
+        "import importlib, warnings\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    old = importlib.import_module({old!r})\n"
+        f"new = importlib.import_module({new!r})\n"
+        f"print(getattr(old, {name!r}) is getattr(new, {name!r}))\n"
+        "print(any(w.category is DeprecationWarning and " + repr(new) + " in str(w.message) for w in caught))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True"], done.stderr

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from medprobe.cli.plugin_kit.check import REGISTERS
+from medprobe.cli.plugin_kit.conformance import PROBER_RULES, TASK_RULES
 from medprobe.contracts import PROTOCOLS, Prober
 from medprobe.export.lm_eval import ExportReport
-from medprobe.plugin_kit.check import REGISTERS
-from medprobe.plugin_kit.conformance import PROBER_RULES, TASK_RULES
 from medprobe.registry import PLUGIN_GROUPS, Option, PluginSource, ProberEntry, ProfilePlan, Registry, TaskEntry
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored, Task, contract_gaps

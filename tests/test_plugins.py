@@ -323,8 +323,8 @@ def test_a_plugin_file_that_is_not_there_is_one_error_naming_it(tmp_path, monkey
         metric_path("no_such_package:metrics/m")
     with pytest.raises(UserError, match="metric 'medprobe:metrics/m': .*metrics/m does not exist; list it in the package data"):
         metric_path("medprobe:metrics/m")
-    with pytest.raises(UserError, match="metric 'medprobe:plugin_kit': .*holds no plugin_kit.py"):
-        metric_path("medprobe:plugin_kit")
+    with pytest.raises(UserError, match="metric 'medprobe:cli/plugin_kit': .*holds no plugin_kit.py"):
+        metric_path("medprobe:cli/plugin_kit")
     with pytest.raises(UserError, match="BibTeX file 'citations.bib': expected 'package:relative/path'"):
         package_resource("citations.bib", "BibTeX file")
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from medprobe.cli import main
-from medprobe.tasks.loading import load_probe_dataset
+from medprobe.loading import load_probe_dataset
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Conformance of every built-in prober and task with the code it names (medprobe.registry).
 
-The rules are medprobe.plugin_kit.conformance's, shared with `medprobe plugin check DIST`, which runs
+The rules are medprobe.cli.plugin_kit.conformance's, shared with `medprobe plugin check DIST`, which runs
 them on a plugin distribution's entries from the installed wheel (the models are evaluate's
 tests/test_metric_common.py and BigBio's hub test): each rule here is one test per built-in entry of its
 kind, on medprobe's own registry (`Registry.build(plugins=False)`: an installed plugin changes nothing
@@ -19,8 +19,8 @@ import pytest
 
 from medprobe import registry
 from medprobe.cli import main
+from medprobe.cli.plugin_kit.conformance import PROBER_RULES, TASK_RULES, VERB_CHECKS, Checker, flag_pattern
 from medprobe.contracts import PROTOCOLS, Prober
-from medprobe.plugin_kit.conformance import PROBER_RULES, TASK_RULES, VERB_CHECKS, Checker, flag_pattern
 from medprobe.registry import Option, ProberEntry, Registry, TaskEntry, using
 from medprobe.tasks import Scored
 
@@ -52,7 +52,7 @@ def test_every_builtin_task_keeps_the_rule(checker, rule, name, request):
 
 def test_every_prober_kind_has_a_check_of_its_verbs():
     assert set(VERB_CHECKS) == set(PROTOCOLS), (
-        "add a check of the new kind's verbs to medprobe.plugin_kit.conformance.VERB_CHECKS"
+        "add a check of the new kind's verbs to medprobe.cli.plugin_kit.conformance.VERB_CHECKS"
     )
 
 

@@ -1,5 +1,5 @@
 """A tiny randomly initialised BERT encoder with a vocabulary written there (plumbing tests only): the
-plugin kit's (medprobe.plugin_kit.tiny), which the conformance rules build probers on; `toy_corpus` is the tests'.
+plugin kit's (medprobe.cli.plugin_kit.tiny), which the conformance rules build probers on; `toy_corpus` is the tests'.
 
 It knows nothing: tests that use it check mechanics (shapes, masks, truncation, training
 signals, ties, determinism), never knowledge.
@@ -7,8 +7,8 @@ signals, ties, determinism), never knowledge.
 
 from __future__ import annotations
 
-from medprobe.plugin_kit.tiny import ENCODER_WORDS as WORDS
-from medprobe.plugin_kit.tiny import SPECIAL, save_tiny_bert, tiny_bert, tiny_tokenizer
+from medprobe.cli.plugin_kit.tiny import ENCODER_WORDS as WORDS
+from medprobe.cli.plugin_kit.tiny import SPECIAL, save_tiny_bert, tiny_bert, tiny_tokenizer
 
 __all__ = ["SPECIAL", "WORDS", "save_tiny_bert", "tiny_bert", "tiny_tokenizer", "toy_corpus"]
 

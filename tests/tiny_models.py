@@ -1,6 +1,6 @@
 """Tiny randomly initialised models with vocabularies written here: they test plumbing and
 scoring arithmetic, never knowledge (nothing on the package registry ships an MLM head, a T5
-or a BART). The masked LM, GPT-2 and T5 are the plugin kit's (medprobe.plugin_kit.tiny), which the
+or a BART). The masked LM, GPT-2 and T5 are the plugin kit's (medprobe.cli.plugin_kit.tiny), which the
 conformance rules build probers on; Llama and BART are the tests' own."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 from transformers import BartConfig, BartForConditionalGeneration, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from medprobe.plugin_kit.tiny import LM_WORDS as WORDS
-from medprobe.plugin_kit.tiny import (
+from medprobe.cli.plugin_kit.tiny import LM_WORDS as WORDS
+from medprobe.cli.plugin_kit.tiny import (
     SENTENCES,
     bert_tokenizer,
     byte_bpe_tokenizer,

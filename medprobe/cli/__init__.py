@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Probe what pre-trained language models know about biomedicine.",
     )
     parser.add_argument("--version", action="version", version=f"medprobe {__version__}")
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress, neither bars nor lines (any command, anywhere on the line); results are still printed. "
+        "Redirected to a file or a pipe, progress is a plain line every 10 s instead of a bar",
+    )
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     add_build_command(subparsers)
     add_probe_command(subparsers)
@@ -88,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
         resources.LEAN_EVALUATE = True
         rarer_full_collections()
-    code = run_command(sys.argv[1:] if argv is None else list(argv))
+    code = run_command(sys.argv[1:] if argv is None else list(argv), whole_process=argv is None)
     if argv is None:
         exit_without_teardown(code)
     return code
@@ -131,13 +137,20 @@ def exit_without_teardown(code: int) -> None:
     os._exit(code)
 
 
-def run_command(argv: list[str]) -> int:
-    """One command, its errors turned into exit codes (see `main`)."""
+def run_command(argv: list[str], whole_process: bool = False) -> int:
+    """One command, its errors turned into exit codes (see `main`); `whole_process`: the `medprobe` program."""
     filter_known_warnings()  # known, harmless library warnings (medprobe/cli/quiet.py says which and why)
     if distributed.launched():  # one of several processes (accelerate launch / torchrun): the main one reports
         distributed.quiet_other_processes()
+    from medprobe.progress import policy
+
+    quiet = "--quiet" in argv  # anywhere on the line, for every command: no progress, bars or lines
+    argv = [word for word in argv if word != "--quiet"]
     try:
-        with sigterm_raises():  # SIGTERM raises Terminated (a KeyboardInterrupt): `finally` blocks run as on Ctrl-C
+        with (
+            sigterm_raises(),
+            policy(quiet, whole_process=whole_process),
+        ):  # SIGTERM raises Terminated (a KeyboardInterrupt): `finally` blocks run
             if argv[:1] == ["probe"]:  # parsed in two stages: the options depend on --prober and --task
                 from medprobe.cli.probe import run_probe_command
 

@@ -1,5 +1,5 @@
 """`medprobe plugin init NAME` writes a working plugin distribution; `medprobe plugin check DIST` runs the
-conformance rules on an installed distribution's entries (medprobe.plugin_kit)."""
+conformance rules on an installed distribution's entries (medprobe.cli.plugin_kit)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ task with its own evaluate metric, lm-eval export hook), a prober NAME_order, th
 BibTeX, the entry points in pyproject.toml, and tests. `pip install -e DIR` installs it; it passes
 `medprobe plugin check medprobe-NAME` as written. docs/plugins.md is the contract it keeps."""
 CHECK = """\
-Run medprobe's conformance rules (medprobe.plugin_kit.conformance, those its own tests run on the built-in
+Run medprobe's conformance rules (medprobe.cli.plugin_kit.conformance, those its own tests run on the built-in
 entries) on every task and prober the installed distribution DIST declares, with the built-ins and DIST's
 entries only: classes, options and their defaults, the Task contract, the metric, the builder's fields, a
 run on tiny random models with intervals and chance, the CLI's help, the BibTeX. Prints one line per broken
@@ -47,7 +47,7 @@ def run_plugin_command(argv: list[str]) -> int:
 
 
 def run_init(args: argparse.Namespace) -> int:
-    from medprobe.plugin_kit.skeleton import write_skeleton
+    from medprobe.cli.plugin_kit.skeleton import write_skeleton
 
     out, names = write_skeleton(args.name, args.out)
     print(f"wrote {names.dist} into {out}: the task {names.name} and the prober {names.prober}")
@@ -56,7 +56,7 @@ def run_init(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from medprobe.plugin_kit.check import check_distribution, plugin_distribution
+    from medprobe.cli.plugin_kit.check import check_distribution, plugin_distribution
 
     found = plugin_distribution(args.dist)  # an unknown distribution: a user error (exit 2) before any rule
     shown = (lambda line: print(line, flush=True)) if args.verbose else (lambda line: None)

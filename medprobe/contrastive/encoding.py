@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from medprobe import distributed, timeline
 from medprobe.contracts import UserError
+from medprobe.progress import progress_bar
 
 if TYPE_CHECKING:  # only types here: a warm probe reads every vector from the cache and never imports transformers' models
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -186,7 +186,7 @@ def encode_cls(
         _using_layers(model, keep),
         _intra_op_threads(1 if workers > 1 else None),
         ThreadPoolExecutor(max_workers=workers) as pool,
-        tqdm(total=sum(map(len, batches)), desc=desc, unit="text", disable=not show_progress) as bar,
+        progress_bar(total=sum(map(len, batches)), desc=desc, unit="text", disable=not show_progress) as bar,
     ):
         for batch, embeddings in zip(batches, pool.map(encode_batch, batches)):
             encoded.append((batch, embeddings))

@@ -90,7 +90,7 @@ def dataset_location(dataset: str) -> str:
 
 def load_configs(dataset: str, wanted: tuple[str, ...], split: str, fields: tuple[str, ...]) -> dict[str, datasets.Dataset]:
     """The `split` of every config of `dataset` among `wanted`, fields checked; an error names the dataset."""
-    from medprobe.tasks.loading import check_fields, dataset_config_names, load_probe_dataset
+    from medprobe.loading import check_fields, dataset_config_names, load_probe_dataset
 
     present = dataset_config_names(dataset)
     configs = [config for config in wanted if config in present]

@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
@@ -44,6 +43,7 @@ from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, check_model, model_device, position_limit
 from medprobe.lm.tree_scoring import Group, TreePasses, make_group, plan_batches
 from medprobe.models import dtype_name
+from medprobe.progress import progress_bar
 
 NORMALIZATIONS = ("mean", "none")
 ROW_LENGTH = 64  # prefix-tree nodes per row of a batch (more when a path is deeper)
@@ -105,7 +105,7 @@ class CausalLMProbe(FromPretrained, Prober):
         check_candidate_lists(queries, candidates)
         bar = self.progress_bar
         if bar is None:
-            bar = tqdm(total=len(queries), desc="causal LM", unit="query", disable=not self.progress)
+            bar = progress_bar(total=len(queries), desc="causal LM", unit="query", disable=not self.progress)
         try:
             if self.uses_prefix_tree():
                 return self.score_by_tree(queries, candidates, bar.update)

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from medprobe.contracts import Prober, UserError, fill_mask_slot
 from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from medprobe.models import dtype_name, require_mask_token
+from medprobe.progress import progress_bar
 
 
 class MaskAverageProbe(FromPretrained, Prober):
@@ -106,7 +106,9 @@ class MaskAverageProbe(FromPretrained, Prober):
                     )
                 jobs.append((qi, positions, cand_ids))
                 rows.append(row)
-        for start in tqdm(range(0, len(rows), self.batch_size), desc="mask average", unit="batch", disable=not self.progress):
+        for start in progress_bar(
+            range(0, len(rows), self.batch_size), desc="mask average", unit="batch", disable=not self.progress
+        ):
             batch_logp = self.mask_log_probs(rows[start : start + self.batch_size])
             for (qi, positions, cand_ids), logp in zip(jobs[start : start + self.batch_size], batch_logp):
                 # logp: [L, vocab]; cand_ids: [n, L] -> log p of token j of each candidate at mask j

@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from medprobe.contracts import Prober, UserError, fill_mask_slot
 from medprobe.lm.answer_pooling import pool_predictions
 from medprobe.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from medprobe.models import dtype_name, require_mask_token
+from medprobe.progress import progress_bar
 
 INIT_METHODS = ("independent", "order", "confidence")
 ITER_METHODS = ("none", "order")
@@ -101,7 +101,9 @@ class MaskPredictProbe(FromPretrained, Prober):
         generated: list[list[tuple[str, float]]] = [[] for _ in queries]
         per_batch = max(1, self.batch_size // self.beam_size)  # queries per batch: each brings B rows
         starts = range(0, len(encoded), per_batch)
-        with tqdm(total=self.num_masks * len(starts), desc="mask predict", unit="batch", disable=not self.progress) as bar:
+        with progress_bar(
+            total=self.num_masks * len(starts), desc="mask predict", unit="batch", disable=not self.progress
+        ) as bar:
             for n in range(1, self.num_masks + 1):
                 for start in starts:
                     tokens, scores = self.decode(encoded[start : start + per_batch], n)

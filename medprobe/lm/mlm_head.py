@@ -44,7 +44,6 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
 from transformers import (
     AutoModelForMaskedLM,
     PreTrainedModel,
@@ -66,6 +65,7 @@ from medprobe.models import (
     resolve_dtype,
     resolve_model,
 )
+from medprobe.progress import library_bars_shown, progress_bar
 
 MASK_SLOT = "[MASK]"  # how the benchmark marks the slot; replaced by the model's own mask token
 IGNORE_INDEX = -100
@@ -147,7 +147,7 @@ def default_training_args(
         bf16=dtype == torch.bfloat16,  # the Trainer's mixed precision: float32 master weights
         fp16=dtype == torch.float16,
         seed=seed,
-        disable_tqdm=not progress,
+        disable_tqdm=not (progress and library_bars_shown()),  # the Trainer's bar: on a terminal only
         dataloader_pin_memory=False,
     )
 
@@ -380,7 +380,9 @@ class MLMHeadProbe(Prober):
             start = time.perf_counter()
             todo.sort(key=len)  # similar lengths per batch: little padding
             batches = range(0, len(todo), self.batch_size)
-            bar = tqdm(batches, desc=f"encoding ({count} mask{'s' * (count > 1)})", disable=not self.progress, leave=False)
+            bar = progress_bar(
+                batches, desc=f"encoding ({count} mask{'s' * (count > 1)})", disable=not self.progress, leave=False
+            )
             for begin in bar:
                 self._encode(todo[begin : begin + self.batch_size], count)
             self.timings["encode"] += time.perf_counter() - start

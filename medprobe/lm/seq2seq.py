@@ -20,13 +20,13 @@ import re
 from collections.abc import Sequence
 
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
 from medprobe.lm.answer_pooling import pool_predictions
 from medprobe.lm.loading import FromPretrained, check_model, model_device
 from medprobe.models import dtype_name
+from medprobe.progress import progress_bar
 
 SENTINEL = re.compile(r"^<extra_id_\d+>$")
 
@@ -95,7 +95,9 @@ class GenerativeProbe(FromPretrained, Prober):
     def generate(self, queries: Sequence[str]) -> list[list[tuple[str, float]]]:
         """Per query, the `num_return` (answer, beam score) pairs as beam search returns them."""
         results = []
-        for start in tqdm(range(0, len(queries), self.batch_size), desc="generate", unit="batch", disable=not self.progress):
+        for start in progress_bar(
+            range(0, len(queries), self.batch_size), desc="generate", unit="batch", disable=not self.progress
+        ):
             chunk = list(queries[start : start + self.batch_size])
             sequences, scores = self.beam_search(chunk)
             for i, query in enumerate(chunk):

@@ -111,7 +111,7 @@ def read_predictions(path: Path) -> dict[str, list[str]]:
 
 def load_rows(dataset: str, config: str | None, split: str) -> dict[str, dict]:
     """id -> {"query", "answers", "relation"} of the run's data (loaded as `medprobe probe` loads it)."""
-    from medprobe.tasks.loading import load_probe_dataset
+    from medprobe.loading import load_probe_dataset
 
     ds = load_probe_dataset(dataset, config, split)
     missing = [name for name in ("id", "query", "answers") if name not in ds.column_names]

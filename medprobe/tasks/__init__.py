@@ -49,7 +49,7 @@ class Scored:
 @runtime_checkable
 class Task(Protocol):
     """The task contract: what `medprobe.run.run` uses of a task, and all it uses. Every registered task
-    (a plugin's too) keeps it: medprobe.plugin_kit.conformance checks an instance against it
+    (a plugin's too) keeps it: medprobe.cli.plugin_kit.conformance checks an instance against it
     (`contract_gaps`). `medprobe.tasks.base.BenchmarkTask` gives the shared parts."""
 
     FIELDS: ClassVar[tuple[str, ...]]  # the dataset fields it reads (its builder's features hold them)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from medprobe.tasks.loading import check_fields, load_probe_dataset
+from medprobe.loading import check_fields, load_probe_dataset
 
 if TYPE_CHECKING:  # imported where used, so that `medprobe --help` stays fast
     import datasets

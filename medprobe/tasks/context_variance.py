@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from medprobe import distributed
+from medprobe.loading import column, row_digests
 from medprobe.stats import Estimator, Outcomes, Sample, rank_change_chance
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask, Writers
@@ -33,7 +34,6 @@ from medprobe.tasks.context_variance_ranks import (
     scoring_settings,
     ucm_steps,
 )
-from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:
     import datasets

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import datasets
 import numpy as np
-from tqdm.auto import tqdm
 
 from medprobe import distributed
 from medprobe.contracts import MASK_SLOT, CandidateScorer, UserError
+from medprobe.progress import progress_bar
 
 ROW_MASK = "[MASK]"  # the answer slot as the dataset rows write it
 CONTEXT_VARIANCE_FIELDS = (
@@ -125,7 +125,7 @@ def score_queries(
     def score_share(share: list[tuple[str, tuple[str, ...]]]) -> list[np.ndarray]:
         scored: list[np.ndarray] = []
         batches = range(0, len(share), batch_size)
-        for start in tqdm(batches, desc="scoring context steps", unit="batch", disable=not progress):
+        for start in progress_bar(batches, desc="scoring context steps", unit="batch", disable=not progress):
             batch = share[start : start + batch_size]
             results = scorer.score_candidates([q for q, _ in batch], [list(c) for _, c in batch])
             if len(results) != len(batch):

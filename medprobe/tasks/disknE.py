@@ -25,12 +25,12 @@ import numpy as np
 
 from medprobe import distributed
 from medprobe.contracts import UserError
+from medprobe.loading import column, row_digests
 from medprobe.registry import parse_diseases
 from medprobe.stats import Estimator, Outcomes, Sample, always_positive_f1
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
 from medprobe.tasks.disknE_splits import DISKNE_FIELDS, DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
-from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:  # imported where used, so that importing the task stays light
     import datasets

@@ -23,13 +23,13 @@ import numpy as np
 
 from medprobe import distributed
 from medprobe.contracts import CandidateScorer, RankingProber, UserError
+from medprobe.loading import column, row_digests
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
 from medprobe.registry import registry
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask, Writers
-from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
@@ -296,7 +296,7 @@ def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]
     (`progress`, `show_progress`) switched off meanwhile, and the bar advances per relation.
     Yields `advance(n)`, called after each relation; a prober whose bars are off gets none here.
     """
-    from tqdm.auto import tqdm
+    from medprobe.progress import progress_bar
 
     inner = getattr(prober, "scorer", prober)
     switches = [
@@ -310,7 +310,7 @@ def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]
     fine = hasattr(inner, "progress_bar")
     if fine:
         saved.append((inner, "progress_bar", inner.progress_bar))
-    with tqdm(total=total, desc="ranking, relation by relation", unit="query", disable=not shown) as bar:
+    with progress_bar(total=total, desc="ranking, relation by relation", unit="query", disable=not shown) as bar:
         try:
             for obj, name in switches:
                 setattr(obj, name, False)

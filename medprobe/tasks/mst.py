@@ -25,10 +25,10 @@ import numpy as np
 
 from medprobe import distributed
 from medprobe.contracts import UserError
+from medprobe.loading import column, row_digests
 from medprobe.stats import Estimator, Outcomes, Sample
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
-from medprobe.tasks.loading import column, row_digests
 
 if TYPE_CHECKING:  # datasets and torch are imported where used, so that `medprobe --help` stays fast
     import datasets
@@ -191,7 +191,7 @@ class MSTTask(BenchmarkTask):
     def load(self, dataset: str, config: str | None, split: str) -> dict[str, tuple[datasets.Dataset, datasets.Dataset]]:
         """(train split, evaluated split) per task: `config`, or every config of the dataset, the
         five MST tasks first in their usual order."""
-        from medprobe.tasks.loading import dataset_config_names
+        from medprobe.loading import dataset_config_names
 
         if config:
             task_names = [config]

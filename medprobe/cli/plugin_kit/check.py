@@ -12,8 +12,8 @@ from collections.abc import Callable
 from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 
+from medprobe.cli.plugin_kit.conformance import Checker, Failure, rules_for
 from medprobe.contracts import UserError
-from medprobe.plugin_kit.conformance import Checker, Failure, rules_for
 from medprobe.registry import KIND_OF_GROUP, PLUGIN_GROUPS, PluginError, Registry
 
 REGISTERS = "entry-points"

@@ -1,5 +1,5 @@
 """Tiny randomly initialised models of every model kind, saved as `--model` folders: what the conformance
-rules build probers on (medprobe.plugin_kit.conformance). They know nothing: they test plumbing (shapes,
+rules build probers on (medprobe.cli.plugin_kit.conformance). They know nothing: they test plumbing (shapes,
 masks, the run loop), never knowledge. medprobe's own tests use them too (tests/tiny_bert.py,
 tests/tiny_models.py).
 """

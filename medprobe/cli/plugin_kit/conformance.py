@@ -6,7 +6,7 @@
 
 Each rule is one `Rule` (a name, what it says, the check): a prober's class is a
 medprobe.contracts.Prober with the entry's name and kinds, its options' defaults are the code's, built on
-a tiny random model (medprobe.plugin_kit.tiny) it answers every verb of its kinds, `medprobe probe`
+a tiny random model (medprobe.cli.plugin_kit.tiny) it answers every verb of its kinds, `medprobe probe`
 shows its options only and refuses a foreign one; a task keeps the `Task` contract (medprobe.tasks), its
 metric folder loads, its builder's features hold its fields, its groups and headline are documented,
 and a run on tiny models reports the headline with its interval and chance; every entry's citations
@@ -130,7 +130,7 @@ class Checker:
     def model(self, kind: str) -> str:
         """A tiny random model of `kind` (medprobe.models.model_kind), saved once."""
         if kind not in self.models:
-            from medprobe.plugin_kit.tiny import save_tiny_model
+            from medprobe.cli.plugin_kit.tiny import save_tiny_model
 
             self.models[kind] = save_tiny_model(kind, self.workdir / "models" / kind)
         return self.models[kind]
