@@ -107,6 +107,25 @@ def temporary_sibling(target: Path) -> Path:
 
 
 @contextmanager
+def naming_the_output(target: Path) -> Iterator[None]:
+    """A full disk raises from a write naming no file: name the output the write was for."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is None:
+            err.filename = str(target)
+        raise
+
+
+def flush_written(temp: Path, target: Path) -> None:
+    """Check that `temp` was written and put it on disk, so a power cut after the rename cannot leave an empty target."""
+    if not temp.is_file():
+        raise RuntimeError(f"nothing was written to {temp} for {target}")
+    with open(temp, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+@contextmanager
 def atomic_output(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path to write; on success it replaces `path`, on any exception it is removed."""
     target = Path(path)
@@ -115,16 +134,9 @@ def atomic_output(path: str | Path) -> Iterator[Path]:
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = temporary_sibling(target)
     try:
-        try:
+        with naming_the_output(target):
             yield temp
-        except OSError as err:  # a full disk raises from a write, naming no file: name the output
-            if err.filename is None:
-                err.filename = str(target)
-            raise
-        if not temp.is_file():
-            raise RuntimeError(f"nothing was written to {temp} for {target}")
-        with open(temp, "rb") as handle:  # on disk before the rename, so a power cut cannot leave an empty target
-            os.fsync(handle.fileno())
+        flush_written(temp, target)
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)
@@ -164,16 +176,9 @@ def write_all_atomically(writers: Iterable[tuple[str | Path | None, Writer]]) ->
             target.parent.mkdir(parents=True, exist_ok=True)
             temp = temporary_sibling(target)
             staged.append((temp, target))
-            try:
+            with naming_the_output(target):
                 write(temp)
-            except OSError as err:  # a full disk raises from a write, naming no file: name the output
-                if err.filename is None:
-                    err.filename = str(target)
-                raise
-            if not temp.is_file():
-                raise RuntimeError(f"nothing was written to {temp} for {target}")
-            with open(temp, "rb") as handle:  # on disk before the rename, so a power cut cannot leave an empty target
-                os.fsync(handle.fileno())
+            flush_written(temp, target)
         with signals_deferred():
             rename_all(staged)
     except BaseException:
