@@ -222,19 +222,18 @@ def load(path: str | Path) -> RunRecord | Profile:
         >>> len(medprobe.load("out/profile").headline)
         2
     """
-    import json
-
-    from medprobe.profiling.profile import Profile
+    from medprobe.profiling.profile import Profile, read_verified_profile
     from medprobe.records import load_run
 
     path = Path(path)
     profile_json = path / "profile.json" if path.is_dir() else path
     if path.is_dir() and not profile_json.is_file():
         raise UserError(f"{path} is a folder without profile.json: give a results JSON or a profile folder")
-    if profile_json.name == "profile.json":
+    if profile_json.name == "profile.json":  # its files, runs and headline checked as a results JSON is
+        profile, _ = read_verified_profile(profile_json.parent)
         try:
-            return Profile(**json.loads(profile_json.read_text(encoding="utf-8")))
-        except (json.JSONDecodeError, TypeError) as err:
+            return Profile(**profile)
+        except TypeError as err:
             raise UserError(f"{profile_json} is not a medprobe profile ({err})") from err
     return load_run(path).record
 

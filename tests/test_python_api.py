@@ -5,6 +5,7 @@ with the packaged MiniLM; and the API's own errors are one-line UserErrors."""
 from __future__ import annotations
 
 import doctest
+import json
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,17 @@ def test_the_docstring_examples_run_as_written(tmp_path, monkeypatch):
         test = parser.get_doctest(function.__doc__, names, name, python_api.__file__, 0)
         assert test.examples, f"medprobe.{name} has no example"
         runner.run(test, clear_globs=False)
-        names.update(
-            test.globs
-        )  # a DocTest runs in a copy of the names it is given    assert runner.summarize(verbose=False).failed == 0
+        names.update(test.globs)  # a DocTest runs in a copy of the names it is given
+    assert runner.summarize(verbose=False).failed == 0
     assert (tmp_path / "runs" / "cos.json").is_file() and (tmp_path / "out" / "profile" / "profile.json").is_file()
+
+    # load checks a profile as it checks a run: an edited headline number is refused, naming the file
+    profile_json = tmp_path / "out" / "profile" / "profile.json"
+    profile = json.loads(profile_json.read_text())
+    profile["headline"][0]["value"] = 0.9
+    profile_json.write_text(json.dumps(profile))
+    with pytest.raises(UserError, match=r"profile\.json.*(sha256 differs|headline value)"):
+        medprobe.load(tmp_path / "out" / "profile")
 
 
 def test_probe_options_go_to_their_owner_and_unknown_ones_are_refused():

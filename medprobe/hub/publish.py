@@ -322,12 +322,9 @@ def finish(plan: Plan, args: argparse.Namespace) -> int:
 
 def load_profile(folder: Path) -> tuple[dict, str, dict]:
     """(profile.json, profile.md, label -> each run's medprobe.records.LoadedRun) of a folder written by `medprobe
-    profile`, whose files (run results and predictions, profile.md, ...) are the ones profile.json recorded, by
-    sha256, whose runs prove their numbers, and whose headline rows and table are those of its runs."""
-    import json
-
-    from medprobe.profiling.folder import disagreement, verified_run
-    from medprobe.profiling.profile import check_headline
+    profile`, checked by medprobe.profiling.profile.read_verified_profile (files, runs, headline and table)."""
+    from medprobe.contracts import UserError
+    from medprobe.profiling.profile import read_verified_profile
 
     paths = [folder / "profile.json", folder / "profile.md"]
     missing = [path.name for path in paths if not path.is_file()]
@@ -337,16 +334,9 @@ def load_profile(folder: Path) -> tuple[dict, str, dict]:
             "or a folder written by `medprobe profile`"
         )
     try:
-        profile = json.loads(paths[0].read_text(encoding="utf-8"))
-        runs = profile["runs"]
-        data = profile["data"]
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise PublishError(f"{paths[0]} is not a medprobe profile ({err})") from None
-    if not isinstance(runs, list) or not isinstance(data, dict):
-        raise PublishError(f"{paths[0]} is not a medprobe profile (runs is not a list)")
-    problem = disagreement(folder, profile)
-    if problem:
-        raise PublishError(f"{problem}; the folder is not the profile its profile.json describes: run `medprobe profile` again")
-    runs = {run["label"]: verified_run(folder, run) for run in runs if isinstance(run, dict) and run.get("record") is not None}
-    check_headline(folder, profile, runs)
+        profile, runs = read_verified_profile(folder)
+    except PublishError:
+        raise
+    except UserError as err:  # one kind of error for whatever publish refuses (hub_errors passes it through)
+        raise PublishError(str(err)) from None
     return profile, paths[1].read_text(encoding="utf-8"), runs

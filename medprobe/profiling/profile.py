@@ -176,6 +176,27 @@ def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list
     return write_all_atomically(writers)
 
 
+def read_verified_profile(folder: Path) -> tuple[dict, dict[str, Any]]:
+    """(profile.json, label -> each run's medprobe.records.LoadedRun) of a folder written by `medprobe profile`: its
+    files are the ones profile.json recorded (by sha256), each run proves its numbers from its outcomes, and the
+    headline rows and profile.md are those of its runs. Anything else is one UserError naming the file."""
+    from medprobe.profiling.folder import disagreement, verified_run
+    from medprobe.records.verify import read_json_object
+
+    profile_json = folder / "profile.json"
+    profile = read_json_object(profile_json, "a medprobe profile")
+    if not isinstance(profile.get("runs"), list) or not all(isinstance(run, dict) for run in profile["runs"]):
+        raise UserError(f"{profile_json} is not a medprobe profile (no list of runs)")
+    if not isinstance(profile.get("data"), dict):
+        raise UserError(f"{profile_json} is not a medprobe profile (no data)")
+    problem = disagreement(folder, profile)
+    if problem:
+        raise UserError(f"{problem}; the folder is not the profile its profile.json describes: run `medprobe profile` again")
+    runs = {run["label"]: verified_run(folder, run) for run in profile["runs"] if run.get("record") is not None}
+    check_headline(folder, profile, runs)
+    return profile, runs
+
+
 def check_headline(folder: Path, profile: dict, runs: dict[str, Any]) -> None:
     """Each headline row of profile.json is its run's headline number, interval, n and chance, and profile.md is
     the table those rows give (what `publish results` puts into a card)."""
