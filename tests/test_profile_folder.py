@@ -220,3 +220,16 @@ def test_a_resumed_profile_runs_again_what_a_model_retrained_in_place_made(tmp_p
     assert main(profile_args(str(model), out, "--seed", "5")) == 0
     printed = capsys.readouterr().out
     assert "reused" not in printed and len(fake_run) == 2
+
+
+def test_a_run_of_a_plugin_is_keyed_by_the_plugins_version_and_a_builtin_run_as_before():
+    from medprobe.profiling.folder import run_key
+
+    request, source = {"task": "toy", "prober": "toy_order"}, {"dataset": "data"}
+    builtin = run_key(request, source, "c" * 64, "w" * 64)
+    assert run_key(request, source, "c" * 64, "w" * 64, {}) == builtin  # no plugin: the key of earlier journals
+    used = {"medprobe-toy": {"version": "0.1.0", "entries": ["task toy"]}}
+    upgraded = {"medprobe-toy": {"version": "0.2.0", "entries": ["task toy"]}}
+    first = run_key(request, source, "c" * 64, "w" * 64, used)
+    assert first != builtin and first == run_key(request, source, "c" * 64, "w" * 64, used)
+    assert run_key(request, source, "c" * 64, "w" * 64, upgraded) != first  # an upgraded plugin's run is not reused

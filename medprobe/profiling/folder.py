@@ -194,9 +194,12 @@ def relocate(value: Any, old: str, new: str) -> Any:
     return value
 
 
-def run_key(request: dict, source: dict, content: str | None, weights: str | None = None) -> str:
+def run_key(
+    request: dict, source: dict, content: str | None, weights: str | None = None, plugins: dict[str, dict] | None = None
+) -> str:
     """What a run's outputs depend on: its request (paths as in OUT), its data source and content, the model's
-    weights (a folder retrained in place is another model) and medprobe's version."""
+    weights (a folder retrained in place is another model), medprobe's version and, for a plugin's task or prober,
+    its distribution's version (`source.plugins` of the results: a plugin upgraded between two profiles reruns)."""
     source = {key: value for key, value in source.items() if key != "note"}  # the note holds the build's seconds
     payload = {
         "request": request,
@@ -205,6 +208,8 @@ def run_key(request: dict, source: dict, content: str | None, weights: str | Non
         "weights": weights,
         "medprobe": package_version("medprobe"),
     }
+    if plugins:  # only then: the keys of built-in runs stay those of earlier journals
+        payload["plugins"] = {name: used["version"] for name, used in plugins.items()}
     return json_digest(payload)
 
 
@@ -255,9 +260,11 @@ class ProfileFolder:
         return self.weights[model]
 
     def key(self, request: Any, source: dict) -> str:
-        return run_key(
-            self.logical(asdict(request)), self.logical(source), self.content(request.dataset), self.model_weights(request.model)
-        )
+        from medprobe.registry import registry
+
+        plugins = registry().plugins_used(request.task, request.prober)
+        dataset, model = self.content(request.dataset), self.model_weights(request.model)
+        return run_key(self.logical(asdict(request)), self.logical(source), dataset, model, plugins)
 
     def reuse(self, runs: list[tuple[str, Any, dict]]) -> dict[str, dict]:
         """The entries of the killed profile's runs that this one takes as they are, by label, out of
