@@ -16,9 +16,13 @@ import fnmatch
 import hashlib
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx2
+from huggingface_hub import constants, set_client_factory
 from huggingface_hub.utils import _http
 
 REPO_PATH = r"(?P<ns>[\w.-]+)/(?P<name>[\w.-]+)"
@@ -210,3 +214,19 @@ class FakeHub:
         etag = hashlib.sha1(content).hexdigest()
         headers = {"ETag": f'"{etag}"', "X-Repo-Commit": HEAD, "Content-Length": str(len(content))}
         return httpx2.Response(200, headers=headers, content=b"" if request.method == "HEAD" else content)
+
+
+@contextmanager
+def serving(monkeypatch, tmp_path: Path, token: str | None = None) -> Iterator[FakeHub]:
+    """A FakeHub that every huggingface_hub request goes to inside the block, the process online to it, with an
+    empty Hub cache in `tmp_path` (the model checks read the local cache) and HF_TOKEN set when `token` is given."""
+    fake = FakeHub()
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
+    if token:
+        monkeypatch.setenv("HF_TOKEN", token)
+    set_client_factory(fake.client)
+    try:
+        yield fake
+    finally:
+        set_client_factory(_http.default_client_factory)

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from huggingface_hub import constants, set_client_factory
-from huggingface_hub.utils import _http
 
 from headless_chromium import chromium_binary, render
-from hub_mock import FakeHub
+from hub_mock import serving
 from medprobe.cli import main
 from medprobe.leaderboard.build import build_leaderboard
 from medprobe.leaderboard.pairs import mcnemar_exact, pair_difference, rank_groups, scored
@@ -266,13 +264,8 @@ HARD = {name: sha for name, sha in OFFICIAL_DATA["medlama"].files.items() if nam
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    fake = FakeHub()
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    monkeypatch.setenv("HF_TOKEN", "hf_LeaderboardTokenNeverPrinted0123456")
-    set_client_factory(fake.client)
-    yield fake
-    set_client_factory(_http.default_client_factory)
+    with serving(monkeypatch, tmp_path, "hf_LeaderboardTokenNeverPrinted0123456") as fake:
+        yield fake
 
 
 def test_publish_then_compare_and_leaderboard_from_the_hub_give_the_local_numbers(hub, tmp_path, capsys):

@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from huggingface_hub import constants, set_client_factory
-from huggingface_hub.utils import _http
 
 from headless_chromium import chromium_binary
-from hub_mock import FakeHub
+from hub_mock import serving
 from medprobe.cli import main
 from medprobe.hub.published import outcomes_parquet, run_folder
 from medprobe.leaderboard.build import build_leaderboard
@@ -34,13 +32,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    fake = FakeHub()
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    monkeypatch.setenv("HF_TOKEN", "hf_SpaceTokenNeverPrinted0123456789")
-    set_client_factory(fake.client)
-    yield fake
-    set_client_factory(_http.default_client_factory)
+    with serving(monkeypatch, tmp_path, "hf_SpaceTokenNeverPrinted0123456789") as fake:
+        yield fake
 
 
 @pytest.fixture(scope="module")

@@ -554,20 +554,12 @@ def written_profile(
 
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
-    from huggingface_hub import constants, set_client_factory
-    from huggingface_hub.utils import _http
+    from hub_mock import dataset_card, serving
 
-    from hub_mock import FakeHub, dataset_card
-
-    fake = FakeHub()
-    for task, configs in PROFILE_DATA.items():  # the datasets the profile's runs are published under
-        fake.add_repo("dataset", f"my-lab/{task}", files={"README.md": dataset_card(configs, benchmark=task)})
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # the model check reads the local Hub cache
-    monkeypatch.setenv("HF_TOKEN", "hf_TestTokenForProfilePublishing0123")
-    set_client_factory(fake.client)
-    yield fake
-    set_client_factory(_http.default_client_factory)
+    with serving(monkeypatch, tmp_path, "hf_TestTokenForProfilePublishing0123") as fake:
+        for task, configs in PROFILE_DATA.items():  # the datasets the profile's runs are published under
+            fake.add_repo("dataset", f"my-lab/{task}", files={"README.md": dataset_card(configs, benchmark=task)})
+        yield fake
 
 
 CARD = "---\nlicense: apache-2.0\n---\n\n# bert\n\nText the owner wrote.\n"

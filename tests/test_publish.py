@@ -10,12 +10,11 @@ from pathlib import Path
 import httpx2
 import pytest
 import yaml
-from huggingface_hub import ModelCard, constants, set_client_factory
-from huggingface_hub.utils import _http
+from huggingface_hub import ModelCard, constants
 
 import medprobe.hub.publish as publish
 from built_folder import data_file
-from hub_mock import HEAD, FakeHub, dataset_card
+from hub_mock import HEAD, dataset_card, serving
 from medprobe.cli import main
 from medprobe.hub.checks import (
     CARD_SECTIONS,
@@ -49,12 +48,8 @@ def folder(synthetic_medlama_hub, tmp_path) -> Path:
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
     """A fake Hub that every huggingface_hub request goes to; the tests are otherwise offline."""
-    fake = FakeHub()
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))  # the model check reads the local Hub cache
-    set_client_factory(fake.client)
-    yield fake
-    set_client_factory(_http.default_client_factory)
+    with serving(monkeypatch, tmp_path) as fake:
+        yield fake
 
 
 @pytest.fixture

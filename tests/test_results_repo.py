@@ -12,7 +12,7 @@ import yaml
 from huggingface_hub import constants, set_client_factory
 from huggingface_hub.utils import _http
 
-from hub_mock import FakeHub
+from hub_mock import FakeHub, serving
 from medprobe.cli import main
 from medprobe.hub.published import load_published, outcomes_from_parquet
 from medprobe.official_data import OFFICIAL_DATA
@@ -28,13 +28,8 @@ HARD = {name: sha for name, sha in OFFICIAL_DATA["medlama"].files.items() if nam
 @pytest.fixture
 def hub(monkeypatch, tmp_path):
     """A fake Hub that every huggingface_hub request goes to, and an empty Hub cache."""
-    fake = FakeHub()
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    set_client_factory(fake.client)
-    yield fake
-    set_client_factory(_http.default_client_factory)
+    with serving(monkeypatch, tmp_path, TOKEN) as fake:
+        yield fake
 
 
 def identity(weights: str) -> dict:
