@@ -174,11 +174,9 @@ def same_rank(a: float, b: float) -> bool:
 
 
 def row_digest(query: str, prediction: str, rank: int) -> str:
-    """What one row of a sheet asks, pinned in the manifest (each item's `digest`): the query as the sheet shows it,
-    the prediction and the rank it had in the run. `review import` recomputes it from each filled row's own query
-    and prediction cells (and the manifest's rank), so a row of another export's sheet, its export cell rewritten,
-    cannot lend its rating to this export's item of the same id. Cells are compared without surrounding spaces,
-    which a spreadsheet may add or drop."""
+    """What one row asks, pinned as its item's `digest`: `review import` recomputes it from a filled row's own query
+    and prediction cells (spaces around them, which spreadsheets add or drop, aside) and the item's rank, so another
+    export's row with its export cell rewritten cannot lend its rating to this export's item of the same id."""
     return json_digest({"query": query.strip(), "prediction": prediction.strip(), "rank": int(rank)})
 
 
