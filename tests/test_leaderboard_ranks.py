@@ -190,3 +190,19 @@ def test_the_leaderboard_prints_its_rule_in_one_line(tmp_path):
     data = build_leaderboard(paths, tmp_path / "site", print_fn=lines.append)
     assert data["rule"] in lines and "3 pair(s) tested" not in lines[0]
     assert lines[0].endswith("data: " + data["boards"][0]["data"]["text"]) and "of 3 pair(s) separated" in lines[0]
+
+
+def test_the_power_table_in_the_docs_is_the_scripts():
+    """docs/leaderboard.md's power table is what scripts/leaderboard_power.py writes: every line there, and the lines of
+    500 queries recomputed here (each line has its own seed; the larger ones take the script's half minute)."""
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("leaderboard_power", root / "scripts" / "leaderboard_power.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    text = (root / "docs" / "leaderboard.md").read_text(encoding="utf-8")
+    written = text.split(script.BEGIN, 1)[1].split(script.END, 1)[0].strip().splitlines()
+    assert written[:2] == script.HEADER and len(written) == 2 + len(script.GAPS) * len(script.QUERIES)
+    for gap in script.GAPS:
+        assert script.row(gap, 500) in written, gap
