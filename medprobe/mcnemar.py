@@ -165,9 +165,9 @@ def detectable_difference(better: int, worse: int, n: int, alpha: float = ALPHA,
     return None if q is None else m * (2 * q - 1) / n
 
 
-def not_detectable_text(n: int, discordant: int, units: str) -> str:
-    """What a page says where the test can flag nothing: `not detectable at n=100 (5 discordant queries)`."""
-    return f"not detectable at n={n:,} ({discordant:,} discordant {units}; the exact test needs at least 6)"
+def not_detectable_text(n: int, discordant: int) -> str:
+    """What a page says where the test can flag nothing: `not detectable at n=100 (5 discordant)`."""
+    return f"not detectable at n={n:,} ({discordant:,} discordant)"
 
 
 def discordant_counts(hits: np.ndarray) -> np.ndarray:

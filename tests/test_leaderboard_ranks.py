@@ -206,3 +206,26 @@ def test_the_power_table_in_the_docs_is_the_scripts():
     assert written[:2] == script.HEADER and len(written) == 2 + len(script.GAPS) * len(script.QUERIES)
     for gap in script.GAPS:
         assert script.row(gap, 500) in written, gap
+
+
+def test_a_metric_of_other_scores_is_tested_by_permutation_for_every_pair():
+    """A macro average is no mean of 0/1 item scores: every pair gets stats.paired's permutation p, named so, with no
+    discordant counts, and the same p as that pair's own comparison (one seed, one draw)."""
+    from medprobe.leaderboard.pairs import pair_difference, scored
+    from medprobe.leaderboard.ranks import all_pairs
+    from medprobe.registry import load, task_entry
+    from medprobe.stats import Outcomes
+
+    macro = load(task_entry("medlama").target).estimators({"k": [1, 10]})["macro_acc@10"]
+    rng = np.random.default_rng(8)
+    runs = []
+    for share in (0.6, 0.45, 0.3):
+        ranks = np.where(rng.random(120) < share, 1.0, np.nan)
+        runs.append(
+            scored(Outcomes.build([f"q{i}" for i in range(120)], [f"r{i % 3}" for i in range(120)], {"rank": ranks}), macro)
+        )
+    tests = all_pairs(runs, [0.6, 0.45, 0.3], macro, 200, 0)
+    rows = tests.rows()
+    assert [row["test"] for row in rows] == ["paired permutation"] * 3 and all(row["better"] is None for row in rows)
+    assert rows[0]["p"] == pair_difference(runs[0], runs[1], macro, 200, 0).p_value
+    assert [row["p_holm"] for row in rows] == list(holm({str(i): row["p"] for i, row in enumerate(rows)}).values())

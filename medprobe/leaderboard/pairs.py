@@ -95,12 +95,12 @@ def sign_flip_p(differences: np.ndarray, resamples: int, rng: np.random.Generato
 
 
 DETECTABLE_EXACT = (
-    "exact McNemar: the difference found with 80% power at two-sided α 0.05, given the pair's number of discordant items "
-    "(power conditional on that number, exact)"
+    "for the exact McNemar test given the pair's number of discordant items (its power conditional on that number, "
+    "exact); none where that number is below 6, which can never give p < 0.05"
 )
 DETECTABLE_PERMUTATION = (
-    "paired permutation: (z 0.975 + z 0.8) times the spread of the test's null distribution (each item's difference with "
-    "its sign flipped), a normal approximation"
+    "for the paired permutation test: (z 0.975 + z 0.8) times the spread of its null distribution (each item's "
+    "difference with its sign flipped), a normal approximation"
 )
 
 

@@ -174,7 +174,7 @@ def detectable_text(found: dict, units: str) -> str:
     if found.get("mde") is not None:
         return signed(found["mde"]).lstrip("+")
     if found.get("better") is not None:
-        return not_detectable_text(found["n"], found["better"] + found["worse"], units)
+        return not_detectable_text(found["n"], found["better"] + found["worse"])
     return f"not detectable at n={found['n']:,} (the runs agree on every {units[:-1] if units.endswith('s') else units})"
 
 
@@ -362,7 +362,7 @@ def pair_page_html(board: dict, index: int) -> str:
             set(range(1, 9)),
         ),
         f'<p class="intro">{esc(pair["method"])}. Detectable: the smallest difference (percentage points) that test finds '
-        f"with 80% power at two-sided α 0.05: {esc(pair['mde_method'])}.</p>",
+        f"with 80% power at two-sided α 0.05, {esc(pair['mde_method'])}.</p>",
         f"<h2>{esc(board['metric'])} per {esc(board['group_by'])}</h2>",
         *table(
             [
