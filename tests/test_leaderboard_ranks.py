@@ -56,8 +56,18 @@ def board_of(tmp_path: Path, hits: np.ndarray, groups: list[str] | None = None) 
 def test_two_runs_that_differ_never_share_a_letter_nor_a_rank_on_a_chained_board(tmp_path, capsys):
     """6 models, each 8 queries better and 1 worse than the next: no neighbour differs after Holm (p 0.039 each), so
     adjacent chaining put all six in group 1, although models two apart differ at p = 0.0013."""
-    board = board_of(tmp_path, chain(6, 300, gain=8, loss=1))
+    hits = chain(6, 300, gain=8, loss=1)
+    board = board_of(tmp_path, hits)
     rows, tests = board["rows"], {(t["upper"], t["lower"]): t for t in board["tests"]}
+    for (i, j), test in tests.items():  # every stated number recomputed: counts from the outcomes, p from the counts
+        assert (test["better"], test["worse"]) == (
+            int(np.sum(hits[i - 1] & ~hits[j - 1])),
+            int(np.sum(hits[j - 1] & ~hits[i - 1])),
+        )
+        assert test["p"] == mcnemar_p(test["better"], test["worse"])
+    assert [t["p_holm"] for t in tests.values()] == list(holm({str(k): t["p"] for k, t in tests.items()}).values())
+    for pair in board["pairs"]:
+        assert pair["mde"] == detectable_difference(pair["better"], pair["worse"], pair["n"])
     assert len(tests) == 15 and [row["run"] for row in rows] == [f"m{i}" for i in range(6)]
     two_apart = tests[(1, 3)]
     assert (two_apart["better"], two_apart["worse"]) == (16, 2) and two_apart["test"] == "exact McNemar"
