@@ -65,8 +65,8 @@ def build_app():
     title = settings().get("title") or "medprobe leaderboard"
     with gr.Blocks(title=title) as demo:
         gr.Markdown(
-            f"# {title}\nEvery number is recomputed from the per-item outcomes of the results dataset; models in one rank "
-            "group are not separated by a significant paired difference. [Open the board alone](/board/index.html)."
+            f"# {title}\nEvery number is recomputed from the per-item outcomes of the results dataset; two models share a "
+            "letter only when no paired test separates them. [Open the board alone](/board/index.html)."
         )
         shown = gr.Markdown(status)
         gr.Button("Rebuild from the results dataset").click(rebuild, outputs=shown)
