@@ -9,8 +9,8 @@ from medprobe.registry import positive_int
 
 DESCRIPTION = """\
 Build a static, self-contained site (it loads nothing from the network; open SITE/index.html from
-disk) from SOURCEs: results JSONs, `medprobe profile` folders, a results repo (hub:ORG/NAME, fetched
-into the Hub cache) or its local copy. Every run is read through medprobe's records loader (every
+disk, on a desk or a phone) from SOURCEs: results JSONs, `medprobe profile` folders, a folder of them
+(runs/), a results repo (hub:ORG/NAME, fetched into the Hub cache) or its local copy. Every run is read through medprobe's records loader (every
 number recomputed from its per-item outcomes). Per benchmark/config/prober and data fingerprint, a
 board ranks the runs by the headline metric with n, 95% interval and chance; consecutive runs whose
 paired difference on their common items is not significant (exact McNemar for acc@k, else a paired
@@ -18,7 +18,8 @@ permutation test; Holm across the board's adjacent pairs) share a rank group. A 
 (its profile across benchmarks, per-group bars with intervals) and per adjacent pair (difference,
 interval, p-values, per-group differences, the smallest difference the common n could detect at 80%
 power). Runs left out (failed verification, subsets, shipped samples, mismatched data) are listed with
-the reason. SITE/leaderboard.json holds the same data."""
+the reason, once. SITE/leaderboard.json holds the same data; SITE/site-files.json the sha256 of every
+file written, so a later build refuses a file it did not write or a page edited since (--overwrite)."""
 
 
 def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +32,12 @@ def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "sources", nargs="+", metavar="SOURCE", help="results JSONs, profile folders, hub:ORG/NAME or a local copy"
     )
-    parser.add_argument("--out", required=True, metavar="SITE", help="the site's folder (replaced whole)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="SITE",
+        help="the site's folder (replaced whole: refused if it holds files it did not write)",
+    )
     parser.add_argument(
         "--include-samples",
         action="store_true",
@@ -43,7 +49,9 @@ def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same site)")
     parser.add_argument(
-        "--overwrite", action="store_true", help="replace SITE even when it holds files a leaderboard did not write"
+        "--overwrite",
+        action="store_true",
+        help="replace SITE even when it holds files a leaderboard did not write, or its pages were edited since",
     )
     parser.set_defaults(func=run_leaderboard_command)
 
