@@ -13,7 +13,7 @@ from __future__ import annotations
 from medprobe.comparison.pages import SHAPES, ChartRow, Mark, chart, esc, table
 from medprobe.comparison.pages import value_axis as chart_axis
 from medprobe.comparison.report import percent
-from medprobe.leaderboard.parts import commands, difference_words, link, site_page, value_text
+from medprobe.leaderboard.parts import commands, difference_words, link, rank_words, site_page, value_text
 from medprobe.stats import plural
 
 MARK_COLOURS = {"dark blue": "#12324f", "orange": "#b05a1e", "green": "#2f7d4f", "purple": "#6b3fa0"}  # after SHAPES
@@ -61,7 +61,6 @@ def groups_chart(board: dict, runs: list[dict]) -> list[str]:
 def model_page(model: str, data: dict) -> str:
     profile, sections = [], []
     for board in data["boards"]:
-        groups = board["rows"][-1]["rank_group"] if board["rows"] else 0
         runs = [row for row in board["rows"] if row["model"] == model]
         if not runs:
             continue
@@ -74,7 +73,7 @@ def model_page(model: str, data: dict) -> str:
                     board["metric"],
                     value_text(row),
                     f"{row['n']:,}",
-                    f"{row['rank_group']} of {groups}",
+                    rank_words(row, board),
                     percent(row["chance"]),
                 ]
             )

@@ -13,7 +13,6 @@ from medprobe.leaderboard.labels import settings_words
 EXTRA_STYLE = """
 table.board td.group { text-align: center; font-weight: 600; background: #f3f6fa; }
 td.num { white-space: nowrap; }
-tr.tint td, tr.tint th { background: #fafbfd; }
 td.svg { padding: 0 0.4rem; }
 span.tied { color: #666; } span.sep { color: #a33; font-weight: 600; }
 nav ul { columns: 2; } nav li { break-inside: avoid; }
@@ -49,3 +48,9 @@ def commands(rows: list[dict], summary: str) -> list[str]:
         for row in rows
     ]
     return ["<details>", f"<summary>{esc(summary)}</summary>", "<ul>", *items, "</ul>", "</details>"]
+
+
+def rank_words(row: dict, board: dict) -> str:
+    """A row's rank on its board in words (a model's page): `2 of 3`, its rank group of the board's."""
+    groups = board["rows"][-1]["rank_group"] if board["rows"] else 0
+    return f"{row['rank_group']} of {groups}"

@@ -81,20 +81,29 @@ def group_note(board: dict) -> str:
     )
 
 
-def board_rows(board: dict, models: dict[str, str]) -> list[str]:
-    """The board's table: the rank group spans its rows; each row links its model's page and its pair with the next,
-    and says how its run's settings differ from the board's."""
+RANK_HEADER = ["rank group"]  # the board table's rank column(s), filled by rank_cells
+
+
+def rank_cells(board: dict, index: int) -> list[str]:
+    """Row `index`'s rank column(s): its rank group, one cell spanning the group's rows (none on its later rows)."""
     rows = board["rows"]
-    header = ["rank group", "#", "run", "model", "settings (vs the board)", f"{board['metric']} [95% interval]"]
+    row = rows[index]
+    if index and rows[index - 1]["rank_group"] == row["rank_group"]:
+        return []
+    span = sum(1 for other in rows if other["rank_group"] == row["rank_group"])
+    return [f'<td class="group" rowspan="{span}">{row["rank_group"]}</td>']
+
+
+def board_rows(board: dict, models: dict[str, str]) -> list[str]:
+    """The board's table: each row's rank (rank_cells), its run (the row's header), its model's page, how its settings
+    differ from the board's, its value with interval, n and chance, and its pair with the next."""
+    header = [*RANK_HEADER, "#", "run", "model", "settings (vs the board)", f"{board['metric']} [95% interval]"]
     header += ["interval (0–100%)", "n", "chance", "vs next: difference", "p (Holm)"]
     caption = f"{board['title']}: runs ranked by {board['metric']}, with n, 95% interval, chance and the pair with the next"
     lines = table_start(caption, header, "board")
-    for index, row in enumerate(rows):
-        cells = []
-        if index == 0 or rows[index - 1]["rank_group"] != row["rank_group"]:
-            span = sum(1 for other in rows if other["rank_group"] == row["rank_group"])
-            cells.append(f'<td class="group" rowspan="{span}">{row["rank_group"]}</td>')
-        cells += [
+    for index, row in enumerate(board["rows"]):
+        cells = [
+            *rank_cells(board, index),
             f'<td class="num">{row["position"]}</td>',
             f'<th scope="row">{esc(row["run"])}</th>',
             f"<td>{link(models[row['model']], row['model'])}</td>",
@@ -114,8 +123,7 @@ def board_rows(board: dict, models: dict[str, str]) -> list[str]:
             ]
         else:
             cells += [f"<td>{DASH}</td>", f"<td>{DASH}</td>"]
-        tint = ' class="tint"' if row["rank_group"] % 2 == 0 else ""
-        lines.append(f"<tr{tint}>" + "".join(cells) + "</tr>")
+        lines.append("<tr>" + "".join(cells) + "</tr>")
     return lines + TABLE_END
 
 
