@@ -22,6 +22,7 @@ from medprobe.leaderboard.build import build_leaderboard
 from strict_html import html_problems
 from synthetic_runs import MEDLAMA_SETTINGS, write_medlama_run, write_profile, write_run
 
+VIEWPORT = '<meta name="viewport" content="width=device-width, initial-scale=1">'
 LONG = "gene_product_plays_role_in_biological_process"  # MedLAMA's longest relation name: it must wrap, never be cut
 needs_chromium = pytest.mark.skipif(
     chromium_binary() is None,
@@ -176,7 +177,8 @@ def test_a_run_left_out_is_listed_once_under_the_board_it_would_have_joined(runs
 # --- phones -------------------------------------------------------------------------------------------------
 
 LABELS = "[...document.querySelectorAll('ul.chart span.label')].map(e => parseFloat(getComputedStyle(e).fontSize))"
-WIDTHS = f"JSON.stringify([document.documentElement.scrollWidth, Math.min(...{LABELS})])"  # the page, the smallest label
+SPLIT = "[...document.querySelectorAll('nav li')].filter(e => e.getClientRects().length > 1).length"  # across columns
+WIDTHS = f"JSON.stringify([document.documentElement.scrollWidth, Math.min(...{LABELS}), {SPLIT}])"
 
 
 @needs_chromium
@@ -187,9 +189,16 @@ def test_at_390_px_no_page_scrolls_sideways_and_the_forest_plot_reads(runs, tmp_
     assert main(["compare", str(runs["all"]), str(runs["layers3"]), str(runs["sapbert"]), "--html", str(report)]) == 0
     board = data["boards"][0]
     pages = [site / "index.html", site / "models/minilm.html", site / f"pairs/{board['id']}-1.html", report]
-    for page, found in zip(pages, render_all(pages, width=390, mobile=True, probe=WIDTHS)):
-        width, smallest_label = json.loads(found.probe)
-        assert found.errors == [] and width <= 390, (page.name, width)
+    control = tmp_path / "control.html"  # the nav as it was (two columns, links free to break): the probe sees a split
+    items = "".join(f'<li><a href="#{b["id"]}">{b["title"]}</a></li>' for b in data["boards"])
+    control.write_text(
+        f"<!DOCTYPE html><html><head>{VIEWPORT}<style>nav ul {{ columns: 2; }}</style></head><body><nav><ul>{items}</ul></nav>"
+    )
+    *shown, old = render_all([*pages, control], width=390, mobile=True, probe=WIDTHS)
+    assert json.loads(old.probe)[2] >= 1
+    for page, found in zip(pages, shown):
+        width, smallest_label, split_links = json.loads(found.probe)  # the page's width, its smallest chart label
+        assert found.errors == [] and width <= 390 and split_links == 0, (page.name, width, split_links)
         if page in (pages[1], report):  # the model's per-relation chart, the compare forest plot: text at 11 px or more
             assert smallest_label >= 11, (page.name, smallest_label)
     text = report.read_text()
