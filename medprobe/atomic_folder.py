@@ -19,8 +19,10 @@ What it does, in order:
   which also undoes a two-rename swap cut in half); a resumable writer (profile) keeps the one it
   resumes from (`resume`), which it takes runs from and drops.
 - `refuse(out)`: the command's own test of what OUT holds (each command knows its files in its own
-  way: a build's card record, a profile.json's sha256, an export's file names, an empty folder);
-  it raises a UserError naming what it did not write, and is skipped under `overwrite`.
+  way: a build's card record, a profile.json's or a leaderboard's site-files.json sha256, an export's
+  file names, an empty folder); it raises a UserError naming what it did not write, and is skipped
+  under `overwrite`. Where a command records the sha256 of each file it wrote, `foreign_files` says
+  which files of OUT it did not write and which it wrote but were changed since.
 - a staging folder `.OUT.medprobe-tmp-<pid>` beside OUT (`stage_prefix`); the block writes the new
   OUT into its `out/` and checks it. The block ending without an exception swaps it in
   (`swap_into_place`: one atomic exchange where Linux offers it, renameat2, else two renames whose
@@ -204,6 +206,29 @@ def swap_into_place(stage: Path, out: Path) -> None:
     except BaseException:
         os.rename(aside, out)
         raise
+
+
+# --- what OUT holds ----------------------------------------------------------------------------------
+
+
+def files_under(folder: Path) -> list[str]:
+    """Every file (and link) under `folder`, as sorted relative POSIX paths."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def listing(names: list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (" ..." if len(names) > shown else "")
+
+
+def foreign_files(out: Path, recorded: dict[str, str], own: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """(files of OUT that `recorded` (relative path -> sha256) does not name, besides the record's own files `own`;
+    recorded files whose bytes are no longer the ones written: edited since). A replace deletes both kinds."""
+    from medprobe.digests import sha256_file
+
+    files = files_under(out)
+    stray = [name for name in files if name not in own and name not in recorded]
+    changed = [name for name in files if name in recorded and sha256_file(out / name) != recorded[name]]
+    return stray, changed
 
 
 # --- the one staged writer -------------------------------------------------------------------------

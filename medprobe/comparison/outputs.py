@@ -65,16 +65,6 @@ def check_outputs(outputs: Outputs) -> None:
         plot_format(outputs.plot)
 
 
-def html_figure(comparison: dict) -> tuple[bytes | None, str]:
-    """The forest plot as PNG bytes for the HTML page, or why it is left out (no matplotlib)."""
-    from medprobe.comparison.report import forest_png
-
-    try:
-        return forest_png(comparison), ""
-    except UserError:
-        return None, "The forest plot is left out: matplotlib is not installed (pip install matplotlib)."
-
-
 def write_outputs(comparison: dict, outputs: Outputs) -> list[Path]:
     """compare.json, compare.md, the plot and the HTML page: all written, or none (medprobe.atomic)."""
     from medprobe.atomic import write_all_atomically
@@ -90,7 +80,7 @@ def write_outputs(comparison: dict, outputs: Outputs) -> list[Path]:
         (out and out / "compare.md", lambda temp: temp.write_text(table, encoding="utf-8")),
         (out and out / "compare.json", lambda temp: temp.write_text(text, encoding="utf-8")),
         (outputs.plot, lambda temp: draw_forest(comparison, temp, plot_format(outputs.plot))),
-        (outputs.html, lambda temp: temp.write_text(html_page(comparison, *html_figure(comparison)), encoding="utf-8")),
+        (outputs.html, lambda temp: temp.write_text(html_page(comparison), encoding="utf-8")),
     ]
     return write_all_atomically(writers)
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
-from medprobe.atomic_folder import StagedFolder, staged_folder
+from medprobe.atomic_folder import StagedFolder, files_under, foreign_files, listing, staged_folder
 from medprobe.building.cards import package_version
 from medprobe.contracts import UserError
 from medprobe.digests import folder_digest, json_digest, sha256_file
@@ -58,10 +58,6 @@ PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
 
 
 # --- what a folder holds -------------------------------------------------------------------------
-
-
-def files_under(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
 
 
 def read_profile_json(folder: Path) -> dict | None:
@@ -84,10 +80,6 @@ def recorded_files(profile: dict | None) -> dict[str, str] | None:
     return recorded
 
 
-def listing(names: list[str], shown: int = 5) -> str:
-    return ", ".join(names[:shown]) + (" ..." if len(names) > shown else "")
-
-
 def check_replaceable(out: Path, overwrite: bool) -> None:
     """A profile may replace OUT: absent, empty, `overwrite`, or exactly the files a medprobe profile recorded."""
     if not os.path.lexists(out) or overwrite:
@@ -106,13 +98,12 @@ def check_replaceable(out: Path, overwrite: bool) -> None:
             else f"a profile.json that records no files (not a medprobe profile, or an older medprobe's) ({found})"
         )
         raise UserError(f"{out} already holds {what}; a profile would replace it: pass --overwrite, or choose another --out")
-    stray = [name for name in files if name != "profile.json" and name not in recorded]
+    stray, changed = foreign_files(out, recorded, own=("profile.json",))
     if stray:
         raise UserError(
             f"{out} holds file(s) that are not part of its profile: {listing(stray, 10)}; a new profile would delete "
             "them: move them away, or pass --overwrite"
         )
-    changed = [name for name in files if name in recorded and sha256_file(out / name) != recorded[name]]
     if changed:
         raise UserError(
             f"{out} holds file(s) changed since medprobe wrote them: {listing(changed, 10)}; a new profile would "
