@@ -105,12 +105,7 @@ def check_request(request: RunRequest, entries: RunEntries | None = None) -> Run
         )
     check_input_files(request, (*entries.prober.options, *entries.task.options))
     check_positive(RESAMPLES_OPTION, request.resamples)
-    outputs = {
-        "--out": request.out,
-        "--plot": request.plot,
-        "--out's outcomes file": outcomes_path(request.out) if request.out else None,
-    }
-    outputs.update({option.flag: request.task_options.get(option.dest) for option in entries.task.options if option.output})
+    outputs = output_paths(request, entries)
     for option, path in outputs.items():
         if path:
             check_writable(path, option)
@@ -118,6 +113,26 @@ def check_request(request: RunRequest, entries: RunEntries | None = None) -> Run
     if request.plot:
         plot_format(request.plot)  # matplotlib is installed and writes this image format
     return entries
+
+
+def output_paths(request: RunRequest, entries: RunEntries) -> dict[str, str | None]:
+    """Every file the run writes, by the option that names it (the outcomes file is named by --out)."""
+    outputs = {
+        "--out": request.out,
+        "--plot": request.plot,
+        "--out's outcomes file": str(outcomes_path(request.out)) if request.out else None,
+    }
+    outputs.update({option.flag: request.task_options.get(option.dest) for option in entries.task.options if option.output})
+    return outputs
+
+
+def refuse_foreign_outputs(request: RunRequest, entries: RunEntries) -> None:
+    """An output path holding a file medprobe did not write (a user's notes.json at --out, their notes.outcomes.jsonl
+    beside it): one line naming it, before any model loads (medprobe.records.owned). `probe` skips it under --overwrite;
+    profile, reproduce and the demo write into staging folders, where nothing is anyone else's."""
+    from medprobe.records.owned import refuse_foreign_outputs as refuse
+
+    refuse(output_paths(request, entries), request.out)
 
 
 def check_input_files(request: RunRequest, options: tuple) -> None:

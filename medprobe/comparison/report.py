@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from medprobe.marks import figure_metadata, generator_meta
+
 DASH = "—"
 
 
@@ -314,7 +316,7 @@ def draw_forest(comparison: dict, path: str | Path | io.BytesIO, fmt: str = "png
     ax.set_title(f"run - reference ({comparison['reference']}); per-group rows in red: Holm p < 0.05", fontsize=9)
     fig.tight_layout()
     try:
-        fig.savefig(path, dpi=110, format=fmt)
+        fig.savefig(path, dpi=110, format=fmt, metadata=figure_metadata(fmt))  # a later --plot may replace it
     finally:
         plt.close(fig)
 
@@ -371,6 +373,7 @@ def html_page(comparison: dict, figure: bytes | None, figure_note: str = "", mad
         '<html lang="en">',
         "<head>",
         '<meta charset="utf-8">',
+        generator_meta(),  # a later compare --html may replace the page: it is medprobe's
         f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
         "<title>medprobe compare</title>",
         f"<style>{STYLE}</style>",

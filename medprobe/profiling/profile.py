@@ -12,6 +12,7 @@ from typing import Any
 
 from medprobe.atomic import write_all_atomically
 from medprobe.contracts import UserError
+from medprobe.marks import figure_metadata
 from medprobe.profiling.plan import (
     KIND_NAMES,
     DataSource,
@@ -94,7 +95,7 @@ def draw_figure(profile: Profile, path: Path) -> None:
     plt = require_matplotlib()
     fig = profile_figure(profile)
     try:  # "tight": the legend sits outside the axes, beside them
-        fig.savefig(path, dpi=120, format="png", bbox_inches="tight")
+        fig.savefig(path, dpi=120, format="png", bbox_inches="tight", metadata=figure_metadata("png"))
     finally:
         plt.close(fig)
 
