@@ -92,8 +92,8 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace files at --out, beside it (its outcomes file), at --plot or --predictions that medprobe did not "
-        "write (default: such a file is refused, naming it, before anything loads)",
+        help="replace a file medprobe did not write at an output path: --out, its outcomes file beside it, --plot or a "
+        "task's output file (default: such a file is refused, naming it, before anything loads)",
     )
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (matplotlib)")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
