@@ -210,9 +210,15 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
 
 
 def say_replaced_run(out: str | None) -> None:
-    """An earlier run at --out (the default results.json too) is replaced by this one: say which, before it starts."""
+    """An earlier run at --out (the default results.json too) is replaced by this one: say which, before it starts
+    (once: under a launch, by the first process; its RANK is read without joining the process group)."""
+    import os
+
+    from medprobe.distributed import launched
     from medprobe.records.owned import describe_run, earlier_run
 
+    if launched() and os.environ.get("RANK", "0") != "0":
+        return
     earlier = earlier_run(out) if out else None
     if earlier is not None:
         print(
