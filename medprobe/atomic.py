@@ -256,6 +256,22 @@ def refuse_unrecorded(
     )
 
 
+def refuse_foreign_files(outputs: dict[str, str | Path | None], ours: Callable[[str, Path], bool], *, command: str) -> None:
+    """Refuse (one line) the first output path that holds a file `ours(option, path)` does not recognise as one medprobe
+    wrote: a file the command would replace. `outputs`: option (or how a companion is named, e.g. "--out's outcomes
+    file") -> path, None for one not written. A folder or an absent path is check_writable's. The caller skips this
+    under --overwrite."""
+    for option, path in outputs.items():
+        if not path or not os.path.lexists(path) or Path(path).is_dir():
+            continue
+        if not ours(option, Path(path)):
+            flag = option.split("'")[0].split(" ")[0]  # "--out's outcomes file": the option that places it is --out
+            raise UnwritableOutput(
+                f"{option} {path} is a file medprobe did not write; `medprobe {command}` would replace it: move it away, "
+                f"choose another {flag}, or pass --overwrite"
+            )
+
+
 def nearest_existing(path: Path) -> Path:
     """`path` or its closest ancestor that exists."""
     for candidate in (path, *path.parents):

@@ -130,6 +130,34 @@ def card_benchmark(folder: Path) -> str:
     return names[0] if len(names) == 1 else "<benchmark>"
 
 
+def folder_benchmark(dataset: str) -> str | None:
+    """The benchmark a local --dataset folder holds, when it says so: the record of its `medprobe build` card, or the
+    card of a sample shipped with medprobe (the folder itself or a copy, e.g. `medprobe build medlama --sample`);
+    None for anything else (a Hub id, another tool's folder), which the task's own checks then meet."""
+    from medprobe.building.cards import RECORD_KEY, split_template
+    from medprobe.digests import sha256_file
+    from medprobe.registry import registry
+    from medprobe.resources import shipped_sample
+
+    card = Path(dataset).expanduser() / "README.md"
+    if not card.is_file():
+        return None
+    try:
+        meta = split_template(card.read_text(encoding="utf-8"), str(card))[0]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    record = meta.get(RECORD_KEY) if isinstance(meta, dict) else None
+    if isinstance(record, dict) and isinstance(record.get("benchmark"), str):
+        return record["benchmark"]
+    digest = sha256_file(card)
+    for entry in registry().tasks.values():
+        plan = entry.profile
+        if plan is not None and plan.sample and (shipped_sample(plan.sample) / "README.md").is_file():
+            if sha256_file(shipped_sample(plan.sample) / "README.md") == digest:
+                return entry.benchmark
+    return None
+
+
 def folder_problem(folder: Path, config: str | None, split: str | None) -> str | None:
     """What is wrong with the data files of a built folder's config and split, or None if nothing is found.
 

@@ -74,11 +74,13 @@ def probe(
     out: str | Path | None = None,
     plot: str | Path | None = None,
     quiet: bool = False,
+    overwrite: bool = False,
     **options: Any,
 ) -> RunRecord:
     """Run one prober on one task (`medprobe probe`); the RunRecord, also written to `out` when given.
 
-    `task` defaults to the prober's own; `options` are the prober's and the task's options by keyword.
+    `task` defaults to the prober's own; `options` are the prober's and the task's options by keyword. A file at
+    `out`, beside it or at `plot` that medprobe did not write is refused (UserError) unless `overwrite`.
 
         >>> record = medprobe.probe("contrastive", "medlama", dataset=medprobe.sample("medlama"), model="minilm",
         ...                         out="runs/cos.json", quiet=True)
@@ -88,7 +90,7 @@ def probe(
         ...                        similarity="l2", out="runs/l2.json", quiet=True)
     """
     from medprobe.registry import prober_entry
-    from medprobe.run import RunRequest, run
+    from medprobe.run import RunRequest, check_request, refuse_foreign_outputs, run
 
     try:  # an unknown prober or task: the registry's message, as the CLI gives it
         task = task or prober_entry(prober).default_task
@@ -110,7 +112,10 @@ def probe(
         plot=str(plot) if plot else None,
     )
     with quietly(quiet):
-        return run(request)
+        entries = check_request(request)
+        if not overwrite:
+            refuse_foreign_outputs(request, entries)
+        return run(request, entries=entries)
 
 
 def profile(

@@ -21,7 +21,7 @@ class Outputs:
     out: str | None = None  # a folder for compare.json and compare.md
     plot: str | None = None  # the forest plot (any format matplotlib writes)
     html: str | None = None  # the self-contained HTML report
-    overwrite: bool = False  # replace a compare.json / compare.md in --out that an earlier compare did not write
+    overwrite: bool = False  # replace files medprobe did not write (in --out, at --plot or --html)
 
 
 OUT_FILES = ("compare.json", "compare.md")
@@ -44,8 +44,9 @@ def previous_comparison(out: Path) -> dict[str, str]:
 
 def check_outputs(outputs: Outputs) -> None:
     """Every output can be written (and --plot's format drawn) before any outcome is read."""
-    from medprobe.atomic import check_distinct_outputs, check_writable, refuse_unrecorded
+    from medprobe.atomic import check_distinct_outputs, check_writable, refuse_foreign_files, refuse_unrecorded
     from medprobe.atomic_folder import check_output_folder
+    from medprobe.marks import carries_mark
     from medprobe.records.tables import plot_format
 
     named: dict[str, str | Path | None] = {"--plot": outputs.plot, "--html": outputs.html}
@@ -61,6 +62,9 @@ def check_outputs(outputs: Outputs) -> None:
         if path:
             check_writable(path, option.split(" ")[0])
     check_distinct_outputs(named)
+    if not outputs.overwrite:  # a plot or page medprobe drew carries its name (medprobe.marks); a user's file does not
+        drawn = {"--plot": outputs.plot, "--html": outputs.html}
+        refuse_foreign_files(drawn, lambda option, path: carries_mark(path), command="compare")
     if outputs.plot:
         plot_format(outputs.plot)
 

@@ -20,6 +20,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from medprobe.marks import generator_meta
+
 POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem; color: #1f1f1f; max-width: 80rem; }
@@ -66,6 +68,7 @@ def page(title: str, body: Sequence[str], *, home: str | None = None, style: str
             "<head>",
             '<meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            generator_meta(),  # a later compare --html replaces a page only when it carries medprobe's name
             f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
             f"<title>{esc(title)}</title>",
             f"<style>{STYLE}{style}</style>",

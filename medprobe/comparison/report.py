@@ -20,6 +20,7 @@ from pathlib import Path
 
 from medprobe.comparison import pages
 from medprobe.comparison.pages import DASH, esc
+from medprobe.marks import figure_metadata
 
 
 @dataclass
@@ -331,7 +332,7 @@ def draw_forest(comparison: dict, path: str | Path | io.BytesIO, fmt: str = "png
     )
     fig.tight_layout()
     try:
-        fig.savefig(path, dpi=110, format=fmt)
+        fig.savefig(path, dpi=110, format=fmt, metadata=figure_metadata(fmt))  # a later --plot may replace it
     finally:
         plt.close(fig)
 
