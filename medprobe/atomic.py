@@ -12,9 +12,10 @@ included. Only a SIGKILL or a power cut during the write can leave it behind, as
 
 Several files of one run (results JSON, outcomes, predictions, plot) are one unit: `write_all_atomically`
 writes every one under its temporary name first, then renames them in the order given (the results
-JSON last, naming the sha256 of the others) with SIGINT and SIGTERM held off, and puts the previous
-files back if a rename fails. A SIGKILL between two renames leaves a JSON whose named files do not
-match: `medprobe.records` reads that as an interrupted write, never as a run.
+JSON last, naming the sha256 of the others) with SIGINT and SIGTERM held off (a signal held takes
+effect once the last rename is done), and puts the previous files back if a rename fails. A SIGKILL
+between two renames leaves a JSON whose named files do not match: `medprobe.records` reads that as an
+interrupted write, never as a run.
 """
 
 from __future__ import annotations
@@ -67,8 +68,13 @@ def sigterm_raises() -> Iterator[None]:
 def signals_deferred() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are held until the block ends, so a swap, a commit or a cleanup is never cut in half.
 
-    The signals that arrived are listed in the yielded list and then dropped: the block's outcome
-    stands (a swap that finished is a finished write; a cleanup runs because the write failed).
+    The signals that arrived are listed in the yielded list and delivered again when the block ends, to the
+    handlers of before (the CLI's: Ctrl-C raises KeyboardInterrupt, SIGTERM `Terminated`; without them, the
+    default: the process ends by the signal): the block's outcome stands (a swap that finished is a finished
+    write; a cleanup runs because the write failed), and then the signal takes effect, as if it had come just
+    after. Held signals never pass unnoticed: a command that went on (the next run of a profile) after a
+    SIGTERM that came during a commit would end with exit 0 and its outputs written. Nested blocks hand
+    their signals to the outer block, which delivers them when it ends.
     """
     received: list[int] = []
     if not _in_main_thread():
@@ -80,6 +86,8 @@ def signals_deferred() -> Iterator[list[int]]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(received):  # once each, in the order they came; the first that raises ends it
+            signal.raise_signal(signum)
 
 
 # --- files ---------------------------------------------------------------------------------------
