@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medprobe.atomic import UnwritableOutput, check_creatable, signals_deferred, sigterm_raises
+from medprobe.atomic import UnwritableOutput, check_creatable, naming_the_output, signals_deferred, sigterm_raises
 from medprobe.contracts import UserError
 
 try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
@@ -260,7 +260,8 @@ def staged_folder(
     out = Path(out).absolute()
     prepare_parent(out, option)
     stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
-    with sigterm_raises(), out_lock(out, command):
+    # a disk that fills (the lock, the new OUT) names no file, or one of the staging folder: both are shown as OUT
+    with naming_the_output(stage), sigterm_raises(), out_lock(out, command):
         previous = resume(leftover_stages(out)) if resume is not None else None
         for note in clean_leftovers(out, keep=previous):
             if notes is not None:
