@@ -135,6 +135,7 @@ DISK_ERRORS = {
 
 
 FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # no room: what a library may wrap in an error of its own
+DATASETS_NO_SPACE = "Not enough disk space."  # datasets' OSError when the cache's disk has no room left (no errno)
 
 
 def disk_error(err: BaseException | None) -> OSError | None:
@@ -150,6 +151,9 @@ def disk_error(err: BaseException | None) -> OSError | None:
             continue
         seen.add(id(current))
         if isinstance(current, OSError) and current.errno in FULL:
+            return current
+        if isinstance(current, OSError) and current.errno is None and str(current).startswith(DATASETS_NO_SPACE):
+            current.errno = errno.ENOSPC  # datasets' own check before it writes a dataset: a full disk without errno
             return current
         pending += [current.__cause__, None if current.__suppress_context__ else current.__context__]
     return None

@@ -8,7 +8,8 @@ A tiny file system is not at hand in a test (mounting one takes root), so the di
 that writes. `fill` counts the bytes written to every file whose absolute path holds PART (a folder, or a part of
 a path such as `/cache/check/`, whose staging folder's name is not known in advance) and, once BYTES are
 written, refuses the rest as a full disk does: the write that passes the bound writes what fits and raises
-OSError(ENOSPC) naming no file. It covers Python's file objects (open, Path.write_text, fsspec's local files:
+OSError(ENOSPC) naming no file, and `shutil.disk_usage` says how much room is left (datasets checks it, and
+refuses with its own "Not enough disk space" when there is none). It covers Python's file objects (open, Path.write_text, fsspec's local files:
 datasets' Arrow and Parquet writers, numpy's savez) and os.write on a descriptor; a library writing from C
 through its own descriptors (pyarrow given a path string) is not seen.
 
@@ -24,6 +25,7 @@ import errno
 import io
 import os
 import resource
+import shutil
 import signal
 import sys
 from pathlib import Path
@@ -77,8 +79,17 @@ def fill(part: str, after: int, code: int = errno.ENOSPC) -> None:
             raise full()
         return real_os_write(fd, bytes(data)[:fits])
 
+    real_disk_usage = shutil.disk_usage
+
+    def filling_disk_usage(path):  # what datasets asks before it prepares a dataset: the room left
+        usage = real_disk_usage(path)
+        if part not in os.path.abspath(path):
+            return usage
+        return type(usage)(usage.total, usage.used, max(0, after - written[0]))
+
     io.open = builtins.open = filling_open
     os.write = filling_os_write
+    shutil.disk_usage = filling_disk_usage  # (datasets imports it by name: fill before datasets is imported)
 
 
 def limit_file_size(size: int) -> None:

@@ -88,6 +88,7 @@ def built(tmp_path) -> tuple[Path, Path]:
     [
         ("disk", "the disk of OUT"),  # the disk of OUT and its staging folder: the first write (the lock) fails
         ("/cache/check/", "the cache of the check that the staged build loads"),  # (the disk of OUT, 20 MB free)
+        ("/cache/build/", "the cache of the builder"),  # the builder's own, before any data file is written
     ],
 )
 def test_a_build_on_a_full_disk_is_one_line_naming_the_output_folder_and_out_stays(built, part, where):
@@ -144,9 +145,15 @@ def test_a_probe_under_a_file_size_limit_is_one_line_naming_the_output_and_the_p
 # --- the Hugging Face datasets cache ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("which", ["the shipped sample", "a built folder"])
+@pytest.mark.parametrize(
+    "which, room",
+    [
+        ("the shipped sample", 0),  # no room: datasets refuses before it writes ("Not enough disk space", no errno)
+        ("a built folder", 1),  # a byte of room: datasets starts writing, and the write fails (ENOSPC)
+    ],
+)
 def test_a_full_datasets_cache_is_one_line_naming_it_never_the_data_nor_the_package(
-    tmp_path, tiny_model, synthetic_medlama_hub, which
+    tmp_path, tiny_model, synthetic_medlama_hub, which, room
 ):
     dataset, config = (SAMPLE, "hard") if which == "the shipped sample" else (synthetic_medlama_hub, "full")
     out = tmp_path / "runs"
@@ -154,7 +161,7 @@ def test_a_full_datasets_cache_is_one_line_naming_it_never_the_data_nor_the_pack
     assert main(args) == 0  # the previous outputs (this process's datasets cache is another)
     before, package = hashes(out), hashes(SAMPLE)
     cache = tmp_path / "datasets-cache"  # empty: the dataset is prepared into it, and it fills
-    line = one_error_line(on_a_full_disk([str(cache), "0"], args, HF_DATASETS_CACHE=str(cache)))
+    line = one_error_line(on_a_full_disk([str(cache), str(room)], args, HF_DATASETS_CACHE=str(cache)))
     assert line == (
         f"medprobe: error: cannot write the Hugging Face datasets cache {cache}: {NO_SPACE}; the outputs are as they "
         "were: free space there, or set HF_DATASETS_CACHE to a folder on a disk with room"
@@ -251,3 +258,5 @@ def test_a_full_disk_is_found_however_a_library_wrapped_it():
     except ValueError as hidden:
         assert disk_error(hidden) is None
     assert disk_error(full(None, errno.EIO)) is not None and disk_error(ValueError("x")) is None
+    checked = OSError("Not enough disk space. Needed: Unknown size (download: Unknown size, generated: Unknown size")
+    assert disk_error(checked) is checked and checked.errno == errno.ENOSPC  # datasets' check before it writes
