@@ -207,6 +207,6 @@ def test_umls_names_failed_write_keeps_the_previous_tsv(tmp_path, monkeypatch, c
     out = tmp_path / "names.tsv"
     out.write_text("the previous extraction\n")
     assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--out", str(out)]) == 2
-    assert f"cannot write {out}: no space left on the device" in capsys.readouterr().err  # one line, not a traceback
+    assert f"cannot write the output {out}: no space left on the device" in capsys.readouterr().err  # one line, not a traceback
     assert out.read_text() == "the previous extraction\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".names")] == []

@@ -12,24 +12,16 @@ import argparse
 import errno
 import os
 import sys
+from pathlib import Path
 
 from medprobe import distributed, timeline
-from medprobe.atomic import Terminated, sigterm_raises
+from medprobe.atomic import DISK_ERRORS, Terminated, disk_error, sigterm_raises
 from medprobe.cli.quiet import filter_known_warnings
 from medprobe.contracts import UserError
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.
 USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError)
-# What the file system says when outputs cannot be written (every output is written under a temporary name and
-# renamed: the previous files are left as they were)
-DISK_ERRORS = {
-    errno.ENOSPC: "no space left on the device",
-    errno.EDQUOT: "the disk quota is exceeded",
-    errno.EROFS: "the file system is read-only",
-    errno.EBUSY: "it is busy (a mount point?)",
-    errno.EIO: "an input/output error",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,24 +167,57 @@ def run_command(argv: list[str], whole_process: bool = False) -> int:
         terminated = isinstance(err, Terminated)
         print("terminated" if terminated else "interrupted", file=sys.stderr)
         return 143 if terminated else 130
-    except USER_ERRORS as err:
+    except Exception as err:
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
-        print(f"medprobe: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        if err.errno not in DISK_ERRORS or os.environ.get("MEDPROBE_DEBUG"):
-            raise
-        print(f"medprobe: error: {disk_error_text(err)}", file=sys.stderr)
+        disk = disk_error(err)  # a full disk, however a library wrapped it (datasets' DatasetGenerationError)
+        if disk is None and not isinstance(err, USER_ERRORS):
+            raise  # a bug: its traceback
+        print(f"medprobe: error: {disk_error_text(disk) if disk is not None else err}", file=sys.stderr)
         return 2
 
 
 def disk_error_text(err: OSError) -> str:
-    """One line for an output the file system refused, naming it as the user did (never a temporary name)."""
-    from medprobe.atomic import shown_path
+    """One line for a write the file system refused: the folder that filled and which it is (an output, the Hugging
+    Face datasets cache, the embedding cache), named as the user knows it (never a temporary name), and what to do."""
+    from medprobe.atomic import STAGED, STAGING, shown_path
 
-    where = f"cannot write {shown_path(err.filename)}" if err.filename else "cannot write the outputs"
-    return f"{where}: {DISK_ERRORS[err.errno]}; the outputs there before are as they were: free space, or choose another --out"
+    reason = DISK_ERRORS[err.errno]
+    fix = {errno.EFBIG: "raise the limit", errno.EROFS: "make it writable", errno.EIO: "check the disk"}.get(
+        err.errno, "free space"
+    )
+    path = os.fsdecode(err.filename) if err.filename else ""
+    for root, what, elsewhere in caches():
+        if path and inside(path, root):
+            return f"cannot write {what} {root}: {reason}; the outputs are as they were: {fix} there, or {elsewhere}"
+    # a file of a staged OUT is shown where it will be, one of a staging folder's own (a build's caches) as OUT
+    staging = STAGING.search(STAGED.sub(lambda m: f"/{m['out']}", path))
+    where = f"the output{' folder' if staging else ''} {shown_path(path)}" if path else "the outputs"
+    return f"cannot write {where}: {reason}; the outputs there before are as they were: {fix}, or choose another --out"
+
+
+def caches() -> list[tuple[Path, str, str]]:
+    """(folder, what it is, how to move it) of each cache medprobe writes through, the innermost first."""
+    from huggingface_hub import constants
+
+    from medprobe.digests import cache_root
+
+    if "datasets" in sys.modules:  # as datasets read it at import (HF_DATASETS_CACHE, else HF_HOME/datasets)
+        import datasets
+
+        datasets_cache = Path(datasets.config.HF_DATASETS_CACHE)
+    else:
+        datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    elsewhere = "set {} to a folder on a disk with room".format
+    return [
+        (cache_root(), "the embedding cache", f"{elsewhere('MEDPROBE_EMBEDDING_CACHE')}, or pass --no-cache"),
+        (datasets_cache, "the Hugging Face datasets cache", elsewhere("HF_DATASETS_CACHE")),
+        (Path(constants.HF_HOME), "the Hugging Face cache", elsewhere("HF_HOME")),
+    ]
+
+
+def inside(path: str, folder: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder.expanduser()))
 
 
 if __name__ == "__main__":
