@@ -41,7 +41,12 @@ def quietly(quiet: bool) -> Iterator[None]:
     progress policy of the commands (medprobe.progress: a bar on a terminal or in a notebook, plain lines otherwise)."""
     from medprobe.progress import policy
 
-    with policy(quiet), contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+    # import_libraries: datasets and huggingface_hub imported now to be switched off now; imported later (a fresh
+    # interpreter, a fresh datasets cache) they printed "Generating test split" and "Loading weights" under quiet
+    with (
+        policy(quiet, import_libraries=True),
+        contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext(),
+    ):
         yield
 
 
