@@ -86,10 +86,65 @@ def main(argv: list[str] | None = None) -> int:
 
         resources.LEAN_EVALUATE = True
         rarer_full_collections()
-    code = run_command(sys.argv[1:] if argv is None else list(argv), whole_process=argv is None)
-    if argv is None:
-        exit_without_teardown(code)
+    if argv is not None:
+        return run_command(list(argv))
+    try:
+        code = run_command(sys.argv[1:], whole_process=True)
+    except SystemExit as done:  # argparse, after --help or a usage error: its output is flushed below too
+        code = exit_status(done)
+    try:  # what is still buffered: a reader that left (`| head`) ends the program here too, quietly
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_gone()
+    exit_without_teardown(code)
     return code
+
+
+def exit_status(done: SystemExit) -> int:
+    """The status `sys.exit(...)` would end with (a message, printed as it would print it: 1)."""
+    if done.code is None or isinstance(done.code, int):
+        return done.code or 0
+    print(done.code, file=sys.stderr)
+    return 1
+
+
+CLOSED_STDOUT = 141  # 128 + SIGPIPE: what the shell reports for cat, grep or git when the reader of their output left
+
+
+def reader_gone() -> int:
+    """stdout is a pipe whose reader has gone (`medprobe compare ... | head -2`): end quietly, as other command-line
+    tools do, with the status they end with (CLOSED_STDOUT, so that `set -o pipefail` treats medprobe as it treats
+    them). What is still buffered, and anything printed while the program winds down, goes to /dev/null instead of
+    raising again (and instead of the interpreter's "Exception ignored ... BrokenPipeError" at exit); stderr too when
+    it is the same pipe (`2>&1 | head`)."""
+    targets = [1, 2] if same_file(1, 2) else [1]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in targets:
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return CLOSED_STDOUT
+
+
+def stdout_reader_gone() -> bool:
+    """Whether fd 1 is a pipe whose reader has closed it (poll says POLLERR), so that a BrokenPipeError of another
+    pipe or socket (a network connection) is still reported as an error. Where poll is missing (Windows): assume so."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(1, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+
+
+def same_file(first: int, second: int) -> bool:
+    try:
+        one, two = os.fstat(first), os.fstat(second)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
 
 
 FULL_COLLECTION_THRESHOLD = 100  # young collections between full ones (Python's default is 10)
@@ -167,6 +222,13 @@ def run_command(argv: list[str], whole_process: bool = False) -> int:
         terminated = isinstance(err, Terminated)
         print("terminated" if terminated else "interrupted", file=sys.stderr)
         return 143 if terminated else 130
+    except BrokenPipeError as err:  # before the handler below: a ConnectionError, which USER_ERRORS hold
+        if os.environ.get("MEDPROBE_DEBUG"):
+            raise
+        if stdout_reader_gone():  # the reader of our output left: no error of anyone's
+            return reader_gone()
+        print(f"medprobe: error: {err}", file=sys.stderr)  # another pipe or a connection: as USER_ERRORS say it
+        return 2
     except Exception as err:
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
