@@ -21,7 +21,8 @@ from medprobe.stats import (
 )
 from medprobe.tasks.context_variance import ContextVarianceTask
 from medprobe.tasks.disknE import DisKnETask
-from medprobe.tasks.medlama import MedLAMATask, best_gold_ranks
+from medprobe.tasks.facets import best_gold_ranks
+from medprobe.tasks.medlama import MedLAMATask
 from medprobe.tasks.mst import MSTTask
 
 
