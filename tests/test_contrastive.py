@@ -239,6 +239,10 @@ def test_score_candidates_ranks_as_rank_does_plumbing_tiny_random_bert():
     for similarity in ("cos", "l2"):
         probe.similarity = similarity
         assert names_of(rank_by_scores(probe, queries, names, 8)) == names_of(probe.rank(queries, names, 8))
+        # rank's scores are score_candidates' (the similarity), to float noise of their terms (l2: |q|^2 + |n|^2)
+        terms = float((probe.encode_queries(queries) ** 2).sum(-1).max() + (probe.encode_names(names) ** 2).sum(-1).max())
+        for by_scores, ranked in zip(rank_by_scores(probe, queries, names, 8), probe.rank(queries, names, 8)):
+            assert [s for _, s in ranked] == pytest.approx([s for _, s in by_scores], abs=float32_atol(terms))
     # its own candidates per query, in their order, each name encoded once
     lists = [["gout", "lung"], ["lung"], [], ["heart", "gout", "lung"]]
     scores = probe.score_candidates(queries, lists)

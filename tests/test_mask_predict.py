@@ -3,6 +3,7 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -105,6 +106,11 @@ def test_candidates_name_the_answers_and_can_restrict_them_bias_only_bert():
     candidates = ["Cough", "The fever", "Heart failure"]
     ranked = names_of(MaskPredictProbe(model, tokenizer, num_masks=2, progress=False).rank(QUERIES[:1], candidates, k=3))
     assert ranked == [["The fever", "Cough", "fever fever"]]  # p = .11, .03, .013
+    [scored] = MaskPredictProbe(model, tokenizer, num_masks=2, progress=False).rank(QUERIES[:1], candidates, k=3)
+    # its scores are the answers' log-probabilities (MaskPredictProbe.probabilities): exp gives p
+    assert MaskPredictProbe.probabilities and np.exp([score for _, score in scored]) == pytest.approx(
+        [0.11, 0.03, 0.013], abs=0.006
+    )
     only = MaskPredictProbe(model, tokenizer, num_masks=2, only_candidates=True, progress=False)
     assert names_of(only.rank(QUERIES[:1], candidates, k=4)) == [["The fever", "Cough"]]
 
