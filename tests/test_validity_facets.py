@@ -23,12 +23,13 @@ import pytest
 import medprobe
 import medprobe.run
 from medprobe.contracts import Prober
+from medprobe.counted import Counts, mean_estimator
 from medprobe.records.verify import RecordError, load_run
 from medprobe.run import RunRequest, run
 from medprobe.stats import Outcomes, estimate
 from medprobe.stats import intervals as item_intervals
 from medprobe.tasks.facets import FacetOptions, RankingRows, ShuffledControl, facet_estimators, rank_with_facets
-from medprobe.validity import aurc, aurc_oracle, ece, intervals, mean_design_effect, mean_estimator
+from medprobe.validity import aurc, aurc_oracle, ece, intervals, mean_design_effect
 
 SAMPLE = Path(medprobe.__file__).parent / "demo_data" / "medlama_sample"
 
@@ -323,8 +324,8 @@ def test_twelve_queries_recomputed_by_hand_give_every_facet():
     kept = [[(n, s) for n, s in r if n != subject][:3] for r, subject in zip(real, rows.subjects)]
     ranks = [hand_rank([n for n, _ in r], a, None, 3) for r, a in zip(kept, rows.answers)]
     controls = [hand_rank([n for n, _ in control[g]], a, h, 3) for g, a, h in zip(rows.groups, rows.answers, rows.subjects)]
-    margins = [r[0][1] - r[1][1] for r in kept]
-    confidence = [math.exp(r[0][1]) for r in kept]
+    margins = [float(f"{r[0][1] - r[1][1]:.8g}") for r in kept]  # recorded to 8 significant digits
+    confidence = [float(f"{math.exp(r[0][1]):.8g}") for r in kept]
     correct = [1 if r == 1 else 0 for r in ranks]
     assert [None if math.isnan(v) else v for v in found.columns["rank"]] == ranks
     assert [None if math.isnan(v) else v for v in found.columns["control_rank"]] == controls
@@ -373,16 +374,16 @@ def test_ece_of_a_perfectly_calibrated_scorer_is_near_zero():
     confidence = rng.random(n)
     correct = (rng.random(n) < confidence).astype(float)
     bound = math.sqrt(2 / math.pi) * math.sqrt(bins / (4 * n))
-    calibrated = ece(np.ones((1, n)), confidence, correct, bins)[0]
+    calibrated = ece(Counts.ones(n), confidence, correct, bins)[0]
     assert calibrated < 3 * bound
-    overconfident = ece(np.ones((1, n)), np.clip(confidence + 0.1, 0, 1), correct, bins)[0]
+    overconfident = ece(Counts.ones(n), np.clip(confidence + 0.1, 0, 1), correct, bins)[0]
     assert overconfident > 0.08
 
 
 def test_aurc_oracle_and_random():
     rng = np.random.default_rng(3)
     correct = (rng.random(500) < 0.3).astype(float)
-    ones = np.ones((1, 500))
+    ones = Counts.ones(500)
     oracle = aurc_oracle(ones, correct)[0]
     assert aurc(ones, correct + rng.random(500) * 0.5, correct)[0] == pytest.approx(oracle, abs=1e-12)  # correct first
     assert aurc(ones, np.zeros(500), correct)[0] == pytest.approx(1 - correct.mean(), abs=1e-12)  # all tied: the error rate
@@ -392,6 +393,22 @@ def test_aurc_oracle_and_random():
     errors = 500 - correct.sum()  # (e - (n - e)(H_n - H_{n-e})) / n
     by_hand = (errors - (500 - errors) * sum(1 / i for i in range(int(500 - errors) + 1, 501))) / 500
     assert oracle == pytest.approx(by_hand, abs=1e-12)
+
+
+def test_aurc_of_resamples_with_ties_by_hand():
+    """Both ways of counting positions (a running sum over every item; sums of the segments between the few items
+    that carry the sum) give the hand-made AURC of each resample, its items repeated as often as drawn."""
+    rng = np.random.default_rng(11)
+    for n, share in ((400, 0.03), (400, 0.97), (60, 0.5)):
+        margin = np.round(rng.random(n), 2)  # ties
+        margin[rng.random(n) < 0.1] = np.nan  # no score: least confident
+        correct = (rng.random(n) < share).astype(float)
+        counts = rng.integers(0, 3, size=(3, n)).astype(np.float32)
+        found = aurc(Counts(counts), margin, correct)
+        for row, value in zip(counts, found):
+            repeated = [(None if math.isnan(m) else m, c) for m, c, k in zip(margin, correct, row) for _ in range(int(k))]
+            expected = hand_aurc([m for m, _ in repeated], [c for _, c in repeated])
+            assert value == pytest.approx(expected, abs=1e-12)
 
 
 def test_design_effect_is_the_cluster_size_for_identical_clusters_and_one_for_singletons():

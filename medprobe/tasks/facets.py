@@ -43,8 +43,9 @@ import numpy as np
 
 from medprobe import distributed
 from medprobe.contracts import MASK_SLOT, names_and_scores
+from medprobe.counted import counts_estimator, mean_estimator
 from medprobe.stats import Estimator
-from medprobe.validity import aurc, aurc_oracle, counts_estimator, ece, mean_estimator
+from medprobe.validity import aurc, aurc_oracle, aurc_plan, calibration_table, ece, once_per_columns, wrong_items
 
 if TYPE_CHECKING:
     import datasets
@@ -297,10 +298,16 @@ CONFIDENCE_FIELDS = {
 
 
 def confidence_columns(scores: list[list[float]], probabilities: bool) -> dict[str, np.ndarray]:
-    margin = np.array([row[0] - row[1] if len(row) > 1 else np.nan for row in scores], dtype=np.float64)
+    """Each item's margin (and probability), to 8 significant digits: all a float32 score holds, and the outcomes
+    file stays short (every reader parses it)."""
+    margin = np.array([significant(row[0] - row[1]) if len(row) > 1 else np.nan for row in scores], dtype=np.float64)
     if not probabilities:
         return {"margin": margin}
-    return {"margin": margin, "confidence": np.array([math.exp(row[0]) if row else np.nan for row in scores])}
+    return {"margin": margin, "confidence": np.array([significant(math.exp(row[0])) if row else np.nan for row in scores])}
+
+
+def significant(value: float, digits: int = 8) -> float:
+    return float(f"{value:.{digits}g}")
 
 
 def confidence_settings(probabilities: bool, bins: int) -> dict:
@@ -454,12 +461,7 @@ def facet_estimators(settings: dict, unit: str) -> dict[str, Estimator]:
             found[f"above_bias@{k}"] = mean_estimator(
                 lambda c, k=k: hits(c["rank"], k).astype(np.float64) - hits(c["control_rank"], k), unit, facet="prompt bias"
             )
-            found[f"answerable_from_template@{k}"] = counts_estimator(
-                lambda counts, c, k=k: counts.astype(np.float64) @ hits(c["control_rank"], k).astype(np.float64),
-                unit,
-                facet="prompt bias",
-                scale="count",
-            )
+            found[f"answerable_from_template@{k}"] = mean_estimator(control, unit, facet="prompt bias", scale="count")
         if settings.get("shuffled_control_seed") is not None:
             asked = lambda c, k=k: np.where(c["shuffled_rank"] == 0, np.nan, hits(c["shuffled_rank"], k))  # noqa: E731
             found[f"shuffled_acc@{k}"] = mean_estimator(asked, unit, facet="shuffled subject")
@@ -471,17 +473,20 @@ def facet_estimators(settings: dict, unit: str) -> dict[str, Estimator]:
                 facet="shuffled subject",
             )
     if settings.get("confidence"):
+        plan = once_per_columns(lambda c: aurc_plan(c["margin"], c["rank"] == 1))
+        wrong = once_per_columns(lambda c: wrong_items(c["rank"] == 1))
         found["aurc"] = counts_estimator(
-            lambda counts, c: aurc(counts, c["margin"], c["rank"] == 1), unit, facet="selective answering"
+            lambda counts, c: aurc(counts, c["margin"], c["rank"] == 1, plan(c)), unit, facet="selective answering"
         )
         found["aurc_oracle"] = counts_estimator(
-            lambda counts, c: aurc_oracle(counts, c["rank"] == 1), unit, facet="selective answering"
+            lambda counts, c: aurc_oracle(counts, c["rank"] == 1, wrong(c)), unit, facet="selective answering"
         )
         found["aurc_random"] = mean_estimator(lambda c: c["rank"] != 1, unit, facet="selective answering")
     if settings.get("confidence") == "margin and probability":
         bins = int(settings["ece_bins"])
+        table = once_per_columns(lambda c: calibration_table(c["confidence"], c["rank"] == 1, bins))
         found["ece"] = counts_estimator(
-            lambda counts, c: ece(counts, c["confidence"], c["rank"] == 1, bins), unit, facet="calibration"
+            lambda counts, c: ece(counts, c["confidence"], c["rank"] == 1, bins, table(c)), unit, facet="calibration"
         )
         found["brier"] = mean_estimator(
             lambda c: (c["confidence"] - (c["rank"] == 1)) ** 2, unit, facet="calibration", scale="score"

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from medprobe.contracts import CandidateScorer, RankingProber, UserError
+from medprobe.counted import mean_estimator
 from medprobe.loading import column, row_digests
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
@@ -39,7 +40,6 @@ from medprobe.tasks.facets import (
     rank_with_facets,
     template_problem,
 )
-from medprobe.validity import mean_estimator
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
