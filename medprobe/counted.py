@@ -43,6 +43,7 @@ class Counts:
     ):
         self.matrix = matrix  # float32 (exact) or float64
         self.as_float64: np.ndarray | None = None  # made once, for every float64 table
+        self.totals: np.ndarray | None = None
         self.of_item = of_item
         self.cache = cache if cache is not None else {}
         self.items = len(of_item) if of_item is not None else (items if items is not None else matrix.shape[1])
@@ -65,9 +66,17 @@ class Counts:
 
     def total(self) -> np.ndarray:
         """How many items each resample holds."""
-        if "total" not in self.cache or len(self.cache["total"]) != len(self):
-            self.cache["total"] = self.matrix.sum(axis=1, dtype=np.float64)  # whole numbers: exact
-        return self.cache["total"]
+        if self.totals is None:
+            # item counts sum to the items drawn; cluster counts weigh each cluster by its size
+            sizes = None if self.of_item is None else self.cluster_sizes()
+            self.totals = self.matrix.sum(axis=1, dtype=np.float64) if sizes is None else self.matrix.astype(np.float64) @ sizes
+        return self.totals
+
+    def cluster_sizes(self) -> np.ndarray:
+        assert self.of_item is not None
+        if "sizes" not in self.cache:  # the clusters' sizes do not change from one chunk to the next
+            self.cache["sizes"] = np.bincount(self.of_item, minlength=int(self.matrix.shape[1])).astype(np.float64)
+        return self.cache["sizes"]
 
     def dot(self, table: np.ndarray) -> np.ndarray:
         """(resamples, columns) float64: each column of `table` (items, columns) summed over each resample's items.

@@ -23,7 +23,7 @@ import pytest
 import medprobe
 import medprobe.run
 from medprobe.contracts import Prober
-from medprobe.counted import Counts, mean_estimator
+from medprobe.counted import Counts, counts_estimator, mean_estimator
 from medprobe.records.verify import RecordError, load_run
 from medprobe.run import RunRequest, run
 from medprobe.stats import Outcomes, estimate
@@ -437,6 +437,33 @@ def test_the_shared_bootstrap_gives_the_intervals_of_the_seed():
     clustered = fast["acc@1"]["clustered"]
     assert clustered["clusters"] == 100 and clustered["design_effect"] == pytest.approx(6.0, rel=0.05)
     assert clustered["high"] - clustered["low"] > 2 * (fast["acc@1"]["high"] - fast["acc@1"]["low"])
+
+
+def test_the_clustered_interval_is_the_percentile_of_cluster_resamples_drawn_from_the_documented_stream():
+    """Clusters drawn uniformly with replacement, 250 resamples a chunk, from default_rng([seed, 1]); each drawn
+    cluster brings all its items; acc = hits / items of the resample: recomputed here with plain loops."""
+    rng = np.random.default_rng(2)
+    clusters = [f"s{i % 7:02d}" for i in range(40)]  # 7 subjects, uneven
+    rank = np.where(rng.random(40) < 0.5, 1.0, np.nan)
+    outcomes = Outcomes.build([str(i) for i in range(40)], ["g"] * 40, {"rank": rank}, clusters=clusters)
+    estimators = {
+        "acc@1": mean_estimator(lambda c: c["rank"] <= 1, "query"),
+        "aurc_oracle": counts_estimator(lambda counts, c: aurc_oracle(counts, c["rank"] == 1), "query"),
+    }
+    found = intervals(outcomes, estimators, resamples=600, seed=4)  # chunks of 250, 250 and 100
+    names = sorted(set(clusters))
+    draws = np.random.default_rng([4, 1])
+    accs, oracles = [], []
+    for size in (250, 250, 100):
+        for row in draws.integers(0, len(names), size=(size, len(names)), dtype=np.uint32):
+            drawn = [r == 1 for d in row for cluster, r in zip(clusters, rank) if cluster == names[d]]
+            accs.append(sum(drawn) / len(drawn))
+            oracles.append(hand_aurc([float(c) for c in drawn], [float(c) for c in drawn]))
+    tail = (1 - 0.95) / 2  # as medprobe.stats.percentile_interval writes it (0.025000000000000022)
+    assert (found["acc@1"]["clustered"]["low"], found["acc@1"]["clustered"]["high"]) == tuple(np.quantile(accs, [tail, 1 - tail]))
+    assert found["acc@1"]["clustered"]["clusters"] == 7
+    oracle = found["aurc_oracle"]["clustered"]
+    assert [oracle["low"], oracle["high"]] == pytest.approx(list(np.quantile(oracles, [tail, 1 - tail])), abs=1e-12)
 
 
 def test_records_without_facets_or_clusters_still_load(tmp_path):
