@@ -66,7 +66,7 @@ def test_compare_json_numbers_equal_stats_paired_on_the_read_outcomes(minilm_run
             assert got[key] == values[key], (metric, key)
         if metric.startswith("macro"):  # not a mean of 0/1 item scores: the permutation test
             assert (got["p_value"], got["test"]) == (values["p_value"], "paired permutation"), metric
-        else:  # acc@k: each query a hit or not, the exact test of the discordant queries
+        elif metric.startswith("acc@"):  # acc@k: each query a hit or not, the exact test of the discordant queries
             hits = [(outcomes.columns["rank"] <= int(metric.split("@")[1])) for outcomes in (run, reference)]
             better, worse = int(np.sum(hits[0] & ~hits[1])), int(np.sum(hits[1] & ~hits[0]))
             assert (got["better"], got["worse"], got["test"]) == (better, worse, "exact McNemar"), metric

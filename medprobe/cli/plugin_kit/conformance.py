@@ -421,7 +421,9 @@ def task_contract(checker: Checker, entry: TaskEntry) -> None:
     takers = any(set(p.kinds) & set(entry.accepts) for p in checker.registry.probers.values())
     require(takers, f"no registered prober does {' or '.join(entry.accepts)}")
     for option in entry.options:  # `publish results` names a subset in the model card with these words
-        if option.subset:
+        if option.subset and option.switch:  # a switch's words stand alone ("queries the control misses")
+            require(option.subset_text and "{}" not in option.subset_text, f"{option.flag} makes a subset: give it a subset_text")
+        elif option.subset:
             require(option.subset_text.count("{}") == 1, f"{option.flag} makes a subset: give it a subset_text with one {{}}")
 
 
