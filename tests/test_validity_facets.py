@@ -130,6 +130,7 @@ def test_a_prober_that_ignores_the_subject_has_no_knowledge_above_the_prompt_bia
         assert metrics[f"answerable_from_template@{k}"] == round(metrics[f"acc@{k}"] * n)
         assert record["intervals"][f"above_bias@{k}"]["low"] == record["intervals"][f"above_bias@{k}"]["high"] == 0.0
     assert record["settings"]["control_placeholder"] == "X"
+    assert record["timings"]["facet_queries"] >= 0  # the control's own rank call, timed (what it adds to a run)
     load_run(tmp_path / "template-only.json")  # every facet, interval and clustered interval recomputed
 
 

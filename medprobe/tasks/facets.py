@@ -34,6 +34,7 @@ estimators, and nothing else changes.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -127,6 +128,7 @@ class FacetRun:
     fields: dict[str, str]  # each column, described for the outcomes file's readers
     settings: dict  # what was measured (read back by facet_estimators)
     notes: list[str] = field(default_factory=list)  # said once each (a facet left out, and why)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds of the facets' own rank call (its cost)
 
 
 class Facet(Protocol):
@@ -167,7 +169,9 @@ def rank_with_facets(prober: Any, rows: RankingRows, candidates: Candidates, opt
         spans.append((len(texts), len(texts) + len(own)))
         texts += own
         groups += own_groups
+    start = time.perf_counter()
     extra = ranking(rank_queries(prober, texts, groups, candidates, asked), who) if texts else Ranking([], [])
+    seconds = time.perf_counter() - start
     heads = rows.subjects if options.exclude_head else None
     names, scores = kept(real, heads, top)
     columns = {"rank": best_gold_ranks(names, rows.answers)}
@@ -194,7 +198,7 @@ def rank_with_facets(prober: Any, rows: RankingRows, candidates: Candidates, opt
             settings.update({key: None for key in facet.describe(options, top)[0]})
     for note in notes:
         print(f"note: {note}")
-    return FacetRun(names, columns, fields, settings, notes)
+    return FacetRun(names, columns, fields, settings, notes, {"facet_queries": seconds} if texts else {})
 
 
 def ranking(results: list[Any], who: str) -> Ranking:

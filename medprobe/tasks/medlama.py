@@ -161,6 +161,7 @@ class MedLAMATask(BenchmarkTask):
         who = getattr(prober, "name", "") or type(prober).__name__
         options = replace(self.facets, seed=seed if seed is not None else 0)
         found = rank_with_facets(prober, ranking_rows(data.rows), data.candidates, options, who)
+        self.timings.update(found.timings)  # what the facets' queries cost, beside the prober's own timings
         settings.update(found.settings)
         rows, predictions, columns = data.rows, found.predictions, found.columns
         if self.only_control_misses:
