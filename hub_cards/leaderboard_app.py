@@ -138,8 +138,8 @@ def build_app():
     title = settings().get("title") or "medprobe leaderboard"
     with gr.Blocks(title=title) as demo:
         gr.Markdown(
-            f"# {title}\nEvery number is recomputed from the per-item outcomes of the results dataset; the board says how "
-            "its runs are ranked. [Open the board alone](/board/index.html)."
+            f"# {title}\nEvery number is recomputed from the per-item outcomes of the results dataset; two models share a "
+            "letter only when no paired test separates them. [Open the board alone](/board/index.html)."
         )
         shown = gr.Markdown("Reading the board…", elem_id="status")
         button = gr.Button("Rebuild from the results dataset", elem_id="rebuild")

@@ -16,6 +16,8 @@ import difflib
 import functools
 import os
 import socket
+import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -146,12 +148,13 @@ def hub_offline_reason(library_switch: str = "") -> str:
         return f"{library_switch} is set"
     if switch is None and constants.HF_HUB_OFFLINE:
         return "HF_HUB_OFFLINE is set"
-    if not host_reachable(hub_host()):
-        return f"{hub_host()} cannot be reached from here"
+    if not hub_host_reachable():
+        return f"{hub_shown()} cannot be reached from here"
     return ""
 
 
 TRUE_VALUES = ("1", "ON", "YES", "TRUE")  # huggingface_hub's and datasets' ENV_VARS_TRUE_VALUES
+PROBE_S = 2.0  # the whole reachability probe, name lookup included: a first-contact failure stays under 3 s
 
 
 def hub_host() -> str:
@@ -160,15 +163,58 @@ def hub_host() -> str:
     return urlparse(constants.ENDPOINT).hostname or "huggingface.co"
 
 
+def hub_port() -> int:
+    """The port of the Hub's endpoint (HF_ENDPOINT may name one): a probe of 443 says nothing about another."""
+    from huggingface_hub import constants
+
+    url = urlparse(constants.ENDPOINT)
+    return url.port or (80 if url.scheme == "http" else 443)
+
+
+def hub_shown() -> str:
+    """The Hub's host as a message names it: `huggingface.co`, or `127.0.0.1:8080` when HF_ENDPOINT gives a port."""
+    port = hub_port()
+    return hub_host() if port in (80, 443) else f"{hub_host()}:{port}"
+
+
+def hub_host_reachable() -> bool:
+    return host_reachable(hub_host(), hub_port())
+
+
 @functools.lru_cache(maxsize=8)
-def host_reachable(host: str, timeout: float = 3.0) -> bool:
-    """Whether a TCP connection to `host`:443 opens; asked once per host and process (a refused name
-    lookup takes milliseconds, an unanswered connection at most `timeout`). Behind a proxy a direct
-    connection proves nothing, so there the answer is True and the download itself decides."""
+def host_reachable(host: str, port: int = 443, timeout: float = PROBE_S) -> bool:
+    """Whether a TCP connection to `host`:`port` opens within `timeout` seconds, name lookup included; asked
+    once per host and process. Behind a proxy a direct connection proves nothing, so there the answer is True
+    and the download itself decides."""
     if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return True
-    try:
-        with socket.create_connection((host, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
+    deadline = time.monotonic() + timeout
+    for address in resolved(host, port, timeout):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            with socket.create_connection(address[:2], timeout=left):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def resolved(host: str, port: int, timeout: float) -> list[tuple]:
+    """The socket addresses of `host`:`port`, or [] when the lookup fails or takes longer than `timeout`.
+
+    getaddrinfo takes no timeout (a resolver that does not answer holds it 5 s per try and name server), so it
+    runs in a daemon thread that is abandoned when the time is up."""
+    found: list[tuple] = []
+
+    def lookup() -> None:
+        try:
+            found.extend(info[4] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError):
+            pass
+
+    thread = threading.Thread(target=lookup, name=f"medprobe-lookup-{host}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return [] if thread.is_alive() else list(found)

@@ -9,6 +9,7 @@ declares each: its package, the Hub repo and commit its files are a copy of, and
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from medprobe import distributed
 from medprobe.contracts import UserError
-from medprobe.local_paths import check_local_path, could_be_local, host_reachable, hub_host
+from medprobe.local_paths import (
+    check_local_path,
+    close_match,
+    could_be_local,
+    host_reachable,  # noqa: F401 - the rewiring corpora's download asks it through here
+    hub_host_reachable,
+    hub_shown,
+)
 
 if TYPE_CHECKING:  # torch and transformers load in seconds: imported where used, so that a wrong --model fails at once
     import torch
@@ -103,7 +111,7 @@ def check_model(name_or_path: str) -> None:
     Hub evidently cannot be reached (HF_HUB_OFFLINE=1, or no network) this is one UserError at once
     instead of transformers' ~52 s of retries ending in a message about offline mode. Neither torch
     nor transformers is imported here (they take seconds to load): the commands call it first.
-    The errors are two lines, what is wrong and what to give instead.
+    Each error is one line: what is wrong, then what to give instead (a close name first, where one is found).
     """
     path, _ = resolve_model(name_or_path)
     if name_or_path in PACKAGED or Path(path).expanduser().exists():
@@ -113,8 +121,9 @@ def check_model(name_or_path: str) -> None:
 
         validate_repo_id(name_or_path)
     except HFValidationError as err:
+        reason = " ".join(str(err).split())
         raise UserError(
-            f"--model {name_or_path!r} is not a model folder, a packaged model name or a Hub id ({err})\n"
+            f"--model {name_or_path!r} is not a model folder, a packaged model name or a Hub id ({reason}): "
             f"give a model folder, a Hub id such as microsoft/BiomedNLP-PubMedBERT-base-uncased-abstract, or one of {PACKAGED_HELP}"
         ) from err
     if hub_cached(name_or_path):
@@ -124,12 +133,24 @@ def check_model(name_or_path: str) -> None:
     if not hub_reachable():
         from huggingface_hub import constants
 
-        why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"{hub_host()} cannot be reached from here"
+        why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"{hub_shown()} cannot be reached from here"
+        close = close_model_name(name_or_path)
         raise UserError(
             f"--model {name_or_path!r} is not a model folder or a packaged model name, and as a Hub id it is neither "
-            f"in the local Hub cache nor downloadable ({why})\n"
-            f"give a model folder, one of {PACKAGED_HELP}, or run `hf download {name_or_path}` where the Hub is reachable"
+            f"in the local Hub cache nor downloadable ({why}): "
+            + (f"did you mean {close}? Otherwise " if close else "check the name, ")
+            + f"give a model folder, one of {PACKAGED_HELP}, or run `hf download {name_or_path}` where the Hub is reachable"
         )
+
+
+def close_model_name(name: str) -> str | None:
+    """A packaged name, a model in the local Hub cache or a folder here that `name` is a typo of, or None."""
+    from huggingface_hub import constants
+
+    cache = Path(constants.HF_HUB_CACHE)
+    cached = [entry.name[len("models--") :].replace("--", "/") for entry in cache.glob("models--*")] if cache.is_dir() else []
+    found = difflib.get_close_matches(name, [*PACKAGED, *cached], n=1, cutoff=0.75)
+    return found[0] if found else close_match(name)
 
 
 def hub_cached(repo_id: str) -> bool:
@@ -144,7 +165,7 @@ def hub_reachable() -> bool:
     """False when the Hub evidently cannot be reached: HF_HUB_OFFLINE, or no connection to its host."""
     from huggingface_hub import constants
 
-    return not constants.HF_HUB_OFFLINE and host_reachable(hub_host())
+    return not constants.HF_HUB_OFFLINE and hub_host_reachable()
 
 
 def go_offline() -> None:

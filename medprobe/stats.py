@@ -19,7 +19,7 @@ metric read from it):
 - paired comparisons resample the same items for both runs (the difference's interval) and test
   "no difference" by a paired permutation: each item's two outcomes are swapped with probability
   1/2 (for any metric, linear or not: macro averages and F1 included);
-- Holm's step-down correction for a family of p-values (per-group differences).
+- Holm's step-down correction for a family of p-values (per-group differences, a board's pairs).
 """
 # Nothing here imports torch, datasets or evaluate (numpy only), nor any other module of medprobe.
 
@@ -346,7 +346,8 @@ def paired(
     level: float = LEVEL,
 ) -> dict[str, dict]:
     """Per metric: both values, their difference a - b with a paired-bootstrap interval, and the
-    two-sided p-value of a paired permutation test (items' outcomes swapped between the runs)."""
+    two-sided p-value of a paired permutation test (items' outcomes swapped between the runs), with the
+    standard deviation of its null distribution (`null_spread`)."""
     a, b = aligned(a, b)
     rng = np.random.default_rng(seed)
     diffs: dict[str, list[np.ndarray]] = {name: [] for name in estimators}
@@ -383,6 +384,7 @@ def paired(
             "level": level,
             "n": len(a),
             "p_value": p_value,
+            "null_spread": float(np.std(null)) if len(null) else None,  # what a difference must beat: its detectable size
             "method": f"paired percentile bootstrap over {plural(estimator.unit)}"
             + (", within groups" if estimator.stratified else "")
             + "; p from a paired permutation test (outcomes swapped per item)",
@@ -392,15 +394,23 @@ def paired(
     return result
 
 
+def holm_array(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values of each family along the last axis: one family, or many at once (the
+    pairs of many simulated boards)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, axis=-1, kind="stable")
+    factors = np.arange(p.shape[-1], 0, -1, dtype=np.float64)
+    stepped = np.maximum.accumulate(np.minimum(1.0, factors * np.take_along_axis(p, order, axis=-1)), axis=-1)
+    adjusted = np.empty_like(stepped)
+    np.put_along_axis(adjusted, order, stepped, axis=-1)
+    return adjusted
+
+
 def holm(p_values: Mapping[str, float]) -> dict[str, float]:
     """Holm's step-down adjusted p-values (family-wise error), in the order given."""
-    names = sorted(p_values, key=lambda name: p_values[name])
-    adjusted: dict[str, float] = {}
-    running = 0.0
-    for rank, name in enumerate(names):
-        running = max(running, min(1.0, (len(names) - rank) * p_values[name]))
-        adjusted[name] = running
-    return {name: adjusted[name] for name in p_values}
+    names = list(p_values)
+    adjusted = holm_array(np.array([p_values[name] for name in names], dtype=np.float64)) if names else ()
+    return {name: float(value) for name, value in zip(names, adjusted)}
 
 
 # --- chance levels ---------------------------------------------------------------------------------

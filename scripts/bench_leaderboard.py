@@ -1,4 +1,4 @@
-"""How long `medprobe leaderboard` takes: 100 made-up models on MedLAMA hard's shape (issue 33: <= 30 s on 2 cores).
+"""How long `medprobe leaderboard` takes: 100 made-up models on MedLAMA hard's shape (issues 33, 38: <= 30 s on 2 cores).
 
     python scripts/bench_leaderboard.py [--models 100] [--queries 15329] [--runs DIR] [--repeats 1]
 
@@ -6,9 +6,11 @@ Writes --models runs of MedLAMA hard's shape (15,329 queries over 19 relations, 
 macro with their 1,000-resample intervals, as `medprobe probe` writes them: medprobe.records.write.save_run),
 their hit rates spread so that neighbours differ by a fraction of a point (most adjacent pairs tie, some do
 not), then times the whole command: every run read back through medprobe.records (its numbers and intervals
-recomputed), the board ranked with its 99 adjacent paired tests and their per-relation differences, a page per
-model and pair, and the folder written. --runs keeps the made-up runs for the next call (writing them takes a
-minute; it is not timed).
+recomputed), every one of the 4,950 pairs tested (exact McNemar, Holm over all of them: rank intervals and
+letters), the 99 adjacent pairs in full with their per-relation differences, a page per model and pair, and the
+folder written. It then times the test of all pairs alone (the discordant counts of every pair from one matrix
+product, the exact p of each, Holm, letters) and prints its share of the whole build. --runs keeps the made-up
+runs for the next call (writing them takes a minute; it is not timed).
 """
 
 from __future__ import annotations
@@ -64,6 +66,24 @@ def write_runs(folder: Path, models: int, queries: int) -> list[Path]:
     return paths
 
 
+def time_all_pairs(paths: list[Path]) -> float:
+    """Seconds to test every pair of the runs' board and give its ranks and letters (the runs read first, not timed)."""
+    from medprobe.leaderboard.boards import aligned_pair, ranks
+    from medprobe.leaderboard.pairs import scored
+    from medprobe.leaderboard.ranks import all_pairs
+    from medprobe.leaderboard.sources import read_sources
+    from medprobe.tasks.medlama import MedLAMATask
+
+    runs, _ = read_sources([str(path) for path in paths], include_samples=False)
+    estimator = MedLAMATask.estimators(runs[0].record.settings)["acc@10"]
+    scores = [scored(aligned_pair(runs[0].outcomes, run.outcomes)[1], estimator) for run in runs]
+    values = [float(found.scores.mean()) for found in scores]
+    order = sorted(range(len(runs)), key=lambda index: -values[index])
+    started = time.perf_counter()
+    ranks(all_pairs([scores[i] for i in order], [values[i] for i in order], estimator, 1000, 0))
+    return time.perf_counter() - started
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=int, default=100)
@@ -92,9 +112,16 @@ def main(argv: list[str] | None = None) -> int:
             data = build_leaderboard(paths, Path(tmp) / "site", overwrite=True, print_fn=lambda line: None)
             times.append(time.perf_counter() - started)
         board = data["boards"][0]
-        groups = board["rows"][-1]["rank_group"]
-        print(f"{len(board['rows'])} models, {len(board['pairs'])} adjacent pairs, {groups} rank groups, cpus {os.cpu_count()}")
+        separated = sum(test["separated"] for test in board["tests"])
+        names = {name for row in board["rows"] for name in row["letters"]}
+        widest = max(row["rank"]["worst"] - row["rank"]["best"] + 1 for row in board["rows"])
+        print(
+            f"{len(board['rows'])} models, {len(board['tests']):,} pairs tested, {separated:,} separated, {len(names)} letters, "
+            f"widest rank interval {widest}; cpus {os.cpu_count()}"
+        )
         print(f"medprobe leaderboard: best {min(times):.1f} s, median {statistics.median(times):.1f} s over {len(times)} run(s)")
+        pairs_time = time_all_pairs(paths)
+        print(f"all pairs alone: {pairs_time:.2f} s, {pairs_time / min(times):.1%} of the best build")
         print(f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (other work slows the wall time)")
         if args.cpu:  # all in this process: its CPU time over the cores is the wall time an idle machine would take
             started, used = time.perf_counter(), time.process_time()

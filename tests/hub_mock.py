@@ -220,8 +220,12 @@ class FakeHub:
 def serving(monkeypatch, tmp_path: Path, token: str | None = None) -> Iterator[FakeHub]:
     """A FakeHub that every huggingface_hub request goes to inside the block, the process online to it, with an
     empty Hub cache in `tmp_path` (the model checks read the local cache) and HF_TOKEN set when `token` is given."""
+    import medprobe.local_paths
+
     fake = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # the FakeHub answers: the reachability probe (a TCP connection to the real host) would ask the real network
+    monkeypatch.setattr(medprobe.local_paths, "host_reachable", lambda host, port=443, timeout=0: True)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub-cache"))
     if token:
         monkeypatch.setenv("HF_TOKEN", token)

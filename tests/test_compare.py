@@ -18,6 +18,7 @@ import pytest
 import medprobe
 import medprobe.comparison.report
 from medprobe.cli import main
+from medprobe.mcnemar import mcnemar_p
 from medprobe.records import load_record_file, read_run_outcomes
 from medprobe.records.outcomes import outcomes_path
 from medprobe.registry import load, task_entry
@@ -61,13 +62,20 @@ def test_compare_json_numbers_equal_stats_paired_on_the_read_outcomes(minilm_run
     for metric, values in expected.items():
         got = found["differences"][metric]
         assert (got["run"], got["reference"], got["n"]) == (values["a"], values["b"], values["n"])
-        for key in ("difference", "low", "high", "p_value"):
+        for key in ("difference", "low", "high"):
             assert got[key] == values[key], (metric, key)
+        if metric.startswith("macro"):  # not a mean of 0/1 item scores: the permutation test
+            assert (got["p_value"], got["test"]) == (values["p_value"], "paired permutation"), metric
+        else:  # acc@k: each query a hit or not, the exact test of the discordant queries
+            hits = [(outcomes.columns["rank"] <= int(metric.split("@")[1])) for outcomes in (run, reference)]
+            better, worse = int(np.sum(hits[0] & ~hits[1])), int(np.sum(hits[1] & ~hits[0]))
+            assert (got["better"], got["worse"], got["test"]) == (better, worse, "exact McNemar"), metric
+            assert got["p_value"] == mcnemar_p(better, worse), metric
     # per relation: the headline on that relation's queries alone, Holm over the relations
     relation = found["groups"][0]["group"]
     ids = [item for item, group in zip(reference.ids, reference.groups) if group == relation]
     alone = paired(run.select(ids), reference.select(ids), {"acc@10": estimators["acc@10"]}, resamples=300, seed=7)["acc@10"]
-    assert (found["groups"][0]["difference"], found["groups"][0]["p_value"]) == (alone["difference"], alone["p_value"])
+    assert found["groups"][0]["difference"] == alone["difference"] and found["groups"][0]["test"] == "exact McNemar"
     adjusted = holm({row["group"]: row["p_value"] for row in found["groups"]})
     assert [row["p_holm"] for row in found["groups"]] == list(adjusted.values())
 
@@ -465,3 +473,29 @@ def test_runs_of_the_same_data_pair_when_one_named_the_config_and_the_other_took
     other = write_medlama_run(tmp_path / "other.json", 0.6, seed=2, config=None, fingerprint="e" * 64)
     assert main(["compare", str(named), str(other)]) == 2  # other files: other data, whatever the config says
     assert "probed different data" in capsys.readouterr().err
+
+
+def test_compare_and_the_leaderboards_pair_page_give_one_test_one_p(tmp_path, capsys):
+    """Issue 38 §3: compare used a 1,000-draw permutation p (Holm floor 3/1,001 over three relations) where the pair
+    page used the exact McNemar test, so they flagged different relations. Now both give the exact test's p, named."""
+    from medprobe.leaderboard.build import build_leaderboard
+
+    hits = {"upper": {"r0": range(0, 30), "r1": range(0, 20), "r2": range(0, 25)}}
+    hits["lower"] = {"r0": range(0, 10), "r1": range(5, 28), "r2": range(0, 25)}
+    paths = []
+    for name, where in hits.items():
+        ids = [f"{relation}-{row:03d}" for relation in ("r0", "r1", "r2") for row in range(60)]
+        ranks = [1.0 if int(item[-3:]) in where[item[:2]] else float("nan") for item in ids]
+        paths.append(write_run(tmp_path / f"{name}.json", ids, [item[:2] for item in ids], {"rank": ranks}, model=name))
+    assert main(["compare", str(paths[1]), str(paths[0]), "--out", str(tmp_path / "cmp")]) == 0  # upper - lower
+    printed = capsys.readouterr().out
+    compared = {row["group"]: row for row in compare_json(tmp_path / "cmp")["comparisons"][0]["groups"]}
+    (board,) = build_leaderboard(paths, tmp_path / "site", print_fn=lambda line: None)["boards"]
+    paged = {row["group"]: row for row in board["pairs"][0]["groups"]}
+    for relation in ("r0", "r1", "r2"):
+        assert compared[relation]["test"] == paged[relation]["test"] == "exact McNemar"
+        assert compared[relation]["p_value"] == paged[relation]["p_value"]
+        assert compared[relation]["p_holm"] == paged[relation]["p_holm"]
+    assert (compared["r0"]["better"], compared["r0"]["worse"]) == (20, 0)
+    assert compared["r0"]["p_holm"] == pytest.approx(3 * 2 * 0.5**20) and compared["r0"]["p_holm"] < 1e-3  # no 3/1,001 floor
+    assert "exact McNemar (20 vs 0 discordant)" in printed and "| p | test |" in printed

@@ -1,4 +1,4 @@
-"""`medprobe leaderboard`: tie groups and exact McNemar against hand-computed cases, every number from the runs' outcomes,
+"""`medprobe leaderboard`: ranks and exact McNemar against hand-computed cases, every number from the runs' outcomes,
 runs left out with the reason, a board of real runs opened in headless Chromium, and the round trip through a results
 repo on a fake Hub giving the numbers of the local files."""
 
@@ -16,7 +16,8 @@ from headless_chromium import chromium_binary, render
 from hub_mock import serving
 from medprobe.cli import main
 from medprobe.leaderboard.build import build_leaderboard
-from medprobe.leaderboard.pairs import mcnemar_exact, pair_difference, rank_groups, scored
+from medprobe.leaderboard.pairs import pair_difference, scored
+from medprobe.mcnemar import EXACT, PERMUTATION
 from medprobe.official_data import OFFICIAL_DATA
 from medprobe.provenance import dataset_fingerprint, files_digest
 from medprobe.records import load_run
@@ -47,21 +48,6 @@ def board_json(site: Path) -> dict:
 # --- the statistics, by hand --------------------------------------------------------------------------
 
 
-def test_exact_mcnemar_is_twice_the_smaller_binomial_tail_of_the_discordant_items():
-    assert mcnemar_exact(1, 0) == 1.0 and mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(10, 10) == 1.0
-    assert mcnemar_exact(7, 2) == pytest.approx(2 * (1 + 9 + 36) / 2**9)  # C(9,0) + C(9,1) + C(9,2) of 512
-    assert mcnemar_exact(2, 7) == mcnemar_exact(7, 2)
-    assert mcnemar_exact(40, 0) == pytest.approx(2 * 0.5**40)
-    assert mcnemar_exact(600, 400) == pytest.approx(2.6e-10, rel=0.05)  # a large count stays exact in log space
-
-
-def test_holm_over_the_adjacent_pairs_decides_the_rank_groups():
-    groups, p_holm = rank_groups([0.001, 0.4, 0.02])
-    assert p_holm == pytest.approx([0.003, 0.4, 0.04]) and groups == [1, 2, 2, 3]
-    assert rank_groups([0.03, 0.03])[0] == [1, 1, 1]  # each below 0.05 alone, 0.06 after Holm: one group
-    assert rank_groups([None, 0.01])[0] == [1, 1, 2] and rank_groups([]) == ([1], [])
-
-
 def test_one_discordant_item_is_a_tie_and_a_planted_difference_is_not(tmp_path, capsys):
     base = [1] * 50 + [0] * 50
     one_more = base[:50] + [1] + base[51:]  # one query more: one discordant item
@@ -71,11 +57,13 @@ def test_one_discordant_item_is_a_tie_and_a_planted_difference_is_not(tmp_path, 
     ]
     assert main(["leaderboard", *map(str, paths), "--out", str(tmp_path / "site")]) == 0
     (board,) = board_json(tmp_path / "site")["boards"]
-    assert [(row["run"], row["rank_group"]) for row in board["rows"]] == [("planted", 1), ("one_more", 2), ("base", 2)]
+    ranks = [(row["run"], row["rank"]["best"], row["rank"]["worst"], row["letters"]) for row in board["rows"]]
+    assert ranks == [("planted", 1, 1, ["a"]), ("one_more", 2, 3, ["b"]), ("base", 2, 3, ["b"])]
     top, tie = board["pairs"]
     assert (top["better"], top["worse"], tie["better"], tie["worse"]) == (39, 0, 1, 0)
-    assert top["mcnemar_p"] == pytest.approx(2 * 0.5**39) and tie["mcnemar_p"] == 1.0
-    assert top["p_holm"] == pytest.approx(2 * 2 * 0.5**39) and tie["p_holm"] == 1.0  # Holm over the board's 2 pairs
+    assert top["p_value"] == pytest.approx(2 * 0.5**39) and tie["p_value"] == 1.0 and top["test"] == tie["test"] == EXACT
+    # Holm over the board's 3 pairs: planted vs base (40 vs 0) is the smallest p, times 3; then this one, times 2
+    assert top["p_holm"] == pytest.approx(max(3 * 2 * 0.5**40, 2 * 2 * 0.5**39)) and tie["p_holm"] == 1.0
     assert top["separated"] and not tie["separated"]
     assert tie["difference"] == pytest.approx(0.01) and top["difference"] == pytest.approx(0.39)
     for row, path in zip(board["rows"], reversed(paths)):  # each row is its record's number, recomputed when read
@@ -112,9 +100,9 @@ def test_the_fast_paired_bootstrap_of_hits_agrees_with_resampling_the_items():
         scored(upper, ESTIMATORS["acc@10"]), scored(lower, ESTIMATORS["acc@10"]), ESTIMATORS["acc@10"], 4000, 0
     )
     slow = paired(upper, lower, {"acc@10": ESTIMATORS["acc@10"]}, resamples=4000, seed=0)["acc@10"]
-    assert fast.difference == slow["difference"] and fast.mcnemar_p is not None
+    assert fast.difference == slow["difference"] and fast.test == EXACT
     assert abs(fast.low - slow["low"]) < 0.004 and abs(fast.high - slow["high"]) < 0.004
-    assert fast.p_value == pytest.approx(slow["p_value"], abs=0.01)
+    assert fast.p_value == pytest.approx(slow["p_value"], abs=0.01)  # the permutation p estimates the exact one
 
 
 def test_a_macro_metric_goes_through_stats_paired_as_compare_does():
@@ -128,7 +116,7 @@ def test_a_macro_metric_goes_through_stats_paired_as_compare_does():
         expected["high"],
         expected["p_value"],
     )
-    assert found.mcnemar_p is None and found.mde is not None
+    assert found.test == PERMUTATION and found.better is None and found.mde is not None
 
 
 # --- what is left out, and what is refused --------------------------------------------------------------
@@ -246,7 +234,7 @@ def test_a_board_of_real_runs_opens_offline_with_intervals_and_tie_groups(real_r
     assert sum(len(board["rows"]) for board in data["boards"]) == 5 and data["excluded"] == []
     page = render(site / "index.html")
     assert page.errors == [] and page.requests == [(site / "index.html").as_uri()]  # nothing fetched but the page
-    assert len(NUMBER_WITH_INTERVAL.findall(page.dom)) >= 5 and page.dom.count('<td class="group" rowspan=') >= 2
+    assert len(NUMBER_WITH_INTERVAL.findall(page.dom)) >= 5 and page.dom.count('<td class="group">') == 5
     assert "the sample of medlama shipped with medprobe" in page.dom and "<svg" in page.dom
     medlama = next(board for board in data["boards"] if board["benchmark"] == "medlama")
     assert [row["run"] for row in medlama["rows"]][0] == "all"  # MiniLM with every layer first

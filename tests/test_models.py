@@ -162,6 +162,7 @@ def test_cli_fails_on_an_unreachable_model_before_transformers_tries(
     ]
     assert main(argv) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and lines[0].startswith("medprobe: error: --model 'no-such-model' is not a model folder")
-    assert "minilm" in lines[1] and "hf download no-such-model" in lines[1]
+    assert len(lines) == 1 and lines[0].startswith("medprobe: error: --model 'no-such-model' is not a model folder")
+    assert "check the name, give a model folder, one of the packaged models: minilm" in lines[0]
+    assert "hf download no-such-model" in lines[0]
     assert not (tmp_path / "r.json").exists()

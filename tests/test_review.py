@@ -500,6 +500,130 @@ def test_import_refuses_the_filled_sheets_of_another_export_with_the_same_item_i
     assert main(["review", "import", str(first), *files, "--resamples", "20"]) == 0
 
 
+def rewrite_export(files: list[str], export_id: str) -> None:
+    """The forger's edit: every row's export cell (or task's data.export) set to another export's id."""
+    for name in files:
+        path = Path(name)
+        if path.suffix == ".json":
+            tasks = json.loads(path.read_text())
+            path.write_text(json.dumps([{**t, "data": {**t["data"], "export": export_id}} for t in tasks]))
+        else:
+            rows = sheet(path)
+            write_sheet(path, [{**row, "export": export_id} for row in rows], {row["item"]: row["rating"] for row in rows})
+
+
+@pytest.mark.parametrize("kind", ["csv", "label-studio"])
+def test_import_refuses_sheets_of_another_export_whose_export_cells_were_rewritten(two_exports, tmp_path, kind, capsys):
+    """Issue 37 §4, measured before: the first export's filled sheets with their export column rewritten to the second's
+    id imported into the second's folder, exit 0, each rating attached to another question. Each row's query and
+    prediction must be those the manifest pins for its item (its digest): the first row that is not is one line
+    naming the sheet, the row, and what differs; nothing is written."""
+    first, second = two_exports
+    files = fill(first, rate(json.loads((first / "manifest.json").read_text())))
+    if kind == "label-studio":
+        ratings = {row["item"]: int(row["rating"]) for row in sheet(Path(files[0]))}
+        files[0] = label_studio_export(first, "ana", ratings, tmp_path / "ana-project.json")
+    target = json.loads((second / "manifest.json").read_text())
+    rewrite_export(files, target["export_id"])
+    assert main(["review", "import", str(second), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    where = "row 2" if kind == "csv" else "task 1"
+    shown = (
+        sheet(first / "raters" / "ana.csv")[0]
+        if kind == "csv"
+        else json.loads((first / "raters" / "ana.label-studio.json").read_text())[0]["data"]
+    )
+    item = next(i for i in target["items"] if i["item"] == shown["item"])
+    asked = {"query": next(q["text"] for q in target["queries"] if q["query"] == item["query"]), "prediction": item["prediction"]}
+    assert err.startswith(
+        f"medprobe: error: {files[0]}, {where} (item {shown['item']}) does not show what export {target['export_id']} "
+        f"({second / 'manifest.json'}) asks there: "
+    ), err
+    differs = [field for field in ("query", "prediction") if shown[field] != asked[field]]
+    assert differs, "the two exports must ask something else under this item id"
+    for field in differs:
+        assert f"{field} {shown[field]!r} on the sheet, {asked[field]!r} in the manifest" in err, err
+    assert "import each sheet with the folder its export wrote" in err
+    assert not (second / "review.json").exists() and not (second / "review.md").exists()
+
+
+def test_the_command_refuses_a_rewritten_sheet_in_one_line_and_writes_nothing(two_exports):
+    """The same forgery through `python -m medprobe review import`, as a user runs it."""
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    first, second = two_exports
+    files = fill(first, rate(json.loads((first / "manifest.json").read_text())))
+    rewrite_export(files, json.loads((second / "manifest.json").read_text())["export_id"])
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    argv = [sys.executable, "-m", "medprobe", "review", "import", str(second), *files, "--resamples", "20"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"medprobe: error: {files[0]}, row 2 (item ") and "on the sheet" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    assert sorted(path.name for path in second.iterdir()) == ["label-studio-config.xml", "manifest.json", "raters", "scale.md"]
+
+
+def test_an_edited_prediction_cell_is_refused_naming_the_row_and_what_differs(run, tmp_path, capsys):
+    """A row whose prediction was retyped (Diazepam rated where Pancreatitis was asked) rates what nobody asked."""
+    out, files = filled(run, tmp_path)
+    rows = sheet(Path(files[1]))
+    asked = rows[4]["prediction"]
+    rows[4]["prediction"] = "Diazepam"
+    write_sheet(Path(files[1]), rows, {row["item"]: row["rating"] for row in rows})
+    export_id = json.loads((out / "manifest.json").read_text())["export_id"]
+    assert main(["review", "import", str(out), *files, "--resamples", "20"]) == 2
+    expected = (
+        f"{files[1]}, row 6 (item {rows[4]['item']}) does not show what export {export_id} ({out / 'manifest.json'}) "
+        f"asks there: prediction 'Diazepam' on the sheet, {asked!r} in the manifest"
+    )
+    err = capsys.readouterr().err
+    assert err.startswith(f"medprobe: error: {expected}: ") and len(err.splitlines()) == 1, err
+    assert not (out / "review.json").exists()
+
+
+def test_the_manifest_pins_each_rows_content_and_an_edited_manifest_is_refused(run, tmp_path, capsys):
+    from medprobe.digests import json_digest
+
+    out, files = filled(run, tmp_path)
+    manifest = json.loads((out / "manifest.json").read_text())
+    texts = {q["query"]: q["text"] for q in manifest["queries"]}
+    for item in manifest["items"]:
+        assert item["digest"] == json_digest(
+            {"query": texts[item["query"]], "prediction": item["prediction"], "rank": item["rank"]}
+        )
+    manifest["items"][2]["rank"] = manifest["items"][2]["rank"] % 3 + 1  # a rank changed by hand: acc@k would change
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    assert main(["review", "import", str(out), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    item = manifest["items"][2]["item"]
+    assert err.startswith(f"medprobe: error: {out / 'manifest.json'}, item {item}: its digest is not that of its query"), err
+    assert not (out / "review.json").exists()
+
+
+def test_an_export_written_before_row_digests_is_checked_by_its_text(two_exports, capsys):
+    """Decided: such an export's sheets still import (no rater redoes a sheet), each row checked against the item's
+    query and prediction text, which the manifest holds, with a note; a rewritten sheet of another export is refused."""
+    first, second = two_exports
+    for out in two_exports:
+        manifest = json.loads((out / "manifest.json").read_text())
+        manifest["items"] = [{k: v for k, v in item.items() if k != "digest"} for item in manifest["items"]]
+        (out / "manifest.json").write_text(json.dumps(manifest))
+    files = fill(first, rate(json.loads((first / "manifest.json").read_text())))
+    assert main(["review", "import", str(first), *files, "--resamples", "20"]) == 0
+    assert "exported before row digests; each row was checked against the manifest's query and prediction text" in (
+        capsys.readouterr().out
+    )
+    rewrite_export(files, json.loads((second / "manifest.json").read_text())["export_id"])
+    assert main(["review", "import", str(second), *files, "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"{files[0]}, row 2 (item " in err and "on the sheet" in err, err
+    assert not (second / "review.json").exists()
+
+
 def test_a_cleared_export_cell_is_one_line_naming_the_row(run, tmp_path, capsys):
     out, files = filled(run, tmp_path)
     rows = sheet(Path(files[0]))

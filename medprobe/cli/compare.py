@@ -14,7 +14,8 @@ Compare runs of one benchmark item by item: results JSONs written by `medprobe p
 by benchmark/config/prober; floors and failed runs left out). The first input is the reference:
 each other input is compared with it, and a difference is run - reference. Printed (and written
 with --out): each run's metrics with their 95% intervals; the difference of every metric both
-runs report, with a 95% paired-bootstrap interval and a two-sided paired permutation p-value;
+runs report, with a 95% paired-bootstrap interval and a two-sided p, its test named beside it
+(exact McNemar where both runs score each item 0 or 1, as acc@k; else a paired permutation test);
 the headline metric's difference per group (relation, disease, task) with Holm-adjusted p-values.
 
 Refused (exit 2, saying what differs): runs of different tasks or splits; runs of different data

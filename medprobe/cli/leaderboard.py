@@ -12,19 +12,20 @@ Build a static, self-contained site (it loads nothing from the network; open SIT
 disk) from SOURCEs: results JSONs, `medprobe profile` folders, a results repo (hub:ORG/NAME, fetched
 into the Hub cache) or its local copy. Every run is read through medprobe's records loader (every
 number recomputed from its per-item outcomes). Per benchmark/config/prober and data fingerprint, a
-board ranks the runs by the headline metric with n, 95% interval and chance; consecutive runs whose
-paired difference on their common items is not significant (exact McNemar for acc@k, else a paired
-permutation test; Holm across the board's adjacent pairs) share a rank group. A page per model
-(its profile across benchmarks, per-group bars with intervals) and per adjacent pair (difference,
-interval, p-values, per-group differences, the smallest difference the common n could detect at 80%
-power). Runs left out (failed verification, subsets, shipped samples, mismatched data) are listed with
+board ranks the runs by the headline metric with n, 95% interval and chance; every pair of runs is
+tested on their common items (exact McNemar for acc@k, else a paired permutation test; Holm over all
+of the board's pairs), and each run gets a rank interval (1 + the runs significantly better, to the
+runs minus those significantly worse) and letters (two runs share one only when they do not differ
+significantly). A page per model (its profile across benchmarks, per-group bars with intervals) and
+per adjacent pair (difference, interval, p and its test, per-group differences, the smallest
+difference the test detects at 80% power). Runs left out (failed verification, subsets, shipped samples, mismatched data) are listed with
 the reason. SITE/leaderboard.json holds the same data."""
 
 
 def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "leaderboard",
-        help="a static leaderboard of runs: ranks with intervals, tie groups from paired tests",
+        help="a static leaderboard of runs: values with intervals, rank intervals and letters from paired tests",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from medprobe.profiling.plan import KIND_NAMES, profiled, profiled_benchmarks, quick_help
+from medprobe.profiling.plan import KIND_NAMES, MODEL_KIND_HINT, profiled, profiled_benchmarks, quick_help
 
 DESCRIPTION = (
     "Run, for the model's kind (read from its config), every benchmark/prober pair that fits, each as one "
@@ -109,9 +109,14 @@ def add_profile_command(subparsers: argparse._SubParsersAction) -> None:
 
 def run_profile_command(args: argparse.Namespace) -> int:
     from medprobe.contracts import UserError
-    from medprobe.models import resolve_model
+    from medprobe.models import check_model, resolve_model
 
     resolve_model(args.model)  # a typo'd model folder: one line now, before the profile's modules load (seconds)
+    if not args.model_kind:  # a model the Hub cannot give either: one line now too, not after those imports
+        try:
+            check_model(args.model)
+        except UserError as err:
+            raise UserError(f"{err}; {MODEL_KIND_HINT}") from None
     from medprobe.profiling.plan import ProfileOptions
     from medprobe.profiling.run import run_profile
 

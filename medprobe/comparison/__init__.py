@@ -8,7 +8,8 @@ The first input is the reference; every other input is compared with it, and a d
 always `run - reference` (positive: the run scores higher). Each comparison pairs the per-item
 outcomes the two runs wrote beside their results JSONs (`.outcomes.jsonl`, checked against the
 sha256 the JSON names) with `medprobe.stats.paired`: the difference of every overall metric both
-runs report, its paired-bootstrap 95% interval and a two-sided paired permutation p-value; then,
+runs report, its paired-bootstrap 95% interval and a two-sided p (the exact McNemar test of medprobe.mcnemar
+where both runs score each item 0 or 1, else the paired permutation test; named beside it); then,
 for the task's headline metric, the same for each group (relation, disease, task) on that
 group's items alone, with Holm-adjusted p-values over the groups of the comparison.
 

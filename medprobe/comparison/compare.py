@@ -1,6 +1,10 @@
 """One comparison per pair: each run's metrics with intervals, their paired differences (medprobe.stats.paired),
 the headline metric's difference per group with Holm-adjusted p-values, and the whole comparison as
 written to compare.json.
+
+One question gets one test, here as on the leaderboard's pages: a metric whose items score 0 or 1 in both runs
+(micro acc@k) is tested by the exact McNemar test of the discordant items (medprobe.mcnemar: exact, no floor),
+any other (macro averages, F1, shares) by the paired permutation test; each p carries the name of its test.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from medprobe.comparison.pairing import (
     same_weights,
     task_class,
 )
+from medprobe.mcnemar import one_test
 from medprobe.options import RESAMPLES_OPTION, check_positive
 from medprobe.registry import task_entry
 from medprobe.stats import RESAMPLES, SEED, Estimator, Outcomes, estimate, holm, intervals, paired, plural
@@ -71,7 +76,7 @@ def paired_result(found: dict) -> dict:
     difference without a value (NaN: e.g. a group without scored steps) has no p-value (stats gives None)
     and stays out of Holm's family."""
     result = {"reference": found["b"], "run": found["a"]}
-    result.update({key: value for key, value in found.items() if key not in ("a", "b")})
+    result.update({key: value for key, value in found.items() if key not in ("a", "b", "null_spread")})
     return result
 
 
@@ -85,11 +90,9 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
     recompute = counts["compared"] < max(counts[ref.label], counts[run.label])
     differences = paired(b, a, estimators, resamples=resamples, seed=seed)  # run - reference, on the same resamples
     groups = []
-    for group in differences_by_group(b, a):
-        found = paired_result(
-            paired(group[1], group[2], {headline: estimators[headline]}, resamples=resamples, seed=seed)[headline]
-        )
-        groups.append({"group": group[0], **found})
+    for name, run_items, reference_items in differences_by_group(b, a):
+        found = paired(run_items, reference_items, {headline: estimators[headline]}, resamples=resamples, seed=seed)[headline]
+        groups.append({"group": name, **one_test(paired_result(found), run_items, reference_items, estimators[headline])})
     tested = {row["group"]: row["p_value"] for row in groups if row["p_value"] is not None}
     adjusted = holm(tested)
     for row in groups:
@@ -118,7 +121,7 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
                 ref.label: run_values(ref, a, estimators, recompute, resamples, seed),
                 run.label: run_values(run, b, estimators, recompute, resamples, seed),
             },
-            "differences": {name: paired_result(found) for name, found in differences.items()},
+            "differences": {name: one_test(paired_result(found), b, a, estimators[name]) for name, found in differences.items()},
             "groups": groups,
         }
     )
@@ -214,8 +217,9 @@ def compare(
         ],
         "reference": inputs[0].label,
         "difference": "run - reference (the first input), in the metric's units",
-        "method": "paired percentile bootstrap over items (within groups for macro metrics); two-sided p from a paired "
-        "permutation test; per-group p-values Holm-adjusted within each comparison",
+        "method": "paired percentile bootstrap over items (within groups for macro metrics); two-sided p from the exact "
+        "McNemar test where both runs score each item 0 or 1 (acc@k), else from a paired permutation test, its name beside "
+        "it; per-group p-values Holm-adjusted within each comparison",
         "level": 0.95,
         "resamples": resamples,
         "seed": seed,

@@ -105,17 +105,27 @@ def summary_table(comparison: dict) -> Table:
                 signed(diff["difference"]),
                 interval(diff["low"], diff["high"]),
                 p_text(diff["p_value"]),
+                test_text(diff),
             ]
         )
     return Table(
         "Headline differences",
         f"Each run minus the reference ({comparison['reference']}), paired on identical items; values in % with their "
         f"95% intervals, differences in percentage points with a 95% paired-bootstrap interval ({comparison['resamples']:,} "
-        f"resamples, seed {comparison['seed']}) and a two-sided paired permutation p-value.",
-        ["comparison", "data", "metric", "n", "reference", "run", "difference", "95% interval", "p"],
+        f"resamples, seed {comparison['seed']}) and a two-sided p: the exact McNemar test where both runs score each item "
+        "0 or 1, else a paired permutation test (named beside each p).",
+        ["comparison", "data", "metric", "n", "reference", "run", "difference", "95% interval", "p", "test"],
         rows,
         set(range(3, 9)),
     )
+
+
+def test_text(found: dict) -> str:
+    """The test a p comes from, as printed beside it: `exact McNemar (12 vs 3 discordant)` with the items only the run
+    gets against those only the reference gets, or `paired permutation`."""
+    if found.get("better") is None:
+        return found.get("test") or DASH
+    return f"{found['test']} ({found['better']:,} vs {found['worse']:,} discordant)"
 
 
 def runs_table(comparison: dict) -> Table:
@@ -193,6 +203,7 @@ def metrics_table(found: dict) -> Table:
                 signed(diff["difference"]),
                 interval(diff["low"], diff["high"]),
                 p_text(diff["p_value"]),
+                test_text(diff),
             ]
         )
     items = found["items"]
@@ -203,7 +214,7 @@ def metrics_table(found: dict) -> Table:
     return Table(
         f"{versus(found)}: {found['title']}",
         intro + ".",
-        ["metric", ref, run, "difference", "95% interval", "p"],
+        ["metric", ref, run, "difference", "95% interval", "p", "test"],
         rows,
         set(range(1, 6)),
     )
@@ -221,15 +232,17 @@ def groups_table(found: dict) -> Table:
             interval(row["low"], row["high"]),
             p_text(row["p_value"]),
             p_text(row["p_holm"]),
+            test_text(row),
         ]
         for row in found["groups"]
     ]
     tested = sum(row["p_holm"] is not None for row in found["groups"])
     return Table(
         f"{versus(found)}: {found['headline']} per {found['group_by']}",
-        f"The {found['headline']} of each {found['group_by']}'s {found['units']} alone; p (Holm) adjusted over the "
+        f"The {found['headline']} of each {found['group_by']}'s {found['units']} alone; p from the test named beside it "
+        f"(exact McNemar: {found['units']} only the run gets vs only the reference gets); p (Holm) adjusted over the "
         f"{tested} {found['group_by']} tests of this comparison.",
-        [found["group_by"], "n", ref, run, "difference", "95% interval", "p", "p (Holm)"],
+        [found["group_by"], "n", ref, run, "difference", "95% interval", "p", "p (Holm)", "test"],
         rows,
         set(range(1, 8)),
     )

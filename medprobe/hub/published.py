@@ -170,13 +170,16 @@ def parse_hub(spec: str) -> tuple[str, str]:
     return "/".join(parts[:2]), "/".join(parts[2:])
 
 
-def hub_failure(spec: str, err: Exception) -> UserError:
+def hub_failure(spec: str, err: Exception, offline: str = "") -> UserError:
+    """One line naming the run and what to do; `offline` is why only the local cache was asked (hub_offline_reason)."""
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError
 
     if isinstance(err, LocalEntryNotFoundError):
+        close = close_cached_spec(spec)
         return UserError(
-            f"{spec}: not in the local Hub cache, and the Hub cannot be reached (HF_HUB_OFFLINE set, or no network); "
-            "fetch it once with the network"
+            f"{spec}: not in the local Hub cache, and the Hub cannot be reached ({offline or 'HF_HUB_OFFLINE set, or no network'}); "
+            + (f"did you mean {close}? It is in the cache. Otherwise " if close else "check the name, or ")
+            + "fetch it once where the Hub is reachable, or give a local copy of the run instead"
         )
     if isinstance(err, RepositoryNotFoundError):
         return UserError(f"{spec}: no such dataset repo on the Hub (or the token cannot see it); check ORG/NAME")
@@ -187,20 +190,45 @@ def hub_failure(spec: str, err: Exception) -> UserError:
     )
 
 
+def close_cached_spec(spec: str) -> str | None:
+    """A run (or results repo) in the local Hub cache whose `hub:` name is close to `spec`: the typo it may be."""
+    import difflib
+
+    from huggingface_hub import constants
+
+    repo_id, inside = parse_hub(spec)
+    known: set[str] = set()
+    for repo in Path(constants.HF_HUB_CACHE).glob("datasets--*--*"):
+        cached = repo.name[len("datasets--") :].replace("--", "/", 1)
+        if not inside:
+            known.add(f"{HUB}{cached}")
+            continue
+        for results in repo.glob(f"snapshots/*/*/*/*/*/{RESULTS}"):
+            known.add(f"{HUB}{cached}/{'/'.join(results.parent.parts[-4:])}")
+    found = difflib.get_close_matches(spec, sorted(known), n=1, cutoff=0.8)
+    return found[0] if found else None
+
+
 def fetch_run(spec: str) -> Path:
     """The folder of a published run in the Hub cache (downloaded once; read from the cache offline), both files of
-    one commit of the repo."""
+    one commit of the repo. When the Hub cannot be reached (HF_HUB_OFFLINE, or a probe of its host that fails within
+    2 s), only the cache is read: huggingface_hub would otherwise retry for ~24 s before saying so."""
     from huggingface_hub import hf_hub_download
+
+    from medprobe.local_paths import hub_offline_reason
 
     repo_id, path = parse_hub(spec)
     if not path:
         raise UserError(f"{spec} names a whole results repo; give one run: {spec}/<model>/<benchmark>/<config>/<prober>")
+    offline = hub_offline_reason()
     try:
-        results = Path(hf_hub_download(repo_id, f"{path}/{RESULTS}", repo_type="dataset"))
+        results = Path(hf_hub_download(repo_id, f"{path}/{RESULTS}", repo_type="dataset", local_files_only=bool(offline)))
         revision = commit_of(results)
-        outcomes = Path(hf_hub_download(repo_id, f"{path}/{OUTCOMES}", repo_type="dataset", revision=revision))
+        outcomes = Path(
+            hf_hub_download(repo_id, f"{path}/{OUTCOMES}", repo_type="dataset", revision=revision, local_files_only=bool(offline))
+        )
     except Exception as err:  # noqa: BLE001 - whatever the Hub client raises, one line naming the run
-        raise hub_failure(spec, err) from None
+        raise hub_failure(spec, err, offline) from None
     if outcomes.parent != results.parent:  # pragma: no cover - one snapshot folder per commit in the Hub cache
         raise UserError(f"{spec}: its files came from two commits of the repo; fetch again")
     return results.parent
@@ -216,13 +244,21 @@ def fetch_repo(spec: str) -> Path:
     """A local copy of a whole results repo in the Hub cache (its runs' records and outcomes, not predictions)."""
     from huggingface_hub import snapshot_download
 
+    from medprobe.local_paths import hub_offline_reason
+
     repo_id, path = parse_hub(spec)
     if path:
         raise UserError(f"{spec} is one run; a leaderboard source is a whole results repo: hub:{repo_id}")
+    offline = hub_offline_reason()  # unreachable: the cache only, at once (as fetch_run)
     try:
-        folder = snapshot_download(repo_id, repo_type="dataset", allow_patterns=[f"*/{RESULTS}", f"*/{OUTCOMES}", MANIFEST])
+        folder = snapshot_download(
+            repo_id,
+            repo_type="dataset",
+            allow_patterns=[f"*/{RESULTS}", f"*/{OUTCOMES}", MANIFEST],
+            local_files_only=bool(offline),
+        )
     except Exception as err:  # noqa: BLE001
-        raise hub_failure(spec, err) from None
+        raise hub_failure(spec, err, offline) from None
     return Path(folder)
 
 

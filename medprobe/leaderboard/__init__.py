@@ -3,8 +3,9 @@
     data = build_leaderboard(["runs/", "hub:me/results"], "site")   # SITE/index.html, models/, pairs/, leaderboard.json
 
 The package: `sources` reads what the boards are built from (results files, profile folders, results
-repos; every run through medprobe.records) and what is left out and why; `pairs` holds the statistics
-(per-item scores, paired differences, exact McNemar, Holm tie groups, detectable differences);
+repos; every run through medprobe.records) and what is left out and why; `pairs` holds a pair's statistics
+(per-item scores, paired difference, its one test, detectable difference); `ranks` tests every pair of a board
+(Holm over all of them) and gives each run its rank interval and letters;
 `boards` groups runs into boards and computes every row and pair; `site` draws the static pages from
 that data alone; `build` is the command (its output folder written whole); `space` publishes a Space
 that builds the same site from a results repo.

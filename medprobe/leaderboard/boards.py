@@ -1,4 +1,4 @@
-"""The boards: runs grouped by what makes them comparable, ranked by the headline, tie groups and pair statistics.
+"""The boards: runs grouped by what makes them comparable, ranked by the headline, every pair tested, rank intervals.
 
     data = leaderboard_data(runs, excluded, resamples=1000, seed=0)   # what SITE/leaderboard.json holds
 
@@ -10,10 +10,11 @@ contents) is left out as mismatched data.
 
 Rows are ordered by the headline, each with its value, 95% interval and n (the record's, recomputed
 from its outcomes when it was read), and the chance level its record states with the null in words.
-Each adjacent pair is compared on its common items (medprobe.leaderboard.pairs); the p-values of the
-board's adjacent pairs are Holm-adjusted together, and consecutive rows whose adjusted p is not below
-0.05 share a rank group. Each pair also gets its per-group differences (Holm over the groups) and the
-minimum difference its n could detect; each run its headline per group with a 95% interval.
+Every pair of runs is tested on their common items, Holm over all of the board's pairs
+(medprobe.leaderboard.ranks), which gives each row its rank interval and letters; `tests` keeps every
+pair's discordant counts, p and adjusted p. Each adjacent pair also gets its paired difference with an
+interval (medprobe.leaderboard.pairs), its per-group differences (Holm over the groups) and the smallest
+difference its test detects; each run its headline per group with a 95% interval.
 """
 
 from __future__ import annotations
@@ -24,17 +25,20 @@ from pathlib import Path
 from typing import Any
 
 from medprobe.hub.published import name_part
-from medprobe.leaderboard.pairs import ALPHA, LEVEL, Difference, Scored, pair_difference, rank_groups, scored, value_interval
+from medprobe.leaderboard.pairs import ALPHA, LEVEL, Difference, Scored, pair_difference, scored, value_interval
+from medprobe.leaderboard.ranks import RULE, PairTests, all_pairs, letters, rank_intervals
 from medprobe.leaderboard.sources import BoardRun, Excluded, where_of
 from medprobe.registry import load, task_entry
 from medprobe.stats import RESAMPLES, SEED, Estimator, Outcomes, holm
 
 METHOD = (
     "Rows ordered by the headline metric with its 95% percentile-bootstrap interval (the record's, recomputed from the "
-    "run's per-item outcomes). Adjacent rows are compared on their common items: the paired difference with a 95% "
-    "paired-bootstrap interval, a paired permutation p and, for a metric of 0/1 item scores (acc@k), the exact McNemar "
-    "p, which decides there; the board's adjacent pairs are Holm-adjusted together, and rows whose adjusted p is not "
-    "below 0.05 share a rank group."
+    "run's per-item outcomes). Every pair of runs is compared on their common items: for a metric of 0/1 item scores "
+    "(acc@k) by the exact McNemar test of the discordant items, otherwise by a paired permutation test; the p-values of "
+    "all the board's pairs are Holm-adjusted together. A run's rank interval runs from 1 + the runs significantly better "
+    "to the runs minus those significantly worse; two runs share a letter only when they are not separated. Adjacent "
+    "rows also get the paired difference with a 95% paired-bootstrap interval, per-group differences (Holm over the "
+    "groups) and the smallest difference the test detects with 80% power."
 )
 
 
@@ -78,11 +82,12 @@ def difference_dict(found: Difference) -> dict:
         "low": found.low,
         "high": found.high,
         "p_value": found.p_value,
-        "mcnemar_p": found.mcnemar_p,
+        "test": found.test,
         "better": found.better,
         "worse": found.worse,
         "n": found.n,
         "mde": found.mde,
+        "mde_method": found.mde_method,
         "method": found.method,
     }
 
@@ -91,9 +96,9 @@ def pair_groups(upper: Scored, lower: Scored, estimator: Estimator, resamples: i
     """The headline difference on each group's items alone, Holm-adjusted over the groups of the pair."""
     rows = []
     for name in upper.outcomes.group_names:
-        found = pair_difference(upper.group(name), lower.group(name), estimator, resamples, seed, permutation=False)
-        rows.append({"group": name, "n": found.n, **difference_dict(found), "test_p": found.test_p()})
-    adjusted = holm({row["group"]: row["test_p"] for row in rows if row["test_p"] is not None})
+        found = pair_difference(upper.group(name), lower.group(name), estimator, resamples, seed)
+        rows.append({"group": name, "n": found.n, **difference_dict(found)})
+    adjusted = holm({row["group"]: row["p_value"] for row in rows if row["p_value"] is not None})
     for row in rows:
         row["p_holm"] = adjusted.get(row["group"])
     return rows
@@ -151,7 +156,7 @@ def usable(runs: list[BoardRun], metric: str) -> tuple[list[BoardRun], list[Excl
 def row_dict(
     run: BoardRun,
     position: int,
-    group: int,
+    rank: dict,
     value: dict,
     scores: Scored,
     metric: str,
@@ -162,7 +167,7 @@ def row_dict(
     chance = (run.record.chance or {}).get(metric) or {}
     return {
         "position": position,
-        "rank_group": group,
+        **rank,
         "run": run.label,
         "model": model_name(run.record),
         **value,
@@ -174,11 +179,12 @@ def row_dict(
 
 
 def pair_dict(upper: BoardRun, lower: BoardRun, found: Difference, per_group: list[dict], adjusted: float | None) -> dict:
+    """An adjacent pair: its difference in full, `p_holm` from the family of all the board's pairs."""
+    adjusted = None if adjusted is None or adjusted != adjusted else float(adjusted)
     return {
         "upper": upper.label,
         "lower": lower.label,
         **difference_dict(found),
-        "test_p": found.test_p(),
         "p_holm": adjusted,
         "separated": adjusted is not None and adjusted < ALPHA,
         "groups": per_group,
@@ -203,8 +209,14 @@ def board_head(first: Any, entry: Any, status: Any) -> dict:
     }
 
 
+def ranks(tests: PairTests) -> list[dict]:
+    """Each row's rank interval and letters, from the board's tests of all pairs."""
+    best, worst = rank_intervals(tests.above())
+    return [{"rank": {"best": b, "worst": w}, "letters": found} for b, w, found in zip(best, worst, letters(tests.separated()))]
+
+
 def one_board(runs: list[BoardRun], resamples: int, seed: int) -> tuple[dict | None, list[Excluded]]:
-    """A board of runs that share its key: rows ranked, adjacent pairs compared, tie groups (None: no run is left)."""
+    """A board of runs that share its key: rows ranked, every pair tested, adjacent pairs in full (None: no run is left)."""
     entry = task_entry(runs[0].record.task)
     metric = entry.headline
     runs, excluded = usable(runs, metric)
@@ -214,19 +226,24 @@ def one_board(runs: list[BoardRun], resamples: int, seed: int) -> tuple[dict | N
     scores = {id(run): scored(aligned_pair(runs[0].outcomes, run.outcomes)[1], estimator) for run in runs}  # one item order
     values = {id(run): row_value(run, scores[id(run)], metric, estimator, resamples, seed) for run in runs}
     runs.sort(key=lambda run: (-sortable(values[id(run)]["value"]), run.label))
-    differences = []
-    for upper, lower in zip(runs, runs[1:]):
-        a, b = scores[id(upper)], scores[id(lower)]
-        differences.append(
-            (upper, lower, pair_difference(a, b, estimator, resamples, seed), pair_groups(a, b, estimator, resamples, seed))
-        )
-    groups, p_holm = rank_groups([found.test_p() for _, _, found, _ in differences])
+    ordered = [scores[id(run)] for run in runs]
+    tests = all_pairs(ordered, [values[id(run)]["value"] for run in runs], estimator, resamples, seed)
     board = board_head(runs[0].record, entry, runs[0].status)
     board["rows"] = [
-        row_dict(run, position, group, values[id(run)], scores[id(run)], metric, estimator, resamples, seed)
-        for position, (run, group) in enumerate(zip(runs, groups), start=1)
+        row_dict(run, position, rank, values[id(run)], scores[id(run)], metric, estimator, resamples, seed)
+        for position, (run, rank) in enumerate(zip(runs, ranks(tests)), start=1)
     ]
-    board["pairs"] = [pair_dict(*difference, adjusted) for difference, adjusted in zip(differences, p_holm)]
+    board["pairs"] = [
+        pair_dict(
+            upper,
+            lower,
+            pair_difference(a, b, estimator, resamples, seed),
+            pair_groups(a, b, estimator, resamples, seed),
+            tests.p_holm[index, index + 1],
+        )
+        for index, (upper, lower, a, b) in enumerate(zip(runs, runs[1:], ordered, ordered[1:]))
+    ]
+    board["tests"] = tests.rows()
     return board, excluded
 
 
@@ -267,6 +284,7 @@ def leaderboard_data(
         "resamples": resamples,
         "seed": seed,
         "method": METHOD,
+        "rule": RULE,
         "sources": list(sources),
         "boards": boards,
         "excluded": listed,

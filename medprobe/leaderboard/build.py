@@ -74,8 +74,13 @@ def build_leaderboard(
     data = clean(leaderboard_data(runs, excluded, resamples=resamples, seed=seed, sources=names))
     write_site(out, site_files(data), overwrite)
     for board in data["boards"]:
-        groups = board["rows"][-1]["rank_group"] if board["rows"] else 0
-        print_fn(f"{board['title']}: {len(board['rows'])} run(s) in {groups} rank group(s); data: {board['data']['text']}")
+        separated = sum(test["separated"] for test in board["tests"])
+        print_fn(
+            f"{board['title']}: {len(board['rows'])} run(s), {separated} of {len(board['tests'])} pair(s) separated; "
+            f"data: {board['data']['text']}"
+        )
+    if data["boards"]:
+        print_fn(data["rule"])
     for item in data["excluded"]:
         print_fn(f"left out: {item['run']} ({item['source']}): {item['reason']}")
     print_fn(f"wrote {out / 'index.html'} and {out / 'leaderboard.json'}")

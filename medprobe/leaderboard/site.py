@@ -17,6 +17,8 @@ from typing import Any
 
 from medprobe.comparison.report import DASH, POLICY, STYLE, interval, p_text, percent, signed
 from medprobe.hub.published import name_part
+from medprobe.leaderboard.ranks import letters_text
+from medprobe.mcnemar import not_detectable_text
 from medprobe.stats import plural
 
 EXTRA_STYLE = """
@@ -141,30 +143,56 @@ def pair_page(board: dict, index: int) -> str:
 
 
 def group_note(board: dict) -> str:
-    pairs = board["pairs"]
-    groups = board["rows"][-1]["rank_group"] if board["rows"] else 0
+    """The board's rule in one line, with how many of its pairs the tests separate."""
+    tests = board["tests"]
+    separated = sum(test["separated"] for test in tests)
     return (
-        f"{len(board['rows'])} runs in {groups} rank group(s): rows of one group are not separated by a significant paired "
-        f"difference on their common {plural(board['unit'])} (Holm over the board's {len(pairs)} adjacent pair(s), α 0.05)."
+        f"{len(board['rows'])} runs, {len(tests)} pair(s) tested on their common {plural(board['unit'])}, {separated} "
+        f"separated. Rank: from 1 + the runs significantly better to the runs minus those significantly worse; two runs "
+        f"share a letter only when their difference is not significant ({test_names(tests)}; Holm over all {len(tests)} "
+        "pairs, α 0.05)."
     )
 
 
+def test_names(tests: list[dict]) -> str:
+    """The tests a board's p-values come from, named: `exact McNemar`, or both where its pairs differ."""
+    return " or ".join(dict.fromkeys(test["test"] for test in tests)) or "no pair"
+
+
+def rank_text(row: dict) -> str:
+    """`1–3`: the rank interval; `2` where it is one rank."""
+    best, worst = row["rank"]["best"], row["rank"]["worst"]
+    return str(best) if best == worst else f"{best}–{worst}"
+
+
+def letters_of(row: dict, board: dict) -> str:
+    return letters_text(row["letters"], [other["letters"] for other in board["rows"]])
+
+
+def detectable_text(found: dict, units: str) -> str:
+    """The smallest difference the pair's test detects (points), or why there is none: too few discordant items."""
+    if found.get("mde") is not None:
+        return signed(found["mde"]).lstrip("+")
+    if found.get("better") is not None:
+        return not_detectable_text(found["n"], found["better"] + found["worse"])
+    return f"not detectable at n={found['n']:,} (the runs agree on every {units[:-1] if units.endswith('s') else units})"
+
+
 def board_rows(board: dict, models: dict[str, str]) -> list[str]:
-    """The board's table: the rank group spans its rows; each row links its model's page and its pair with the next."""
+    """The board's table: each row's rank interval and letters; each row links its model's page and its pair with the next."""
     rows = board["rows"]
+    tests = test_names(board["tests"])
     lines = [
         '<table class="board">',
-        "<thead><tr><th>rank group</th><th>#</th><th>run</th><th>model</th>"
+        "<thead><tr><th>rank</th><th>letters</th><th>#</th><th>run</th><th>model</th>"
         f"<th>{esc(board['metric'])} [95% interval]</th><th>interval (0–100%)</th><th>n</th><th>chance</th>"
-        "<th>vs next: difference</th><th>p (Holm)</th></tr></thead>",
+        f"<th>vs next: difference</th><th>p ({esc(tests)}, Holm over all pairs)</th></tr></thead>",
         "<tbody>",
     ]
     for index, row in enumerate(rows):
-        cells = []
-        if index == 0 or rows[index - 1]["rank_group"] != row["rank_group"]:
-            span = sum(1 for other in rows if other["rank_group"] == row["rank_group"])
-            cells.append(f'<td class="group" rowspan="{span}">{row["rank_group"]}</td>')
-        cells += [
+        cells = [
+            f'<td class="num">{rank_text(row)}</td>',
+            f'<td class="group">{esc(letters_of(row, board))}</td>',
             f'<td class="num">{row["position"]}</td>',
             f"<td>{esc(row['run'])}</td>",
             f'<td><a href="{models[row["model"]]}">{esc(row["model"])}</a></td>',
@@ -175,15 +203,14 @@ def board_rows(board: dict, models: dict[str, str]) -> list[str]:
         ]
         if index < len(board["pairs"]):
             pair = board["pairs"][index]
-            mark = '<span class="sep">separated</span>' if pair["separated"] else '<span class="tied">tied</span>'
+            mark = '<span class="sep">separated</span>' if pair["separated"] else '<span class="tied">not separated</span>'
             cells += [
                 f'<td class="num"><a href="{pair_page(board, index)}">{signed(pair["difference"])}</a></td>',
                 f'<td class="num">{p_text(pair["p_holm"])} {mark}</td>',
             ]
         else:
             cells += [f"<td>{DASH}</td>", f"<td>{DASH}</td>"]
-        tint = ' class="tint"' if row["rank_group"] % 2 == 0 else ""
-        lines.append(f"<tr{tint}>" + "".join(cells) + "</tr>")
+        lines.append("<tr>" + "".join(cells) + "</tr>")
     return lines + ["</tbody>", "</table>"]
 
 
@@ -219,7 +246,8 @@ def index_page(data: dict, models: dict[str, str]) -> str:
     body = [
         f'<p class="intro">{runs} run(s) on {len(data["boards"])} board(s); {len(data["excluded"])} left out (listed at the end). '
         f"Every number is recomputed from the runs' per-item outcomes ({data['resamples']:,} resamples, seed {data['seed']}); "
-        'runs in one rank group are not separated by a significant paired difference (<a href="#how">how to read it</a>); '
+        "a rank is an interval and two runs share a letter unless a paired test of the two separates them "
+        '(<a href="#how">how to read it</a>); '
         f'the same data is in <a href="leaderboard.json">leaderboard.json</a>. medprobe {esc(data["medprobe"])}.</p>',
         "<nav><ul>"
         + "".join(f'<li><a href="#{esc(b["id"])}">{esc(b["title"])}</a></li>' for b in data["boards"])
@@ -228,7 +256,11 @@ def index_page(data: dict, models: dict[str, str]) -> str:
     for board in data["boards"]:
         body += board_section(board, models)
     body += ["<h2>Left out</h2>", *(excluded_table(data["excluded"]) if data["excluded"] else ["<p>None.</p>"])]
-    body += ['<h2 id="how">How to read it</h2>', f'<p class="intro">{esc(data["method"])}</p>']
+    body += [
+        '<h2 id="how">How to read it</h2>',
+        f'<p class="intro">{esc(data["rule"])}</p>',
+        f'<p class="intro">{esc(data["method"])}</p>',
+    ]
     return page("medprobe leaderboard", body)
 
 
@@ -238,7 +270,6 @@ def index_page(data: dict, models: dict[str, str]) -> str:
 def model_page(model: str, data: dict) -> str:
     profile, sections = [], []
     for board in data["boards"]:
-        groups = board["rows"][-1]["rank_group"] if board["rows"] else 0
         for row in board["rows"]:
             if row["model"] != model:
                 continue
@@ -250,7 +281,7 @@ def model_page(model: str, data: dict) -> str:
                     esc(board["metric"]),
                     value_text(row),
                     f"{row['n']:,}",
-                    f"{row['rank_group']} of {groups}",
+                    f"{rank_text(row)} of {len(board['rows'])} ({esc(letters_of(row, board))})",
                     percent(row["chance"]),
                 ]
             )
@@ -266,8 +297,9 @@ def model_page(model: str, data: dict) -> str:
                 ),
             ]
     body = [
-        '<p class="intro">Its knowledge profile: every board it is on, with its headline, 95% interval and rank group.</p>',
-        *table(["board", "run", "metric", "value [95% interval]", "n", "rank group", "chance"], profile, {3, 4, 5, 6}),
+        '<p class="intro">Its knowledge profile: every board it is on, with its headline, 95% interval, rank interval and '
+        "letters (from paired tests of every pair of the board).</p>",
+        *table(["board", "run", "metric", "value [95% interval]", "n", "rank (letters)", "chance"], profile, {3, 4, 5, 6}),
         *sections,
     ]
     return page(f"{model}", body, depth=1)
@@ -289,9 +321,8 @@ def pair_page_html(board: dict, index: int) -> str:
             signed(pair["difference"]),
             interval(pair["low"], pair["high"]),
             p_text(pair["p_value"]),
-            p_text(pair["mcnemar_p"]),
             p_text(pair["p_holm"]),
-            signed(pair["mde"]).lstrip("+") if pair["mde"] is not None else DASH,
+            esc(detectable_text(pair, plural(board["unit"]))),
             f"{pair['n']:,}",
         ]
     ]
@@ -303,15 +334,18 @@ def pair_page_html(board: dict, index: int) -> str:
             percent(g["lower_value"]),
             signed(g["difference"]),
             interval(g["low"], g["high"]),
-            p_text(g["test_p"]),
+            p_text(g["p_value"]),
             p_text(g["p_holm"]),
+            esc(detectable_text(g, plural(board["unit"]))),
         ]
         for g in pair["groups"]
     ]
-    verdict = "separated: a new rank group starts below" if pair["separated"] else "tied: one rank group"
+    verdict = "separated" if pair["separated"] else "not separated"
+    tested = f"Holm over the board's {len(board['tests'])} pairs"
     body = [
         f'<p class="intro"><a href="../index.html#{esc(board["id"])}">{esc(board["title"])}</a>: {esc(upper)} (#{index + 1}) '
-        f"against {esc(lower)} (#{index + 2}) on their {pair['n']:,} common {esc(plural(board['unit']))}{discordant}; {verdict}.</p>",
+        f"against {esc(lower)} (#{index + 2}) on their {pair['n']:,} common {esc(plural(board['unit']))}{discordant}: "
+        f"{verdict} ({esc(pair['test'])}, {tested}).</p>",
         *table(
             [
                 "metric",
@@ -319,22 +353,35 @@ def pair_page_html(board: dict, index: int) -> str:
                 lower,
                 "difference",
                 "95% interval",
-                "p (permutation)",
-                "p (exact McNemar)",
-                "p (Holm, board)",
+                f"p ({pair['test']})",
+                f"p (Holm, all {len(board['tests'])} pairs)",
                 "detectable (80% power)",
                 "n",
             ],
             overall,
-            set(range(1, 10)),
+            set(range(1, 9)),
         ),
-        f'<p class="intro">{esc(pair["method"])}. Detectable: the smallest difference (percentage points) a two-sided paired '
-        "test at α 0.05 finds with 80% power on these items.</p>",
+        f'<p class="intro">{esc(pair["method"])}. Detectable: the smallest difference (percentage points) that test finds '
+        f"with 80% power at two-sided α 0.05, {esc(pair['mde_method'])}.</p>",
         f"<h2>{esc(board['metric'])} per {esc(board['group_by'])}</h2>",
-        *table([board["group_by"], "n", upper, lower, "difference", "95% interval", "p", "p (Holm)"], groups, set(range(1, 8))),
-        f'<p class="intro">p: exact McNemar where the items score 0 or 1, else the paired permutation test; Holm over this '
-        f"pair's {len(pair['groups'])} {esc(board['group_by'])} tests. Every metric of both runs, with the same tests: "
-        f"<code>{esc(pair['compare'])}</code></p>",
+        *table(
+            [
+                board["group_by"],
+                "n",
+                upper,
+                lower,
+                "difference",
+                "95% interval",
+                f"p ({test_names(pair['groups'])})",
+                "p (Holm)",
+                "detectable (80% power)",
+            ],
+            groups,
+            set(range(1, 9)),
+        ),
+        f'<p class="intro">p: the exact McNemar test where the items score 0 or 1, else the paired permutation test, as '
+        f"<code>medprobe compare</code> has it; Holm over this pair's {len(pair['groups'])} {esc(board['group_by'])} tests. "
+        f"Every metric of both runs, with the same tests: <code>{esc(pair['compare'])}</code></p>",
     ]
     return page(f"{upper} vs {lower}", body, depth=1)
 

@@ -45,6 +45,7 @@ KIND_NAMES = {
     "causal-lm": "a causal LM",
     "seq2seq": "a seq2seq (encoder-decoder) LM",
 }
+MODEL_KIND_HINT = f"or give --model-kind ({', '.join(KIND_NAMES)}) when a plugin's prober reads this model itself"
 
 
 def profiled() -> list[TaskEntry]:

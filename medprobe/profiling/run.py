@@ -16,6 +16,7 @@ from medprobe.atomic_folder import check_output_folder
 from medprobe.contracts import UserError
 from medprobe.profiling.plan import (
     KIND_NAMES,
+    MODEL_KIND_HINT,
     PlannedRun,
     ProfileOptions,
     check_data_dirs,
@@ -196,8 +197,7 @@ def read_model_kind(options: ProfileOptions) -> tuple[str, str]:
     try:
         return load_model_kind(options.model)
     except (UserError, OSError) as err:
-        hint = f"or give --model-kind ({', '.join(KIND_NAMES)}) when a plugin's prober reads this model itself"
-        raise UserError(f"{err}\n{hint}") from err
+        raise UserError(f"{err}; {MODEL_KIND_HINT}") from err
 
 
 def run_errors() -> tuple[type[BaseException], ...]:

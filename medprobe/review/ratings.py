@@ -10,8 +10,12 @@ and the row (a CSV line number as a spreadsheet shows it, or a Label Studio task
 
 Sheets belong to one export: every row carries its export's id (the CSV's `export` column, a Label
 Studio task's `data.export`), which must be the manifest's `export_id`; item ids alone (Q1-1, ...)
-repeat from one export to the next. A manifest written before export ids has none, and neither have
-its sheets: their rows are matched to it by what they show (query text and prediction) instead.
+repeat from one export to the next. An id is a cell anyone can retype, so each row must also show
+what the manifest pins for its item: the digest of the row's own query and prediction (with the
+item's rank) must be the item's `digest` (medprobe.review.sheets.row_digest), or a filled sheet of
+another export with its ids rewritten would rate other questions. A manifest written before row
+digests (or before export ids, whose sheets carry no id) is checked the same way against its items'
+query and prediction text; `review import` notes it.
 """
 
 from __future__ import annotations
@@ -42,31 +46,19 @@ def short(text: object) -> str:
 
 
 def check_export(ratings: list[Rating], path: Path, manifest: dict, source: str) -> None:
-    """Every row of the file `path` is of the manifest's export (`source` names the manifest in messages)."""
+    """Every row of the file `path` is of the manifest's export (`source` names the manifest in messages): its
+    export id is the manifest's, and it shows the query and prediction of the manifest's item of its id."""
     from medprobe.review.sheets import EXPORT_COLUMN
 
     expected = manifest.get("export_id")
-    if expected is None:  # an export written before export ids: rows are matched by what they show
-        texts = {query["query"]: query["text"] for query in manifest["queries"]}
-        items = {item["item"]: (texts.get(item["query"]), item["prediction"]) for item in manifest["items"]}
-        for rating in ratings:
-            if rating.export is not None:
-                raise UserError(
-                    f"{path}: a sheet of export {rating.export}, but {source} has no export id (written before export "
-                    "ids): import the sheet with the folder its export wrote"
-                )
-            known = items.get(rating.item)
-            if known is None or rating.shows is None:
-                continue  # an unknown item is reported by check_ratings
-            shown = tuple(text.strip() for text in rating.shows)
-            if shown != tuple((text or "").strip() for text in known):
-                raise UserError(
-                    f"{rating.where} (item {rating.item}): shows {short(shown[0])} / {short(shown[1])}, but item "
-                    f"{rating.item} of {source} is {short(known[0])} / {short(known[1])}: a sheet of another export; "
-                    "import it with the folder its export wrote"
-                )
-        return
     for rating in ratings:
+        if expected is None and rating.export is not None:
+            raise UserError(
+                f"{path}: a sheet of export {rating.export}, but {source} has no export id (written before export "
+                "ids): import the sheet with the folder its export wrote"
+            )
+        if expected is None:
+            continue  # an export written before export ids: rows are matched by what they show (check_rows)
         if rating.export is None:  # a Label Studio task (a CSV without the column is refused by read_csv)
             raise UserError(
                 f"{rating.where}: no data.{EXPORT_COLUMN} (tasks of an export written before export ids), so it cannot be of "
@@ -80,6 +72,60 @@ def check_export(ratings: list[Rating], path: Path, manifest: dict, source: str)
             raise UserError(
                 f"{rating.where}: a sheet of export {rating.export}, but {source} is export {expected}; "
                 "import it with the folder its export wrote"
+            )
+    check_rows(ratings, manifest, source)
+
+
+def manifest_rows(manifest: dict, source: str) -> dict[str, tuple[str, str, str | None]]:
+    """item -> (query text, prediction, the digest the manifest pins, None when it predates row digests); a
+    manifest whose digest does not match its own item was edited after the export and is refused."""
+    from medprobe.review.sheets import row_digest
+
+    texts = {query["query"]: query.get("text") or "" for query in manifest["queries"]}
+    rows = {}
+    for item in manifest["items"]:
+        query, prediction, digest = texts.get(item["query"], ""), item["prediction"], item.get("digest")
+        if digest is not None and digest != row_digest(query, prediction, item["rank"]):
+            raise UserError(
+                f"{source}, item {item['item']}: its digest is not that of its query, prediction and rank (the manifest "
+                "was edited after the export); use the manifest the export wrote, or export again"
+            )
+        rows[item["item"]] = (query, prediction, digest)
+    return rows
+
+
+def check_rows(ratings: list[Rating], manifest: dict, source: str) -> None:
+    """Each row shows what the manifest's item of its id asks: the digest of its own query and prediction cells
+    (with the item's rank) is the item's, or, in an export written before row digests, its cells are the item's
+    text. A row of another export's sheet (the same item ids, other queries) is refused, naming what differs."""
+    from medprobe.review.sheets import row_digest
+
+    rows = manifest_rows(manifest, source)
+    ranks = {item["item"]: item["rank"] for item in manifest["items"]}
+    name = f"export {manifest['export_id']} ({source})" if manifest.get("export_id") else source
+    for rating in ratings:
+        known = rows.get(rating.item)
+        if known is None:
+            continue  # an unknown item is reported by check_ratings
+        if rating.shows is None:
+            raise UserError(
+                f"{rating.where} (item {rating.item}): no data.query and data.prediction, so it cannot be checked against "
+                f"{name}; import the tasks `medprobe review export` wrote"
+            )
+        query, prediction, digest = known
+        if digest is not None and row_digest(*rating.shows, ranks[rating.item]) == digest:
+            continue
+        shown = tuple(text.strip() for text in rating.shows)
+        differs = [
+            f"{field} {short(cell)} on the sheet, {short(asked.strip())} in the manifest"
+            for field, cell, asked in zip(("query", "prediction"), shown, (query, prediction))
+            if cell != asked.strip()
+        ]
+        if differs:
+            raise UserError(
+                f"{rating.where} (item {rating.item}) does not show what {name} asks there: {'; '.join(differs)}: a row of "
+                "another export's sheet (its export cell rewritten?) or an edited row; import each sheet with the folder its "
+                "export wrote"
             )
 
 

@@ -361,4 +361,9 @@ def import_ratings(
         print(
             f"note: {folder} was exported before export ids; its sheets were matched to the manifest by query and prediction text"
         )
+    elif any("digest" not in item for item in manifest["items"]):
+        print(
+            f"note: {folder} was exported before row digests; each row was checked against the manifest's query and "
+            "prediction text instead"
+        )
     return record

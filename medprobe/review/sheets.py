@@ -9,7 +9,8 @@ the three belong together.
 DIR gets: `raters/<rater>.csv` (one row per query and prediction, an empty `rating` column),
 `raters/<rater>.label-studio.json` (Label Studio tasks), `label-studio-config.xml` (the 1-5 scale),
 `scale.md`, and `manifest.json`, which holds the gold answers and ties every file to the run by
-sha256: hand raters their own sheet and scale.md, never the manifest.
+sha256, and pins each item's content (the `digest` of its query, prediction and rank, `row_digest`):
+hand raters their own sheet and scale.md, never the manifest.
 
 Every export has an id (`export_id` in the manifest), a digest of what its sheets ask: the run, the
 sampled queries with their gold answers, the items and their ranks, the raters and the sheet layout
@@ -32,7 +33,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from medprobe.contracts import UserError
-from medprobe.digests import sha256_file, sha256_text
+from medprobe.digests import json_digest, sha256_file, sha256_text
 from medprobe.local_paths import check_local_path
 from medprobe.records import load_run
 from medprobe.records.outcomes import outcomes_path
@@ -170,6 +171,18 @@ def same_rank(a: float, b: float) -> bool:
 
 
 # --- the sheets -----------------------------------------------------------------------------------------
+
+
+def row_digest(query: str, prediction: str, rank: int) -> str:
+    """What one row asks, pinned as its item's `digest`: `review import` recomputes it from a filled row's own query
+    and prediction cells (spaces around them, which spreadsheets add or drop, aside) and the item's rank, so another
+    export's row with its export cell rewritten cannot lend its rating to this export's item of the same id."""
+    return json_digest({"query": query.strip(), "prediction": prediction.strip(), "rank": int(rank)})
+
+
+def with_digests(items: list[dict], queries: list[Query]) -> list[dict]:
+    texts = {query.label: query.text for query in queries}
+    return [{**item, "digest": row_digest(texts[item["query"]], item["prediction"], item["rank"])} for item in items]
 
 
 def items_of(queries: list[Query], rng: np.random.Generator) -> list[dict]:
@@ -340,6 +353,8 @@ def export_files(
     for query in manifest["queries"]:  # JSON has no NaN
         query["gold_rank"] = None if np.isnan(query["gold_rank"]) else int(query["gold_rank"])
     export = export_id(manifest)
+    # the rows' digests after the id: they are made of what the id already covers, so ids stay those of older exports
+    manifest["items"] = with_digests(items, queries)
     files: dict[str, str] = {"scale.md": scale_markdown(), CONFIG_NAME: label_studio_config(show_gold)}
     for index, rater in enumerate(raters):
         ordered = sheet_rows(queries, items, rater_seed=[seed, 2, index])
