@@ -19,14 +19,18 @@ What it does, in order:
   which also undoes a two-rename swap cut in half); a resumable writer (profile) keeps the one it
   resumes from (`resume`), which it takes runs from and drops.
 - `refuse(out)`: the command's own test of what OUT holds (each command knows its files in its own
-  way: a build's card record, a profile.json's sha256, an export's file names, an empty folder);
-  it raises a UserError naming what it did not write, and is skipped under `overwrite`.
+  way: a build's card record, a profile.json's or a leaderboard's site-files.json sha256, an export's
+  file names, an empty folder); it raises a UserError naming what it did not write, and is skipped
+  under `overwrite`. Where a command records the sha256 of each file it wrote, `foreign_files` says
+  which files of OUT it did not write and which it wrote but were changed since.
 - a staging folder `.OUT.medprobe-tmp-<pid>` beside OUT (`stage_prefix`); the block writes the new
   OUT into its `out/` and checks it. The block ending without an exception swaps it in
   (`swap_into_place`: one atomic exchange where Linux offers it, renameat2, else two renames whose
   half-done state `clean_leftovers` undoes); any exception, Ctrl-C and SIGTERM included, removes
-  the staging folder. The swap and every cleanup run with SIGINT and SIGTERM held
-  (`signals_deferred`), so neither is cut in half.
+  the staging folder, except that a resumable writer (profile) stopped by Ctrl-C or SIGTERM keeps
+  one holding finished runs for the next writer to resume (`resumable`). The swap and every cleanup
+  run with SIGINT and SIGTERM held (`signals_deferred`), so neither is cut in half; a signal held
+  then takes effect when they are done.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medprobe.atomic import UnwritableOutput, check_creatable, signals_deferred, sigterm_raises
+from medprobe.atomic import UnwritableOutput, check_creatable, naming_the_output, signals_deferred, sigterm_raises
 from medprobe.contracts import UserError
 
 try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
@@ -206,6 +210,29 @@ def swap_into_place(stage: Path, out: Path) -> None:
         raise
 
 
+# --- what OUT holds ----------------------------------------------------------------------------------
+
+
+def files_under(folder: Path) -> list[str]:
+    """Every file (and link) under `folder`, as sorted relative POSIX paths."""
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def listing(names: list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (" ..." if len(names) > shown else "")
+
+
+def foreign_files(out: Path, recorded: dict[str, str], own: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
+    """(files of OUT that `recorded` (relative path -> sha256) does not name, besides the record's own files `own`;
+    recorded files whose bytes are no longer the ones written: edited since). A replace deletes both kinds."""
+    from medprobe.digests import sha256_file
+
+    files = files_under(out)
+    stray = [name for name in files if name not in own and name not in recorded]
+    changed = [name for name in files if name in recorded and sha256_file(out / name) != recorded[name]]
+    return stray, changed
+
+
 # --- the one staged writer -------------------------------------------------------------------------
 
 
@@ -257,13 +284,14 @@ def staged_folder(
     """
     out = Path(out).absolute()
     prepare_parent(out, option)
-    with sigterm_raises(), out_lock(out, command):
+    stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
+    # a disk that fills (the lock, the new OUT) names no file, or one of the staging folder: both are shown as OUT
+    with naming_the_output(stage), sigterm_raises(), out_lock(out, command):
         previous = resume(leftover_stages(out)) if resume is not None else None
         for note in clean_leftovers(out, keep=previous):
             if notes is not None:
                 notes(note)
         owned = refuse(out) if refuse is not None and not overwrite else None
-        stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
         if previous == stage:  # left by a killed process that had this pid
             previous = previous.rename(stage.with_name(f"{stage.name}-killed"))
         folder = StagedFolder(out, stage, previous=previous, owned=owned)
@@ -273,8 +301,22 @@ def staged_folder(
             with signals_deferred():  # a Ctrl-C or SIGTERM now waits: OUT is swapped whole or not at all
                 swap_into_place(stage, out)
                 shutil.rmtree(stage)
-            folder.drop_previous()
-        except BaseException:
+                folder.drop_previous()
+        except BaseException as err:
             with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
+                if resumable(err, stage, resume):
+                    if notes is not None:
+                        notes(
+                            f"kept {stage.name} beside {out.name}: the next `medprobe {command}` into {out.name} resumes from it"
+                        )
+                else:
+                    shutil.rmtree(stage, ignore_errors=True)
             raise
+
+
+def resumable(err: BaseException, stage: Path, resume: Callable[[list[Path]], Path | None] | None) -> bool:
+    """Whether a writer stopped by Ctrl-C or SIGTERM leaves its staging folder for the next one to resume: it is a
+    resumable writer's (`resume`) and holds what that writer resumes from (profile: runs it journaled). A signal
+    that came while a run's files were renamed into place takes effect once they all are, so the run it stopped
+    after is complete (medprobe.atomic.signals_deferred). Any other failure removes the staging folder."""
+    return isinstance(err, KeyboardInterrupt) and resume is not None and resume([stage]) == stage

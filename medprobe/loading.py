@@ -7,6 +7,7 @@ import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medprobe.atomic import disk_error, naming_the_output
 from medprobe.contracts import UserError
 from medprobe.local_paths import dataset_source
 
@@ -20,10 +21,13 @@ def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets
 
     dataset_source(dataset)
     refuse_dataset_script(dataset)
-    try:
-        return datasets.load_dataset(dataset, config, split=split)
-    except load_errors() as err:  # evaluated only when something was raised
-        raise UserError(explain_load_failure(dataset, config, split, err)) from err
+    with naming_the_output(datasets.config.HF_DATASETS_CACHE):  # a full disk there: its folder, not the data's fault
+        try:
+            return datasets.load_dataset(dataset, config, split=split)
+        except load_errors() as err:  # evaluated only when something was raised
+            if disk_error(err) is not None:
+                raise  # (naming_the_output raises it as the OSError of the disk)
+            raise UserError(explain_load_failure(dataset, config, split, err)) from err
 
 
 def column(ds: datasets.Dataset, name: str) -> list:
@@ -61,10 +65,13 @@ def dataset_config_names(dataset: str) -> list[str]:
 
     dataset_source(dataset)
     refuse_dataset_script(dataset)
-    try:
-        return datasets.get_dataset_config_names(dataset)
-    except load_errors() as err:  # evaluated only when something was raised
-        raise UserError(explain_load_failure(dataset, None, None, err)) from err
+    with naming_the_output(datasets.config.HF_DATASETS_CACHE):
+        try:
+            return datasets.get_dataset_config_names(dataset)
+        except load_errors() as err:  # evaluated only when something was raised
+            if disk_error(err) is not None:
+                raise  # (naming_the_output raises it as the OSError of the disk)
+            raise UserError(explain_load_failure(dataset, None, None, err)) from err
 
 
 def load_errors() -> tuple[type[BaseException], ...]:
@@ -110,8 +117,18 @@ def explain_load_failure(dataset: str, config: str | None, split: str | None, er
     problem = folder_problem(folder, config, split)
     if problem is None:  # e.g. an unknown config or split: datasets' message lists the ones there are
         return f"--dataset {dataset} does not load ({where}): {first_line(err)}"
+    if inside_the_package(folder):  # the shipped sample: never tell a user to write into the installed package
+        return (
+            f"--dataset {dataset} does not load ({where}): {problem}. It is data shipped inside the medprobe package, "
+            "so the install is damaged: reinstall medprobe (pip install --force-reinstall medprobe)"
+        )
     rebuild = f"medprobe build {card_benchmark(folder)} [--data-dir RELEASE] --out {dataset}"
     return f"--dataset {dataset} does not load ({where}): {problem}. Rebuild it: {rebuild}"
+
+
+def inside_the_package(folder: Path) -> bool:
+    """Whether `folder` is part of the installed medprobe package (its demo data, a builder's sample)."""
+    return folder.resolve().is_relative_to(Path(__file__).resolve().parent)
 
 
 def card_benchmark(folder: Path) -> str:
@@ -128,6 +145,34 @@ def card_benchmark(folder: Path) -> str:
     squeezed = "".join(ch for ch in pretty.lower() if ch.isalnum())
     names = [name for name in available("datasets") if squeezed.startswith(name.lower().replace("_", ""))]
     return names[0] if len(names) == 1 else "<benchmark>"
+
+
+def folder_benchmark(dataset: str) -> str | None:
+    """The benchmark a local --dataset folder holds, when it says so: the record of its `medprobe build` card, or the
+    card of a sample shipped with medprobe (the folder itself or a copy, e.g. `medprobe build medlama --sample`);
+    None for anything else (a Hub id, another tool's folder), which the task's own checks then meet."""
+    from medprobe.building.cards import RECORD_KEY, split_template
+    from medprobe.digests import sha256_file
+    from medprobe.registry import registry
+    from medprobe.resources import shipped_sample
+
+    card = Path(dataset).expanduser() / "README.md"
+    if not card.is_file():
+        return None
+    try:
+        meta = split_template(card.read_text(encoding="utf-8"), str(card))[0]
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    record = meta.get(RECORD_KEY) if isinstance(meta, dict) else None
+    if isinstance(record, dict) and isinstance(record.get("benchmark"), str):
+        return record["benchmark"]
+    digest = sha256_file(card)
+    for entry in registry().tasks.values():
+        plan = entry.profile
+        if plan is not None and plan.sample and (shipped_sample(plan.sample) / "README.md").is_file():
+            if sha256_file(shipped_sample(plan.sample) / "README.md") == digest:
+                return entry.benchmark
+    return None
 
 
 def folder_problem(folder: Path, config: str | None, split: str | None) -> str | None:
@@ -150,6 +195,8 @@ def folder_problem(folder: Path, config: str | None, split: str | None) -> str |
     name = f"{builder.config.name}/{split}"
     if not files:
         return f"the card names data files for {name} but none exist"
+    if not all(file.endswith(".parquet") for file in files):
+        return None  # JSON lines (the shipped sample), CSV: datasets' own message says what is wrong with them
     rows = 0
     for file in files:
         try:

@@ -36,12 +36,19 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def quietly(quiet: bool) -> Iterator[None]:
+def quietly(quiet: bool, loads_data: bool = True) -> Iterator[None]:
     """`quiet`: nothing printed, neither the tables nor any progress (medprobe's, datasets' or transformers'); else the
-    progress policy of the commands (medprobe.progress: a bar on a terminal or in a notebook, plain lines otherwise)."""
+    progress policy of the commands (medprobe.progress: a bar on a terminal or in a notebook, plain lines otherwise).
+
+    `loads_data` (probe, profile): datasets and huggingface_hub are imported now to be switched off now;
+    imported later, in a fresh interpreter, they printed "Generating test split" and "Loading weights" under quiet.
+    compare, which reads results files, does not import them for this (1.5 s)."""
     from medprobe.progress import policy
 
-    with policy(quiet), contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+    with (
+        policy(quiet, import_libraries=loads_data),
+        contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext(),
+    ):
         yield
 
 
@@ -74,11 +81,13 @@ def probe(
     out: str | Path | None = None,
     plot: str | Path | None = None,
     quiet: bool = False,
+    overwrite: bool = False,
     **options: Any,
 ) -> RunRecord:
     """Run one prober on one task (`medprobe probe`); the RunRecord, also written to `out` when given.
 
-    `task` defaults to the prober's own; `options` are the prober's and the task's options by keyword.
+    `task` defaults to the prober's own; `options` are the prober's and the task's options by keyword. A file at
+    `out`, beside it or at `plot` that medprobe did not write is refused (UserError) unless `overwrite`.
 
         >>> record = medprobe.probe("contrastive", "medlama", dataset=medprobe.sample("medlama"), model="minilm",
         ...                         out="runs/cos.json", quiet=True)
@@ -88,7 +97,7 @@ def probe(
         ...                        similarity="l2", out="runs/l2.json", quiet=True)
     """
     from medprobe.registry import prober_entry
-    from medprobe.run import RunRequest, run
+    from medprobe.run import RunRequest, check_request, refuse_foreign_outputs, run
 
     try:  # an unknown prober or task: the registry's message, as the CLI gives it
         task = task or prober_entry(prober).default_task
@@ -110,7 +119,10 @@ def probe(
         plot=str(plot) if plot else None,
     )
     with quietly(quiet):
-        return run(request)
+        entries = check_request(request)
+        if not overwrite:
+            refuse_foreign_outputs(request, entries)
+        return run(request, entries=entries)
 
 
 def profile(
@@ -175,7 +187,7 @@ def compare(
     if len(inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
     outputs = Outputs(out=str(out) if out else None)
-    with quietly(quiet):
+    with quietly(quiet, loads_data=False):
         return run_compare(
             [str(path) for path in inputs],
             outputs,

@@ -156,3 +156,8 @@ def load_builder_module(name: str) -> ModuleType:
             del sys.modules[loaded]
         raise
     return module
+
+
+def shipped_sample(sample: str) -> Path:
+    """A profile plan's `sample` folder (a sample shipped with medprobe): relative to the medprobe package, or absolute."""
+    return _PACKAGE_DIR / sample

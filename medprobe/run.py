@@ -105,19 +105,59 @@ def check_request(request: RunRequest, entries: RunEntries | None = None) -> Run
         )
     check_input_files(request, (*entries.prober.options, *entries.task.options))
     check_positive(RESAMPLES_OPTION, request.resamples)
-    outputs = {
-        "--out": request.out,
-        "--plot": request.plot,
-        "--out's outcomes file": outcomes_path(request.out) if request.out else None,
-    }
-    outputs.update({option.flag: request.task_options.get(option.dest) for option in entries.task.options if option.output})
+    outputs = output_paths(request, entries)
     for option, path in outputs.items():
         if path:
             check_writable(path, option)
     check_distinct_outputs(outputs)
     if request.plot:
         plot_format(request.plot)  # matplotlib is installed and writes this image format
+    check_dataset_benchmark(request, entries)
     return entries
+
+
+def check_dataset_benchmark(request: RunRequest, entries: RunEntries) -> None:
+    """A --dataset folder that says it holds another benchmark than the task reads (a MedLAMA build given to the MST
+    task, the default of --prober mlm-head): the line `--task` of that benchmark would give, not what datasets says of
+    a split the folder lacks."""
+    from dataclasses import replace
+
+    from medprobe.loading import folder_benchmark
+
+    found = folder_benchmark(request.dataset) if could_be_local(request.dataset) else None
+    if found is None or found == entries.task.benchmark:
+        return
+    what = f"--dataset {request.dataset} holds {found} data, not {entries.task.benchmark}"
+    tasks = [name for name, entry in registry().tasks.items() if entry.benchmark == found]
+    fitting = [name for name in tasks if set(entries.prober.kinds) & set(registry().tasks[name].accepts)]
+    if fitting:
+        raise UserError(f"{what}: give --task {fitting[0]}, or a --dataset folder of {entries.task.benchmark}")
+    if tasks:
+        try:
+            resolve(replace(request, task=tasks[0]))  # raises: the prober cannot run that benchmark's task
+        except UserError as err:
+            raise UserError(f"{what}, and {err}") from None
+    raise UserError(f"{what}: give a --dataset folder of {entries.task.benchmark}")
+
+
+def output_paths(request: RunRequest, entries: RunEntries) -> dict[str, str | None]:
+    """Every file the run writes, by the option that names it (the outcomes file is named by --out)."""
+    outputs = {
+        "--out": request.out,
+        "--plot": request.plot,
+        "--out's outcomes file": str(outcomes_path(request.out)) if request.out else None,
+    }
+    outputs.update({option.flag: request.task_options.get(option.dest) for option in entries.task.options if option.output})
+    return outputs
+
+
+def refuse_foreign_outputs(request: RunRequest, entries: RunEntries) -> None:
+    """An output path holding a file medprobe did not write (a user's notes.json at --out, their notes.outcomes.jsonl
+    beside it): one line naming it, before any model loads (medprobe.records.owned). `probe` skips it under --overwrite;
+    profile, reproduce and the demo write into staging folders, where nothing is anyone else's."""
+    from medprobe.records.owned import refuse_foreign_outputs as refuse
+
+    refuse(output_paths(request, entries), request.out)
 
 
 def check_input_files(request: RunRequest, options: tuple) -> None:

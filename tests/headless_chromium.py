@@ -51,6 +51,7 @@ class Rendered:
     errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     probe: object = None  # the value of render_all's `probe` expression on this page
+    png: bytes = b""  # the whole page as a PNG (render_all's `screenshot`)
 
 
 class DevTools:
@@ -129,10 +130,19 @@ def render(path: Path, timeout: float = 60.0) -> Rendered:
     return render_all([path], timeout=timeout)[0]
 
 
-def render_all(paths: list[Path | str], *, timeout: float = 60.0, width: int = 0, probe: str = "") -> list[Rendered]:
+def render_all(
+    paths: list[Path | str],
+    *,
+    timeout: float = 60.0,
+    width: int = 0,
+    probe: str = "",
+    mobile: bool = False,
+    screenshot: bool = False,
+) -> list[Rendered]:
     """Each of `paths` (files, or URLs) opened in turn in one browser (one start for many pages), in a window
     `width` px wide when given; `probe` is a JavaScript expression evaluated after each load (a promise is
-    awaited), its JSON value in `Rendered.probe`."""
+    awaited), its JSON value in `Rendered.probe`. `mobile`: the window is a phone's (a page without a viewport
+    meta is laid out 980 px wide and shrunk, as a phone does); `screenshot`: each whole page as a PNG."""
     binary = chromium_binary()
     if binary is None:
         raise FileNotFoundError("chromium is not installed")
@@ -160,16 +170,16 @@ def render_all(paths: list[Path | str], *, timeout: float = 60.0, width: int = 0
             for domain in ("Runtime", "Log", "Network", "Page"):
                 tools.send(f"{domain}.enable", session=session)
             if width:
-                metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+                metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": mobile}
                 tools.send("Emulation.setDeviceMetricsOverride", metrics, session=session)
-            return [open_page(tools, session, path, probe) for path in paths]
+            return [open_page(tools, session, path, probe, screenshot) for path in paths]
         finally:
             close(process, tools)
             os.close(to_browser)
             os.close(from_browser)
 
 
-def open_page(tools: DevTools, session: str, path: Path | str, probe: str) -> Rendered:
+def open_page(tools: DevTools, session: str, path: Path | str, probe: str, screenshot: bool = False) -> Rendered:
     """Navigate to `path` (a file, or a URL) and wait for its load; only the events of this page are reported."""
     tools.events.clear()
     url = path if isinstance(path, str) else path.resolve().as_uri()
@@ -184,7 +194,13 @@ def open_page(tools: DevTools, session: str, path: Path | str, probe: str) -> Re
     dom = str(evaluate("document.documentElement.outerHTML"))
     probed = evaluate(probe) if probe else None
     requests = [event["params"]["request"]["url"] for event in tools.events if event["method"] == "Network.requestWillBeSent"]
-    return Rendered(dom, error_lines(tools.events), requests, probed)
+    png = b""
+    if screenshot:
+        import base64
+
+        shot = tools.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)
+        png = base64.b64decode(shot["data"])
+    return Rendered(dom, error_lines(tools.events), requests, probed, png)
 
 
 def close(process: subprocess.Popen, tools: DevTools) -> None:

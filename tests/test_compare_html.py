@@ -1,5 +1,5 @@
 """The `medprobe compare --html` report, opened in headless Chromium as a reader would: its tables show,
-nothing logs an error, and nothing is fetched but the file itself (the plot is inline).
+nothing logs an error, and nothing is fetched but the file itself (the forest plot is inline text and SVG).
 
 Skipped where Chromium is absent (.ci/run installs it from the system package registry). A control
 page with a deliberate console.error, and one with a missing image, prove the check can fail.
@@ -33,11 +33,11 @@ def test_the_html_report_shows_its_tables_and_logs_no_error(tmp_path):
     assert all(url == report.as_uri() or url.startswith("data:") for url in page.requests), page.requests
     found = json.loads((tmp_path / "cmp" / "compare.json").read_text())["comparisons"][0]
     headline = found["differences"]["acc@10"]
-    assert '<td>b.json - a.json</td><td>medlama/hard</td><td>acc@10</td><td class="num">60</td>' in page.dom
+    assert '<th scope="row">b.json - a.json</th><td>medlama/hard</td><td>acc@10</td><td class="num">60</td>' in page.dom
     assert f'<td class="num">{100 * headline["difference"]:+.2f}</td>' in page.dom
     for row in found["groups"]:  # every relation's row is in the rendered table
-        assert f'<tr><td>{html.escape(row["group"])}</td><td class="num">{row["n"]}</td>' in page.dom
-    assert page.dom.count("<table>") == 4 and '<img alt="forest plot' in page.dom
+        assert f'<tr><th scope="row">{html.escape(row["group"])}</th><td class="num">{row["n"]}</td>' in page.dom
+    assert page.dom.count("<table>") == 4 and page.dom.count('<ul class="chart">') == 1  # the forest plot: text and SVG
 
 
 @needs_chromium

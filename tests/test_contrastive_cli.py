@@ -10,7 +10,7 @@ import json
 import pytest
 
 from medprobe.cli import main
-from medprobe.cli.demo import SAMPLE_DATASET, side_by_side
+from medprobe.demo import SAMPLE_DATASET, side_by_side
 from medprobe.records.record import RunRecord
 from medprobe.resources import load_builder_module
 from medprobe.tasks.medlama import answer_space, first_per_group

@@ -81,7 +81,7 @@ def test_status_of_a_library_fragment(fragment, status):
 
 def fake_probe_step(ctx, label, extra, headless_model=None, after_first=None):
     """The tables the demo prints, without a model: records of the shipped sample's shape."""
-    from medprobe.cli.demo import COLUMNS_SENTENCE, chance_sentence, side_by_side
+    from medprobe.demo import COLUMNS_SENTENCE, chance_sentence, side_by_side
     from medprobe.records.record import RunRecord
     from medprobe.records.write import save_run
 
@@ -129,7 +129,7 @@ def test_every_demo_step_has_one_progress_line_and_every_table_a_line_under_it(t
 def test_demo_with_the_real_release_says_how_long_before_it_starts():
     import argparse
 
-    from medprobe.cli.demo import time_estimate
+    from medprobe.demo import time_estimate
 
     args = argparse.Namespace(config="full", per_relation=None, rewire_steps=30, rewire_batch_size=32)
     line = time_estimate(args)

@@ -325,7 +325,8 @@ def test_demo_out_that_is_a_file_is_one_line_before_any_step(tmp_path, nothing_l
 
 def test_demo_refuses_a_folder_holding_files_it_did_not_write_before_any_step(tmp_path, nothing_loads, capsys, monkeypatch):
     """Measured before: `demo --out D` replaced a user's D/untuned.json without a word."""
-    from medprobe.cli import demo
+    from medprobe import demo
+    from medprobe.cli import demo as demo_command
 
     out = tmp_path / "D"
     out.mkdir()
@@ -334,12 +335,14 @@ def test_demo_refuses_a_folder_holding_files_it_did_not_write_before_any_step(tm
     err = one_error_line(capsys)
     assert f"--out {out} holds files it did not write (untuned.json)" in err and "--overwrite" in err
     assert (out / "untuned.json").read_text() == "my results\n"
-    # what an earlier demo recorded writing (demo.json) passes the check: the first step then starts
+    # what an earlier demo recorded writing (demo.json) passes the check: the steps then run (none here)
     demo.record_files(out)
-    monkeypatch.setattr(demo, "DEMO_STEPS", [])
+    monkeypatch.setattr(demo_command, "DEMO_STEPS", [])
     monkeypatch.setattr("medprobe.models.check_model", lambda model: None)
     assert main(["demo", "--out", str(out), "--sample", "--skip-mst"]) == 0
-    (out / "untuned.json").write_text("edited since\n")
+    assert f"{out} holds an earlier demo; this one replaces it" in capsys.readouterr().out
+    assert sorted(os.listdir(out)) == ["demo.json", "demo.log"]  # one demo folder is one demo: the earlier one is gone
+    (out / "demo.log").write_text("edited since\n")
     assert main(["demo", "--out", str(out), "--sample", "--skip-mst"]) == 2
-    assert "changed since it wrote them (untuned.json)" in one_error_line(capsys)
+    assert "changed since it wrote them (demo.log)" in one_error_line(capsys)
     assert main(["demo", "--out", str(out), "--sample", "--skip-mst", "--overwrite"]) == 0

@@ -885,7 +885,7 @@ def test_a_config_missing_from_a_built_folder_is_skipped_with_its_reason(tmp_pat
 
 
 def test_the_medlama_sample_is_the_demo_s():
-    from medprobe.cli.demo import SAMPLE_DATASET
+    from medprobe.demo import SAMPLE_DATASET
     from medprobe.profiling.plan import sample_folder
 
     sample = sample_folder(task_entry("medlama").profile)

@@ -63,6 +63,12 @@ def add_build_command(subparsers: argparse._SubParsersAction) -> None:
         help="output folder: built beside it and replaced in one rename; the configs not rebuilt are kept",
     )
     parser.add_argument("--data-dir", help="folder with the source files in the release layout (default: download)")
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help="copy the sample shipped with medprobe instead of building (offline; medlama: 108 textbook facts in "
+        "MedLAMA's format, NOT MedLAMA), e.g. medprobe build medlama --sample --out out/medlama",
+    )
     for benchmark, option in build_options():
         add_build_option(parser, benchmark, option)
     parser.add_argument(
@@ -95,6 +101,8 @@ def check_build_options(benchmark: str, params: dict) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from medprobe.building.sources import check_source_folders
 
+    if args.sample:
+        return copy_sample(args)
     check_build_options(args.benchmark, dict(args.params))
     check_source_folders(args.benchmark, args.data_dir, dict(args.params))  # a typo'd folder: before datasets loads
     from medprobe.building.build import build
@@ -117,4 +125,18 @@ def run_build(args: argparse.Namespace) -> int:
     for config in report.kept:
         print(f"{args.benchmark}/{config}: kept as it was")
     print(f"wrote {report.out}/README.md and the Parquet files; load with load_dataset({str(report.out)!r}, config)")
+    return 0
+
+
+def copy_sample(args: argparse.Namespace) -> int:
+    """`build BENCHMARK --sample`: the shipped sample copied to --out (medprobe.building.sample); what builds it
+    (--data-dir, --config, --set, a builder's options) has nothing to do there."""
+    from medprobe.building.sample import write_sample
+
+    given = [flag for flag, value in (("--data-dir", args.data_dir), ("--config", args.configs)) if value]
+    if given or args.params:
+        raise UserError(f"--sample copies the shipped sample whole; leave out {', '.join(given) or 'the build options'}")
+    out, what = write_sample(args.benchmark, args.out, overwrite=args.overwrite)
+    print(f"wrote {out}: {what}")
+    print(f"load with load_dataset({str(out)!r}, config), or probe it: medprobe probe --dataset {out} ...")
     return 0

@@ -78,7 +78,9 @@ def add_compare_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="replace a compare.json or compare.md in --out that an earlier `medprobe compare` did not write",
+        help="replace files medprobe did not write: a compare.json or compare.md in --out that an earlier `medprobe "
+        "compare` did not write, a file at --plot or --html without medprobe's name in it (default: refused, naming it, "
+        "before any run is read)",
     )
     parser.set_defaults(func=run_compare_command)
 

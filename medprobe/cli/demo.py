@@ -9,15 +9,17 @@ probes the real MedLAMA instead. Every MedLAMA run is probed a second time with 
 (seconds), and the tables show both figures: the paper's, where the query's own head name
 usually wins rank 1, and the one with that name left out.
 
-A later part adds its own step by appending a `DemoStep` to `DEMO_STEPS`.
+A later part adds its own step by appending a `DemoStep` to `DEMO_STEPS`. The steps write into the staging folder
+of --out (medprobe.demo.demo_folder: one demo folder is one demo, swapped in whole when every step is done); what
+they print names the paths as they will be in --out. The tables and the folder are medprobe/demo.py's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
+import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
@@ -25,13 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medprobe.cli.step_progress import StepProgress
+from medprobe.demo import (
+    COLUMNS_SENTENCE,
+    HEADLESS_SUFFIX,
+    LOG,
+    RELEASE_CORPUS,
+    SAMPLE_CORPUS,
+    SAMPLE_DATASET,
+    chance_sentence,
+    side_by_side,
+    summary_table,
+    time_estimate,
+)
 from medprobe.records.record import RunRecord
-from medprobe.records.tables import percent
-
-DEMO_DATA = Path(__file__).resolve().parent.parent / "demo_data"
-SAMPLE_DATASET = DEMO_DATA / "medlama_sample"
-SAMPLE_CORPUS = DEMO_DATA / "rewiring_sentences.txt"
-RELEASE_CORPUS = "pubmed_sents_no_punkt_10k_0"  # the first of the MedLAMA release's ten rewiring corpora
 
 
 @dataclass
@@ -39,7 +47,8 @@ class DemoContext:
     """What the steps share: the options, the dataset chosen, and the results written so far."""
 
     args: argparse.Namespace
-    out: Path
+    out: Path  # where the steps write: the staging folder that becomes --out
+    shown: str = ""  # --out as the user gave it: what the printed lines name instead of `out`
     dataset: str = str(SAMPLE_DATASET)
     dataset_label: str = "medprobe demo sample (MedLAMA format, 108 textbook facts)"
     results: dict[str, Path] = field(default_factory=dict)  # run label -> results JSON (as in the paper)
@@ -50,7 +59,9 @@ class DemoContext:
     step: StepProgress | None = None  # the running step: its library output goes to demo.log, one line shows progress
 
     def say(self, text: str) -> None:
-        """Print on the terminal (above the step's progress line)."""
+        """Print on the terminal (above the step's progress line), naming paths as they will be in --out."""
+        if self.shown:
+            text = text.replace(str(self.out), self.shown)
         (self.step.say if self.step else print)(text)
 
     def phase(self, text: str) -> None:
@@ -112,45 +123,6 @@ def choose_dataset(ctx: DemoContext) -> None:
     ctx.rewire_corpus_label = f"the release's {RELEASE_CORPUS} (PubMed sentences, as in the paper)"
 
 
-# The real MedLAMA's size (per config: queries, names in the answer space) and how fast MiniLM encodes and
-# rewires on a CPU: what the estimate printed before a --data-dir run is made of. Measured on the project's 2 idle
-# CPU cores (load average < 1.5) with the embedding cache empty: a whole `medprobe demo --data-dir` took 240 s,
-# of which each model's encoding of MedLAMA full (41,810 texts) ~70 s, the 30 rewiring steps of 32 pairs 45 s,
-# and the searches, loading and the MST step ~55 s. On loaded cores every part takes up to 3-4 times longer.
-MEDLAMA_SIZES = {"full": (19_000, 22_923), "hard": (15_329, 17_532)}  # medprobe.tasks.medlama.answer_space
-RELATIONS = 19
-TEXTS_PER_SECOND = 600.0  # MiniLM on 2 idle CPU cores (names ~840/s, the longer queries ~450/s)
-REWIRE_STEP_SECONDS_PER_PAIR = 0.047  # 30 steps of 32 pairs: 45 s on 2 idle cores
-OTHER_SECONDS = 55.0  # four exact searches, model loads, scoring and the MST step
-
-
-def time_estimate(args: argparse.Namespace) -> str:
-    """One line before a run on the real MedLAMA: what it encodes and about how long that takes here.
-
-    The untuned model is encoded once and the rewired one once: each --exclude-head rerun reads the
-    embedding cache (the rewired model's saved copy is keyed by the files it was saved to)."""
-    queries, names = MEDLAMA_SIZES[args.config]
-    if args.per_relation:
-        queries = min(queries, RELATIONS * args.per_relation)
-    encodes = 2 if args.rewire_steps else 1
-    seconds = encodes * (queries + names) / TEXTS_PER_SECOND
-    seconds += args.rewire_steps * args.rewire_batch_size * REWIRE_STEP_SECONDS_PER_PAIR + OTHER_SECONDS
-    return (
-        f"the real MedLAMA {args.config}: {queries:,} queries against {names:,} names, encoded {encodes} time(s): "
-        f"about {max(1, round(seconds / 60))} min on 2 idle CPU cores, longer on busy ones (a GPU takes a fraction "
-        "of that; --per-relation N probes N queries per relation)"
-    )
-
-
-# Said under every per-relation table: what the numbers are, and why the two rankings differ.
-COLUMNS_SENTENCE = (
-    'acc@k = % of queries with a right answer among the model\'s k nearest names; "as in the paper" ranks all names, '
-    'and the nearest is nearly always the query\'s own subject, so its acc@1 is ~0; "head left out" drops that name '
-    "(--exclude-head)."
-)
-HEADLESS_SUFFIX = "-exclude-head"  # the results file of the --exclude-head run beside each run's own
-
-
 def probe_command(ctx: DemoContext, out_name: str, extra: list[str], model: str | None = None) -> list[str]:
     args = ctx.args
     command = [
@@ -203,46 +175,6 @@ def run_probe_step(
     paper, headless = load_record_file(ctx.results[label]), load_record_file(ctx.headless[label])
     ctx.say(side_by_side(paper, headless))
     ctx.say(COLUMNS_SENTENCE + " " + chance_sentence(paper))
-
-
-def chance_sentence(record: RunRecord) -> str:
-    """`Chance (k random names of 223): acc@1 0.46, acc@10 4.48.`"""
-    chance = {name: found["value"] for name, found in record.chance.items() if not name.startswith("macro_")}
-    names = record.counts.get("candidates")
-    values = ", ".join(f"{name} {100 * value:.2f}" for name, value in chance.items())
-    return f"Chance (k random names{f' of {names:,}' if names else ''}): {values}." if chance else ""
-
-
-def interval_cell(record: RunRecord, metric: str) -> str:
-    """`[38, 56]`: the 95% interval in whole %, to fit a column of the tables."""
-    found = record.intervals.get(metric) or {}
-    if found.get("low") is None:
-        return ""
-    return f"[{100 * found['low']:.0f}, {100 * found['high']:.0f}]"
-
-
-def side_by_side(paper: RunRecord, headless: RunRecord) -> str:
-    """Per relation, then micro and macro: acc@1 and acc@10 as in the paper, then with the head left out."""
-    columns = [c for c in ("acc@1", "acc@10") if c in paper.metrics]
-    span = 10 * len(columns) - 2  # the width of one ranking's columns
-    width = max([len("relation"), len("micro (all)"), *map(len, paper.per_group)])
-    header = f"{'relation':<{width}}  " + "  ".join(f"{c:>8}" for c in columns * 2)
-    lines = [f"{'':<{width}}  {'as in the paper':>{span}}  {'head left out':>{span}}", header, "-" * len(header)]
-
-    def row(name: str, left: dict, right: dict, prefix: str = "") -> str:
-        values = [left[prefix + c] for c in columns] + [right[prefix + c] for c in columns]
-        return f"{name:<{width}}  " + "  ".join(f"{percent(v):>8}" for v in values)
-
-    for group, values in paper.per_group.items():
-        lines.append(row(group, values, headless.per_group[group]))
-    lines.append("-" * len(header))
-    lines.append(row("micro (all)", paper.metrics, headless.metrics))
-    if any(paper.intervals.get(c) for c in columns):  # how sure the micro figures are, on this many queries
-        cells = [interval_cell(paper, c) for c in columns] + [interval_cell(headless, c) for c in columns]
-        lines.append(f"{'  95% interval':<{width}}  " + "  ".join(f"{cell:>8}" for cell in cells))
-    if all(f"macro_{c}" in paper.metrics for c in columns):
-        lines.append(row("macro", paper.metrics, headless.metrics, prefix="macro_"))
-    return "\n".join(lines)
 
 
 def probe_untuned(ctx: DemoContext) -> None:
@@ -304,30 +236,9 @@ def summarize(ctx: DemoContext) -> None:
             f"rewired = {args.rewire_steps} steps of {args.rewire_batch_size} sentence pairs on {ctx.rewire_corpus_label} "
             "(a brief rewiring for the demo; the paper's is 150 steps of 192 pairs)"
         )
-    columns = ["acc@1", "acc@10", "macro_acc@1", "macro_acc@10"]
-    rankings = [("as in the paper", ctx.results), ("head left out", ctx.headless)]
-    width = max([len("run"), *map(len, ctx.results)])
-    header = (
-        f"{'run':<{width}}  {'ranking':<15}  " + "  ".join(f"{c:>12}" for c in columns) + f"  {'acc@10 95%':>10}  {'probe s':>8}"
-    )
-    lines = [header, "-" * len(header)]
-    records = {}
-    for label in ctx.results:
-        for ranking, paths in rankings:
-            record = records[label, ranking] = load_record_file(paths[label])
-            values = "  ".join(f"{percent(record.metrics[c]):>12}" for c in columns)
-            probe_seconds = record.timings.get("probe", 0.0) + record.timings.get("rewire", 0.0)
-            lines.append(
-                f"{label:<{width}}  {ranking:<15}  {values}  {interval_cell(record, 'acc@10'):>10}  {probe_seconds:8.1f}"
-            )
-    ctx.say("\n".join(lines))
-    first = next(iter(records.values()))
-    ctx.say(
-        "acc in %, micro over queries and macro over relations; acc@10 95% = bootstrap interval over queries. "
-        "probe s includes the rewiring: the rewired run trains first, its head-left-out rerun loads the saved "
-        f"model and only ranks, hence seconds. {chance_sentence(first)}"
-    )
-    files = [str(paths[label]) for label in ctx.results for _, paths in rankings]
+    runs = {label: (load_record_file(ctx.results[label]), load_record_file(ctx.headless[label])) for label in ctx.results}
+    ctx.say(summary_table(runs))
+    files = [str(paths[label]) for label in ctx.results for paths in (ctx.results, ctx.headless)]
     ctx.say(f"results files: {', '.join(files)}")
 
 
@@ -370,7 +281,12 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
         "--data-dir", metavar="DIR", help="a MedLAMA release folder (prompts.csv, 2021AA/...): probe the real MedLAMA"
     )
     parser.add_argument("--sample", action="store_true", help="use the shipped sample even when MedLAMA could be downloaded")
-    parser.add_argument("--out", default="out/demo", metavar="DIR", help="folder for the results (default: out/demo)")
+    parser.add_argument(
+        "--out",
+        default="out/demo",
+        metavar="DIR",
+        help="folder for the results, written beside it and swapped in whole when the demo ends (default: out/demo)",
+    )
     parser.add_argument("--model", default="minilm", help="encoder to probe (default: the packaged MiniLM)")
     parser.add_argument("--config", default="full", choices=["full", "hard"], help="dataset config (default: full)")
     parser.add_argument("--per-relation", type=int, metavar="N", help="probe only the first N queries of each relation")
@@ -392,36 +308,10 @@ def add_demo_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--overwrite",
         action="store_true",
-        help="write into --out even when it holds files an earlier demo did not record writing (they may be replaced)",
+        help="replace --out whole even when it holds files an earlier demo did not write (they are deleted); a folder "
+        "an earlier demo wrote is replaced without it",
     )
     parser.set_defaults(func=run_demo)
-
-
-RECORD = "demo.json"  # in --out: every file the demo wrote, with its sha256 (what a later demo may replace)
-
-
-def recorded_files(out: Path) -> dict[str, str]:
-    """The files an earlier demo recorded writing into `out` (its demo.json), {} when there is none."""
-    from medprobe.records.verify import RecordError, read_json_object
-
-    try:
-        files = read_json_object(out / RECORD, "a demo record").get("files")
-    except RecordError:
-        return {}
-    return {RECORD: "", **files} if isinstance(files, dict) else {}
-
-
-def record_files(out: Path) -> None:
-    """demo.json: the sha256 of every file under `out` the demo leaves, written last."""
-    from medprobe.atomic import write_text_atomically
-    from medprobe.digests import sha256_file
-
-    files = {
-        path.relative_to(out).as_posix(): sha256_file(path)
-        for path in sorted(out.rglob("*"))
-        if path.is_file() and path.name != RECORD
-    }
-    write_text_atomically(out / RECORD, json.dumps({"command": "medprobe demo", "files": files}, indent=1) + "\n")
 
 
 def check_data_dir(data_dir: str) -> None:
@@ -446,28 +336,32 @@ def check_data_dir(data_dir: str) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     """The steps in order, each with its header line and one progress line; the libraries' output goes to
-    OUT/demo.log. What a user can get wrong (--out, --model, --data-dir) is checked before any step."""
-    from medprobe.atomic import refuse_unrecorded
+    OUT/demo.log. What a user can get wrong (--out, --model, --data-dir) is checked before any step. The steps write
+    into OUT's staging folder, which replaces OUT when they are all done (medprobe.demo.demo_folder); the log is
+    kept in the system's temporary folder until then, so that a demo that fails names a log that is still there."""
     from medprobe.atomic_folder import check_output_folder
+    from medprobe.demo import demo_folder, earlier_demo, settle
     from medprobe.models import check_model
 
-    ctx = DemoContext(args=args, out=Path(args.out))
-    check_output_folder(ctx.out)  # a file, a mount point, a read-only or immutable folder, no right to write: stop now
-    if not args.overwrite:  # a user's files in --out: stop now, before a step writes over them
-        refuse_unrecorded(ctx.out, recorded_files(ctx.out), command="demo")
+    out = Path(args.out)
+    check_output_folder(out)  # a file, a mount point, a read-only or immutable folder, no right to write: stop now
+    if not args.overwrite:  # a user's files in --out: stop now (checked again under the lock)
+        earlier_demo(out)
     check_model(args.model)  # a wrong name fails in a fraction of a second, not after the dataset step
     if args.data_dir:
         check_data_dir(args.data_dir)
-    ctx.out.mkdir(parents=True, exist_ok=True)
-    log = ctx.out / "demo.log"
-    log.unlink(missing_ok=True)
-    for number, step in enumerate(DEMO_STEPS, start=1):
-        print(f"\n== {number}/{len(DEMO_STEPS)} {step.name}: {step.title}", flush=True)
-        with StepProgress(step.name, log) as ctx.step:
-            start = time.perf_counter()
-            step.run(ctx)
-            ctx.seconds[step.name] = time.perf_counter() - start
-        ctx.step = None
-    record_files(ctx.out)
-    print(f"\nthe demo took {sum(ctx.seconds.values()):.0f} s; what the libraries printed is in {log}")
+    handle, name = tempfile.mkstemp(prefix="medprobe-demo-", suffix=".log")
+    os.close(handle)
+    log = Path(name)
+    with demo_folder(out, overwrite=args.overwrite) as folder:
+        ctx = DemoContext(args=args, out=folder.staged, shown=str(out))
+        for number, step in enumerate(DEMO_STEPS, start=1):
+            print(f"\n== {number}/{len(DEMO_STEPS)} {step.name}: {step.title}", flush=True)
+            with StepProgress(step.name, log) as ctx.step:
+                start = time.perf_counter()
+                step.run(ctx)
+                ctx.seconds[step.name] = time.perf_counter() - start
+            ctx.step = None
+        settle(folder, out, log)
+    print(f"\nthe demo took {sum(ctx.seconds.values()):.0f} s; what the libraries printed is in {out / LOG}")
     return 0

@@ -9,8 +9,8 @@ from medprobe.registry import positive_int
 
 DESCRIPTION = """\
 Build a static, self-contained site (it loads nothing from the network; open SITE/index.html from
-disk) from SOURCEs: results JSONs, `medprobe profile` folders, a results repo (hub:ORG/NAME, fetched
-into the Hub cache) or its local copy. Every run is read through medprobe's records loader (every
+disk, on a desk or a phone) from SOURCEs: results JSONs, `medprobe profile` folders, a folder of them
+(runs/), a results repo (hub:ORG/NAME, fetched into the Hub cache) or its local copy. Every run is read through medprobe's records loader (every
 number recomputed from its per-item outcomes). Per benchmark/config/prober and data fingerprint, a
 board ranks the runs by the headline metric with n, 95% interval and chance; every pair of runs is
 tested on their common items (exact McNemar for acc@k, else a paired permutation test; Holm over all
@@ -19,7 +19,8 @@ runs minus those significantly worse) and letters (two runs share one only when 
 significantly). A page per model (its profile across benchmarks, per-group bars with intervals) and
 per adjacent pair (difference, interval, p and its test, per-group differences, the smallest
 difference the test detects at 80% power). Runs left out (failed verification, subsets, shipped samples, mismatched data) are listed with
-the reason. SITE/leaderboard.json holds the same data."""
+the reason, once. SITE/leaderboard.json holds the same data; SITE/site-files.json the sha256 of every
+file written, so a later build refuses a file it did not write or a page edited since (--overwrite)."""
 
 
 def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +33,12 @@ def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "sources", nargs="+", metavar="SOURCE", help="results JSONs, profile folders, hub:ORG/NAME or a local copy"
     )
-    parser.add_argument("--out", required=True, metavar="SITE", help="the site's folder (replaced whole)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="SITE",
+        help="the site's folder (replaced whole: refused if it holds files it did not write)",
+    )
     parser.add_argument(
         "--include-samples",
         action="store_true",
@@ -44,7 +50,9 @@ def add_leaderboard_command(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampling (default: 0; same seed, same site)")
     parser.add_argument(
-        "--overwrite", action="store_true", help="replace SITE even when it holds files a leaderboard did not write"
+        "--overwrite",
+        action="store_true",
+        help="replace SITE even when it holds files a leaderboard did not write, or its pages were edited since",
     )
     parser.set_defaults(func=run_leaderboard_command)
 

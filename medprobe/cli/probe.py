@@ -83,7 +83,18 @@ def probe_parser(prober: str | None, task: str | None) -> argparse.ArgumentParse
         required=True,
         help="a model folder, a Hub id, or a packaged model: minilm (encoder), smollm2 (causal LM)",
     )
-    parser.add_argument("--out", default="results.json", help="results JSON to write (default: results.json)")
+    parser.add_argument(
+        "--out",
+        default="results.json",
+        help="results JSON to write, with the per-item outcomes beside it (NAME.outcomes.jsonl) (default: results.json); "
+        "an earlier run there is replaced, and the command says which",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a file medprobe did not write at an output path: --out, its outcomes file beside it, --plot or a "
+        "task's output file (default: such a file is refused, naming it, before anything loads)",
+    )
     parser.add_argument("--plot", metavar="PNG", help="also draw a bar chart of the per-group scores (matplotlib)")
     parser.add_argument("--seed", type=int, help="random seed (default: the prober's or task's own)")
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:1, ... (default: cuda when available)")
@@ -168,7 +179,7 @@ def parse_probe_arguments(argv: list[str]) -> argparse.Namespace:
 def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = print) -> int:
     """`medprobe probe ARGV`; `print_fn` receives the results table (the demo prints its own)."""
     from medprobe.local_paths import dataset_source
-    from medprobe.run import RunRequest, check_request, run
+    from medprobe.run import RunRequest, check_request, refuse_foreign_outputs, run
 
     args = parse_probe_arguments(argv)
     prober, task = prober_entry(args.prober), task_entry(args.task)
@@ -189,10 +200,33 @@ def run_probe_command(argv: list[str], *, print_fn: Callable[[str], None] = prin
         **({"resamples": args.resamples} if args.resamples else {}),
     )
     entries = check_request(request)  # the outputs first, before the model
+    if not args.overwrite:
+        refuse_foreign_outputs(request, entries)  # a user's file at --out, or beside it under a name --out gives
+    say_replaced_run(args.out)
     check_model_first(entries.prober, args.model)
     dataset_source(args.dataset)  # a typo'd folder, or a Hub id while offline: one line now, not after datasets' retries
     run(request, print_fn=print_fn, entries=entries)
     return 0
+
+
+def say_replaced_run(out: str | None) -> None:
+    """An earlier run at --out (the default results.json too) is replaced by this one: say which, before it starts
+    (once: under a launch, by the first process; its RANK is read without joining the process group)."""
+    import os
+
+    from medprobe.distributed import launched
+    from medprobe.records.owned import describe_run, earlier_run
+
+    if launched() and os.environ.get("RANK", "0") != "0":
+        return
+    earlier = earlier_run(out) if out else None
+    if earlier is not None:
+        print(
+            f"medprobe: --out {out} holds an earlier run ({describe_run(earlier)}); this run replaces it when it "
+            "finishes (give another --out to keep it)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def check_model_first(prober: ProberEntry, model: str) -> None:

@@ -21,7 +21,7 @@ class Outputs:
     out: str | None = None  # a folder for compare.json and compare.md
     plot: str | None = None  # the forest plot (any format matplotlib writes)
     html: str | None = None  # the self-contained HTML report
-    overwrite: bool = False  # replace a compare.json / compare.md in --out that an earlier compare did not write
+    overwrite: bool = False  # replace files medprobe did not write (in --out, at --plot or --html)
 
 
 OUT_FILES = ("compare.json", "compare.md")
@@ -44,8 +44,9 @@ def previous_comparison(out: Path) -> dict[str, str]:
 
 def check_outputs(outputs: Outputs) -> None:
     """Every output can be written (and --plot's format drawn) before any outcome is read."""
-    from medprobe.atomic import check_distinct_outputs, check_writable, refuse_unrecorded
+    from medprobe.atomic import check_distinct_outputs, check_writable, refuse_foreign_files, refuse_unrecorded
     from medprobe.atomic_folder import check_output_folder
+    from medprobe.marks import carries_mark
     from medprobe.records.tables import plot_format
 
     named: dict[str, str | Path | None] = {"--plot": outputs.plot, "--html": outputs.html}
@@ -61,18 +62,11 @@ def check_outputs(outputs: Outputs) -> None:
         if path:
             check_writable(path, option.split(" ")[0])
     check_distinct_outputs(named)
+    if not outputs.overwrite:  # a plot or page medprobe drew carries its name (medprobe.marks); a user's file does not
+        drawn = {"--plot": outputs.plot, "--html": outputs.html}
+        refuse_foreign_files(drawn, lambda option, path: carries_mark(path), command="compare")
     if outputs.plot:
         plot_format(outputs.plot)
-
-
-def html_figure(comparison: dict) -> tuple[bytes | None, str]:
-    """The forest plot as PNG bytes for the HTML page, or why it is left out (no matplotlib)."""
-    from medprobe.comparison.report import forest_png
-
-    try:
-        return forest_png(comparison), ""
-    except UserError:
-        return None, "The forest plot is left out: matplotlib is not installed (pip install matplotlib)."
 
 
 def write_outputs(comparison: dict, outputs: Outputs) -> list[Path]:
@@ -90,7 +84,7 @@ def write_outputs(comparison: dict, outputs: Outputs) -> list[Path]:
         (out and out / "compare.md", lambda temp: temp.write_text(table, encoding="utf-8")),
         (out and out / "compare.json", lambda temp: temp.write_text(text, encoding="utf-8")),
         (outputs.plot, lambda temp: draw_forest(comparison, temp, plot_format(outputs.plot))),
-        (outputs.html, lambda temp: temp.write_text(html_page(comparison, *html_figure(comparison)), encoding="utf-8")),
+        (outputs.html, lambda temp: temp.write_text(html_page(comparison), encoding="utf-8")),
     ]
     return write_all_atomically(writers)
 

@@ -2,24 +2,25 @@
 
     markdown(comparison)                      # compare.md, also printed
     draw_forest(comparison, "forest.png")     # --plot: every difference with its 95% interval
-    html_page(comparison, forest_png(...))    # --html: the same tables and the plot, one self-contained file
+    html_page(comparison)                     # --html: the same tables and the plot, one self-contained file
 
 The tables are built once (`tables`) and rendered as Markdown or HTML. Values and differences
 are in % (percentage points for differences): every metric compared is a share (acc@k, UCM
 shares, F1, accuracy). The HTML page loads nothing: no script, no external style or font, the
-plot inline as a base64 PNG, and a Content-Security-Policy that forbids any other load.
+forest plot inline as text and SVG (medprobe.comparison.pages: legible on a phone), and a
+Content-Security-Policy that forbids any other load.
 """
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-DASH = "—"
+from medprobe.comparison import pages
+from medprobe.comparison.pages import DASH, esc
+from medprobe.marks import figure_metadata
 
 
 @dataclass
@@ -313,43 +314,30 @@ def draw_forest(comparison: dict, path: str | Path | io.BytesIO, fmt: str = "png
         low = row["difference"] if row["low"] is None else row["low"]
         high = row["difference"] if row["high"] is None else row["high"]
         ax.plot([100 * low, 100 * high], [y, y], color=color, linewidth=1.4 if row["overall"] else 1.0)
+        filled = row["overall"] or row["significant"]  # the fill tells significance, not the colour alone
         ax.plot(
             [100 * row["difference"]],
             [y],
             marker="s" if row["overall"] else "o",
             color=color,
-            markersize=6 if row["overall"] else 4,
+            markerfacecolor=color if filled else "white",
+            markersize=6 if row["overall"] else 5,
         )
     ax.axvline(0, color="#3b75af", linestyle="--", linewidth=1)
     ax.set_yticks(positions, [row["label"] for row in rows], fontsize=7)
     ax.set_ylim(-1, max(len(rows), 1))
     ax.set_xlabel("difference, run - reference (percentage points), with its 95% paired-bootstrap interval")
-    ax.set_title(f"run - reference ({comparison['reference']}); per-group rows in red: Holm p < 0.05", fontsize=9)
+    ax.set_title(
+        f"run - reference ({comparison['reference']}); per-group rows filled (red): Holm p < 0.05, open: not", fontsize=9
+    )
     fig.tight_layout()
     try:
-        fig.savefig(path, dpi=110, format=fmt)
+        fig.savefig(path, dpi=110, format=fmt, metadata=figure_metadata(fmt))  # a later --plot may replace it
     finally:
         plt.close(fig)
 
 
-def forest_png(comparison: dict) -> bytes:
-    buffer = io.BytesIO()
-    draw_forest(comparison, buffer, "png")
-    return buffer.getvalue()
-
-
-# --- the HTML page ----------------------------------------------------------------------------------------
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem; color: #1f1f1f; max-width: 80rem; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; font-size: 0.9rem; }
-th, td { border: 1px solid #c8c8c8; padding: 0.25rem 0.6rem; }
-th { background: #eef2f7; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-img { max-width: 100%; }
-p.intro { color: #444; max-width: 60rem; }
-"""
-POLICY = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+# --- the HTML page ---------------------------------------------------------------------------------------
 
 
 def now_utc() -> str:
@@ -359,54 +347,44 @@ def now_utc() -> str:
 
 
 def html_table(table: Table) -> list[str]:
-    esc = html.escape
-    lines = [f"<h2>{esc(table.title)}</h2>"]
-    if table.intro:
-        lines.append(f'<p class="intro">{esc(table.intro)}</p>')
-    lines.append("<table>")
-    lines.append("<thead><tr>" + "".join(f"<th>{esc(name)}</th>" for name in table.header) + "</tr></thead>")
-    lines.append("<tbody>")
-    for row in table.rows:
-        cells = "".join(
-            f'<td class="num">{esc(text)}</td>' if index in table.numeric else f"<td>{esc(text)}</td>"
-            for index, text in enumerate(row)
-        )
-        lines.append(f"<tr>{cells}</tr>")
-    return lines + ["</tbody>", "</table>"]
+    """The table under its title, captioned by what it shows."""
+    return [f"<h2>{esc(table.title)}</h2>", *pages.table(table.intro or table.title, table.header, table.rows, table.numeric)]
 
 
-def html_page(comparison: dict, figure: bytes | None, figure_note: str = "", made: str | None = None) -> str:
-    """One self-contained page: when and on what data it was made, the tables, the forest plot inline (or why it is
-    missing), the notes. `made`: when the page is written (default: now, UTC)."""
-    esc = html.escape
-    lines = [
-        "<!DOCTYPE html>",
-        '<html lang="en">',
-        "<head>",
-        '<meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
-        "<title>medprobe compare</title>",
-        f"<style>{STYLE}</style>",
-        "</head>",
-        "<body>",
-        "<h1>medprobe compare</h1>",
-        f'<p class="intro">{esc(provenance(comparison, made or now_utc()))}</p>',
-    ]
+def forest_chart(comparison: dict) -> list[str]:
+    """The forest plot for the page: the rows of `draw_forest`, as text over inline SVG marks, legible at any width.
+    A per-group difference with Holm p < 0.05 is a filled circle and says so in words; colour is never the only cue."""
+    rows = []
+    for row in forest_rows(comparison):
+        significant = not row["overall"] and row["significant"]
+        words = f"{signed(row['difference'])} {interval(row['low'], row['high'])}"
+        if not row["overall"] and row.get("p_holm") is not None:
+            words += f", p (Holm) {p_text(row['p_holm'])}" + (": significant" if significant else "")
+        colour = "#12324f" if row["overall"] else "#b03a3e" if significant else "#6f6f6f"
+        shape = "square" if row["overall"] else "circle"
+        mark = pages.Mark(row["difference"], row["low"], row["high"], shape, row["overall"] or significant, colour)
+        rows.append(pages.ChartRow(row["label"], words, [mark], strong=row["overall"]))
+    axis = pages.difference_axis(
+        [v for row in forest_rows(comparison) for v in (row["low"], row["high"], row["difference"])],
+        "difference, run - reference (percentage points); dashed: no difference",
+    )
+    caption = (
+        f"Each difference (run - reference, {comparison['reference']}) with its 95% paired-bootstrap interval. "
+        "Squares: a comparison's overall metrics; circles: its headline per group, filled where the Holm-adjusted "
+        "p < 0.05 (the row also says so), open where not."
+    )
+    return pages.chart(rows, axis, caption)
+
+
+def html_page(comparison: dict, made: str | None = None) -> str:
+    """One self-contained page: when and on what data it was made, the tables, the forest plot inline, the notes.
+    `made`: when the page is written (default: now, UTC)."""
     found = tables(comparison)
-    lines += html_table(found[0])
-    lines.append("<h2>Forest plot</h2>")
-    if figure:
-        encoded = base64.b64encode(figure).decode("ascii")
-        lines.append(
-            f'<figure><img alt="forest plot of every difference with its 95% interval" src="data:image/png;base64,{encoded}">'
-            "<figcaption>Differences (run - reference) in percentage points with 95% paired-bootstrap intervals; "
-            "per-group rows in red where the Holm-adjusted p &lt; 0.05.</figcaption></figure>"
-        )
-    else:
-        lines.append(f"<p>{esc(figure_note or 'no plot')}</p>")
+    body = [f'<p class="intro">{esc(provenance(comparison, made or now_utc()))}</p>', *html_table(found[0])]
+    body += ["<h2>Forest plot</h2>", *forest_chart(comparison)]
     for table in found[1:]:
-        lines += html_table(table)
+        body += html_table(table)
     if comparison["notes"]:
-        lines += ["<h2>Notes</h2>", "<ul>"] + [f"<li>{esc(note)}</li>" for note in comparison["notes"]] + ["</ul>"]
-    lines.append(f'<p class="intro">medprobe {esc(str(comparison["medprobe"]))}; {esc(comparison["method"])}.</p>')
-    return "\n".join(lines + ["</body>", "</html>"]) + "\n"
+        body += ["<h2>Notes</h2>", "<ul>", *(f"<li>{esc(note)}</li>" for note in comparison["notes"]), "</ul>"]
+    body.append(f'<p class="intro">medprobe {esc(str(comparison["medprobe"]))}; {esc(comparison["method"])}.</p>')
+    return pages.page("medprobe compare", body) + "\n"

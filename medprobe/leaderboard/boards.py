@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe.hub.published import name_part
+from medprobe.leaderboard.labels import describe, run_settings
 from medprobe.leaderboard.pairs import ALPHA, LEVEL, Difference, Scored, pair_difference, scored, value_interval
 from medprobe.leaderboard.ranks import RULE, PairTests, all_pairs, letters, rank_intervals
 from medprobe.leaderboard.sources import BoardRun, Excluded, where_of
@@ -174,6 +175,8 @@ def row_dict(
         "chance": chance.get("value"),
         "chance_null": chance.get("method"),
         "source": run.source,
+        "command": run.record.command,
+        "settings": run_settings(run.record),
         "groups": group_rows(scores, estimator, resamples, seed),
     }
 
@@ -265,18 +268,21 @@ def leaderboard_data(
     grouped: dict[tuple, list[BoardRun]] = {}
     for run in runs:
         grouped.setdefault(board_key(run), []).append(run)
-    boards = []
+    boards, listed = [], [{**item.as_dict(), "board": None} for item in excluded]
     for key in sorted(grouped, key=lambda k: (k[1], str(k[2]), k[4], k[3], k[6] is None, str(k[6]))):
         board, left = one_board(grouped[key], resamples, seed)
-        boards += [board] if board else []
-        excluded = [*excluded, *left]
+        left_out = [{**item.as_dict(), "board": None} for item in left]  # a run left out of this board is listed on it
+        listed += left_out
+        if board:
+            board["excluded"] = left_out
+            boards.append(board)
     # the official data's board first among boards of one benchmark/config/prober
     boards.sort(key=lambda b: (b["benchmark"], str(b["config"]), b["prober"], b["split"], b["data"]["kind"] != "official"))
     board_ids(boards)
-    listed = [item.as_dict() for item in excluded]
+    describe(boards)
     for board in boards:
-        where = where_of(board["benchmark"], board["config"], board["prober"])
-        board["excluded"] = [item for item in listed if item["where"] == where]
+        for item in board["excluded"]:
+            item["board"] = board["id"]
     return {
         "medprobe": __version__,
         "level": LEVEL,

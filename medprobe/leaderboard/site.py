@@ -1,78 +1,43 @@
-"""The leaderboard as a static site, drawn from the data of SITE/leaderboard.json only.
+"""The leaderboard as a static site, drawn from the data of SITE/leaderboard.json only: the index and the pair
+pages here, a model's page in medprobe.leaderboard.model_page.
 
     files = site_files(data)     # {"index.html": ..., "models/<model>.html": ..., "pairs/<board>-<n>.html": ..., "leaderboard.json": ...}
 
-Pages load nothing: no script, no external style, font or image; intervals and per-group bars are
+Pages load nothing: no script, no external style, font or image; intervals and per-group charts are
 inline SVG, and each page's Content-Security-Policy forbids any other load, so the folder opens from
-disk, offline, and the Space serves the same files. Values are in % (differences in percentage points):
-every headline medprobe ranks by is a share.
+disk, offline, and the Space serves the same files. Pages are made of medprobe.comparison.pages (the
+compare report's parts): every text escaped, tables captioned and scrolling in their own box, charts
+legible on a phone. Values are in % (differences in percentage points): every headline medprobe ranks
+by is a share. Each row says how its run differs from the board's (medprobe.leaderboard.labels) and
+how it was made (its command).
 """
 
 from __future__ import annotations
 
-import html
 import json
 import math
-from typing import Any
 
-from medprobe.comparison.report import DASH, POLICY, STYLE, interval, p_text, percent, signed
+from medprobe.comparison.pages import DASH, TABLE_END, Html, esc, table, table_start
+from medprobe.comparison.report import differing_text, interval, p_text, percent, signed
 from medprobe.hub.published import name_part
+from medprobe.leaderboard.labels import settings_words
+from medprobe.leaderboard.model_page import model_page
+from medprobe.leaderboard.parts import commands, difference_words, link, rank_text, site_page, test_names, value_text
 from medprobe.leaderboard.ranks import letters_text
 from medprobe.mcnemar import not_detectable_text
 from medprobe.stats import plural
 
-EXTRA_STYLE = """
-table.board td.group { text-align: center; font-weight: 600; background: #f3f6fa; }
-td.num { white-space: nowrap; }
-tr.tint td { background: #fafbfd; }
-td.svg { padding: 0 0.4rem; }
-span.tied { color: #666; } span.sep { color: #a33; font-weight: 600; }
-nav ul { columns: 2; } code { background: #f3f3f3; padding: 0 0.2rem; }
-"""
 BAR_WIDTH = 220
-
-
-def esc(value: Any) -> str:
-    return html.escape(str(value))
-
-
-def page(title: str, body: list[str], depth: int = 0) -> str:
-    """One self-contained page; `depth`: folders below the site's root (for the link home)."""
-    home = "../" * depth + "index.html"
-    return "\n".join(
-        [
-            "<!DOCTYPE html>",
-            '<html lang="en">',
-            "<head>",
-            '<meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
-            f"<title>{esc(title)}</title>",
-            f"<style>{STYLE}{EXTRA_STYLE}</style>",
-            "</head>",
-            "<body>",
-            f'<p><a href="{home}">medprobe leaderboard</a></p>' if depth else "",
-            f"<h1>{esc(title)}</h1>",
-            *body,
-            "</body>",
-            "</html>",
-        ]
-    )
-
-
-def value_text(row: dict) -> str:
-    if row.get("low") is None or row.get("high") is None:
-        return percent(row.get("value"))
-    return f"{percent(row['value'])} [{percent(row['low'])}, {percent(row['high'])}]"
 
 
 def x_of(value: float | None) -> float:
     return max(0.0, min(1.0, value if isinstance(value, (int, float)) and math.isfinite(value) else 0.0)) * BAR_WIDTH
 
 
-def interval_svg(row: dict) -> str:
+def interval_svg(row: dict) -> Html:
     """The value and its 95% interval on a 0-100% line, chance as a grey tick."""
     if row.get("value") is None:
-        return ""
+        return Html("")
     parts = [f'<svg width="{BAR_WIDTH}" height="14" role="img" aria-label="{esc(value_text(row))}">']
     parts.append(f'<line x1="0" y1="7" x2="{BAR_WIDTH}" y2="7" stroke="#e2e2e2"/>')
     if row.get("chance") is not None:
@@ -83,40 +48,7 @@ def interval_svg(row: dict) -> str:
             f'<line x1="{x_of(row["low"]):.1f}" y1="7" x2="{x_of(row["high"]):.1f}" y2="7" stroke="#2b5d8a" stroke-width="3"/>'
         )
     parts.append(f'<circle cx="{x_of(row["value"]):.1f}" cy="7" r="3.5" fill="#12324f"/></svg>')
-    return "".join(parts)
-
-
-def group_bars_svg(groups: list[dict]) -> str:
-    """One bar per group (value) with its 95% interval as a whisker, the group named on its left."""
-    label_width, height = 230, 18
-    width = label_width + BAR_WIDTH + 70
-    parts = [f'<svg width="{width}" height="{height * len(groups) + 4}" role="img" aria-label="per-group values">']
-    for index, row in enumerate(groups):
-        y = index * height + 2
-        name = row["group"] if len(row["group"]) <= 34 else row["group"][:33] + "…"
-        parts.append(f'<text x="0" y="{y + 12}" font-size="11">{esc(name)}</text>')
-        parts.append(f'<rect x="{label_width}" y="{y + 3}" width="{x_of(row["value"]):.1f}" height="10" fill="#9cc0e0"/>')
-        if row.get("low") is not None and row.get("high") is not None:
-            x1, x2 = label_width + x_of(row["low"]), label_width + x_of(row["high"])
-            parts.append(f'<line x1="{x1:.1f}" y1="{y + 8}" x2="{x2:.1f}" y2="{y + 8}" stroke="#12324f" stroke-width="1.5"/>')
-        parts.append(f'<text x="{label_width + BAR_WIDTH + 6}" y="{y + 12}" font-size="11">{percent(row["value"])}</text>')
-    return "".join(parts) + "</svg>"
-
-
-def table(header: list[str], rows: list[list[str]], numeric: set[int], css: str = "") -> list[str]:
-    """A table whose cells are already HTML."""
-    lines = [
-        f'<table class="{css}">' if css else "<table>",
-        "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in header) + "</tr></thead>",
-        "<tbody>",
-    ]
-    for row in rows:
-        lines.append(
-            "<tr>"
-            + "".join(f'<td class="num">{c}</td>' if i in numeric else f"<td>{c}</td>" for i, c in enumerate(row))
-            + "</tr>"
-        )
-    return lines + ["</tbody>", "</table>"]
+    return Html("".join(parts))
 
 
 # --- pages' names --------------------------------------------------------------------------------------
@@ -154,19 +86,14 @@ def group_note(board: dict) -> str:
     )
 
 
-def test_names(tests: list[dict]) -> str:
-    """The tests a board's p-values come from, named: `exact McNemar`, or both where its pairs differ."""
-    return " or ".join(dict.fromkeys(test["test"] for test in tests)) or "no pair"
+RANK_HEADER = ["rank", "letters"]  # the board table's rank columns, filled by rank_cells
 
 
-def rank_text(row: dict) -> str:
-    """`1–3`: the rank interval; `2` where it is one rank."""
-    best, worst = row["rank"]["best"], row["rank"]["worst"]
-    return str(best) if best == worst else f"{best}–{worst}"
-
-
-def letters_of(row: dict, board: dict) -> str:
-    return letters_text(row["letters"], [other["letters"] for other in board["rows"]])
+def rank_cells(board: dict, index: int) -> list[str]:
+    """Row `index`'s rank columns: its rank interval and its letters (from the board's tests of all pairs)."""
+    row = board["rows"][index]
+    letters = letters_text(row["letters"], [other["letters"] for other in board["rows"]])
+    return [f'<td class="num">{esc(rank_text(row))}</td>', f'<td class="group">{esc(letters)}</td>']
 
 
 def detectable_text(found: dict, units: str) -> str:
@@ -179,130 +106,118 @@ def detectable_text(found: dict, units: str) -> str:
 
 
 def board_rows(board: dict, models: dict[str, str]) -> list[str]:
-    """The board's table: each row's rank interval and letters; each row links its model's page and its pair with the next."""
-    rows = board["rows"]
-    tests = test_names(board["tests"])
-    lines = [
-        '<table class="board">',
-        "<thead><tr><th>rank</th><th>letters</th><th>#</th><th>run</th><th>model</th>"
-        f"<th>{esc(board['metric'])} [95% interval]</th><th>interval (0–100%)</th><th>n</th><th>chance</th>"
-        f"<th>vs next: difference</th><th>p ({esc(tests)}, Holm over all pairs)</th></tr></thead>",
-        "<tbody>",
+    """The board's table: each row's rank (rank_cells), its run (the row's header), its model's page, how its settings
+    differ from the board's, its value with interval, n and chance, and its pair with the next."""
+    header = [*RANK_HEADER, "#", "run", "model", "settings (vs the board)", f"{board['metric']} [95% interval]"]
+    header += [
+        "interval (0–100%)",
+        "n",
+        "chance",
+        "vs next: difference",
+        f"p ({test_names(board['tests'])}, Holm over all pairs)",
     ]
-    for index, row in enumerate(rows):
+    caption = f"{board['title']}: runs ranked by {board['metric']}, with n, 95% interval, chance and the pair with the next"
+    lines = table_start(caption, header, "board")
+    for index, row in enumerate(board["rows"]):
         cells = [
-            f'<td class="num">{rank_text(row)}</td>',
-            f'<td class="group">{esc(letters_of(row, board))}</td>',
+            *rank_cells(board, index),
             f'<td class="num">{row["position"]}</td>',
-            f"<td>{esc(row['run'])}</td>",
-            f'<td><a href="{models[row["model"]]}">{esc(row["model"])}</a></td>',
-            f'<td class="num">{value_text(row)}</td>',
+            f'<th scope="row">{esc(row["run"])}</th>',
+            f"<td>{link(models[row['model']], row['model'])}</td>",
+            f"<td>{esc(difference_words(row))}</td>",
+            f'<td class="num">{esc(value_text(row))}</td>',
             f'<td class="svg">{interval_svg(row)}</td>',
             f'<td class="num">{row["n"]:,}</td>',
-            f'<td class="num">{percent(row["chance"])}</td>',
+            f'<td class="num">{esc(percent(row["chance"]))}</td>',
         ]
         if index < len(board["pairs"]):
             pair = board["pairs"][index]
             mark = '<span class="sep">separated</span>' if pair["separated"] else '<span class="tied">not separated</span>'
+            named = f"{pair['upper']} vs {pair['lower']}: {signed(pair['difference'])}"
             cells += [
-                f'<td class="num"><a href="{pair_page(board, index)}">{signed(pair["difference"])}</a></td>',
-                f'<td class="num">{p_text(pair["p_holm"])} {mark}</td>',
+                f'<td class="num">{link(pair_page(board, index), signed(pair["difference"]), named)}</td>',
+                f'<td class="num">{esc(p_text(pair["p_holm"]))} {mark}</td>',
             ]
         else:
             cells += [f"<td>{DASH}</td>", f"<td>{DASH}</td>"]
         lines.append("<tr>" + "".join(cells) + "</tr>")
-    return lines + ["</tbody>", "</table>"]
+    return lines + TABLE_END
 
 
-def excluded_table(items: list[dict]) -> list[str]:
-    rows = [
-        [esc(item["run"]), esc(item["where"] or DASH), esc(item["reason"]), f"<code>{esc(item['source'])}</code>"]
-        for item in items
-    ]
-    return table(["run", "benchmark/config prober", "why it is left out", "source"], rows, set())
+def excluded_table(items: list[dict], caption: str) -> list[str]:
+    rows = [[item["run"], item["where"] or DASH, item["reason"], Html(f"<code>{esc(item['source'])}</code>")] for item in items]
+    return table(caption, ["run", "benchmark/config prober", "why it is left out", "source"], rows)
+
+
+def board_intro(board: dict) -> str:
+    nulls = sorted({row["chance_null"] for row in board["rows"] if row.get("chance_null")})
+    settings = settings_words(board["settings"])
+    shared = settings_words(board.get("settings_shared") or {})
+    return (
+        f"Data: {board['data']['text']}. Ranked by {board['metric']} (% of {plural(board['unit'])})"
+        + (f"; {settings}" if settings else "")
+        + (f"; other settings as on most rows ({shared}) unless the row says" if shared else "")
+        + ". Chance: "
+        + ("; ".join(nulls) if nulls else "not recorded")
+        + "."
+    )
 
 
 def board_section(board: dict, models: dict[str, str]) -> list[str]:
-    nulls = sorted({row["chance_null"] for row in board["rows"] if row.get("chance_null")})
-    settings = ", ".join(f"{name} {value}" for name, value in board["settings"].items())
     lines = [
         f'<section id="{esc(board["id"])}">',
         f"<h2>{esc(board['title'])}</h2>",
-        f'<p class="intro">Data: {esc(board["data"]["text"])}. Ranked by {esc(board["metric"])} (% of {esc(plural(board["unit"]))})'
-        + (f"; {esc(settings)}" if settings else "")
-        + ". Chance: "
-        + (esc("; ".join(nulls)) if nulls else "not recorded")
-        + ".</p>",
+        f'<p class="intro">{esc(board_intro(board))}</p>',
         *board_rows(board, models),
         f'<p class="intro">{esc(group_note(board))}</p>',
+        *commands(board["rows"], "How each run was made (its command)"),
     ]
     if board["excluded"]:
-        lines += ["<h3>Left out of this board</h3>", *excluded_table(board["excluded"])]
+        lines += ["<h3>Left out of this board</h3>", *excluded_table(board["excluded"], f"Runs left out of {board['title']}")]
     return lines + ["</section>"]
 
 
 def index_page(data: dict, models: dict[str, str]) -> str:
     runs = sum(len(board["rows"]) for board in data["boards"])
+    elsewhere = [item for item in data["excluded"] if not item.get("board")]
     body = [
-        f'<p class="intro">{runs} run(s) on {len(data["boards"])} board(s); {len(data["excluded"])} left out (listed at the end). '
+        f'<p class="intro">{runs} run(s) on {len(data["boards"])} board(s); {len(data["excluded"])} left out (listed under '
+        "the board each would have joined, else at the end). "
         f"Every number is recomputed from the runs' per-item outcomes ({data['resamples']:,} resamples, seed {data['seed']}); "
         "a rank is an interval and two runs share a letter unless a paired test of the two separates them "
         '(<a href="#how">how to read it</a>); '
         f'the same data is in <a href="leaderboard.json">leaderboard.json</a>. medprobe {esc(data["medprobe"])}.</p>',
-        "<nav><ul>"
-        + "".join(f'<li><a href="#{esc(b["id"])}">{esc(b["title"])}</a></li>' for b in data["boards"])
+        '<nav aria-label="boards"><ul>'
+        + "".join(f"<li>{link('#' + board['id'], board['title'])}</li>" for board in data["boards"])
         + "</ul></nav>",
     ]
     for board in data["boards"]:
         body += board_section(board, models)
-    body += ["<h2>Left out</h2>", *(excluded_table(data["excluded"]) if data["excluded"] else ["<p>None.</p>"])]
+    body.append('<h2 id="left-out">Left out</h2>')
+    body += (
+        excluded_table(elsewhere, "Runs on no board, and why")
+        if elsewhere
+        else ["<p>None besides those listed under a board.</p>"]
+    )
     body += [
         '<h2 id="how">How to read it</h2>',
         f'<p class="intro">{esc(data["rule"])}</p>',
         f'<p class="intro">{esc(data["method"])}</p>',
     ]
-    return page("medprobe leaderboard", body)
+    return site_page("medprobe leaderboard", body)
 
 
-# --- a model and a pair ----------------------------------------------------------------------------------
+# --- a pair ----------------------------------------------------------------------------------
 
 
-def model_page(model: str, data: dict) -> str:
-    profile, sections = [], []
-    for board in data["boards"]:
-        for row in board["rows"]:
-            if row["model"] != model:
-                continue
-            link = f'<a href="../index.html#{esc(board["id"])}">{esc(board["title"])}</a>'
-            profile.append(
-                [
-                    link,
-                    esc(row["run"]),
-                    esc(board["metric"]),
-                    value_text(row),
-                    f"{row['n']:,}",
-                    f"{rank_text(row)} of {len(board['rows'])} ({esc(letters_of(row, board))})",
-                    percent(row["chance"]),
-                ]
-            )
-            sections += [
-                f"<h2>{esc(board['title'])}: {esc(row['run'])}</h2>",
-                f'<p class="intro">{esc(board["metric"])} per {esc(board["group_by"])}, with 95% intervals (bootstrap within the '
-                f"{esc(board['group_by'])}).</p>",
-                group_bars_svg(row["groups"]),
-                *table(
-                    [board["group_by"], "n", f"{board['metric']} [95% interval]"],
-                    [[esc(g["group"]), f"{g['n']:,}", value_text(g)] for g in row["groups"]],
-                    {1, 2},
-                ),
-            ]
-    body = [
-        '<p class="intro">Its knowledge profile: every board it is on, with its headline, 95% interval, rank interval and '
-        "letters (from paired tests of every pair of the board).</p>",
-        *table(["board", "run", "metric", "value [95% interval]", "n", "rank (letters)", "chance"], profile, {3, 4, 5, 6}),
-        *sections,
-    ]
-    return page(f"{model}", body, depth=1)
+def pair_differing(upper: dict, lower: dict) -> str:
+    """`What differs: layers not given in layers3, 3 in all`, as `medprobe compare lower upper` says it."""
+    a, b = lower.get("settings") or {}, upper.get("settings") or {}
+    names = dict.fromkeys([*a, *b])
+    differing = {name: [a.get(name), b.get(name)] for name in names if a.get(name) != b.get(name)}
+    if not differing:
+        return "The runs' prober and settings are the same."
+    return "What differs: " + differing_text({"differing": differing, "reference": lower["run"], "run": upper["run"]}) + "."
 
 
 def pair_page_html(board: dict, index: int) -> str:
@@ -311,24 +226,24 @@ def pair_page_html(board: dict, index: int) -> str:
     discordant = (
         ""
         if pair["better"] is None
-        else f" ({pair['better']:,} {plural(board['unit'])} only {esc(upper)} gets, {pair['worse']:,} only {esc(lower)})"
+        else f" ({pair['better']:,} {plural(board['unit'])} only {upper} gets, {pair['worse']:,} only {lower})"
     )
     overall = [
         [
-            esc(board["metric"]),
+            board["metric"],
             percent(pair["upper_value"]),
             percent(pair["lower_value"]),
             signed(pair["difference"]),
             interval(pair["low"], pair["high"]),
             p_text(pair["p_value"]),
             p_text(pair["p_holm"]),
-            esc(detectable_text(pair, plural(board["unit"]))),
+            detectable_text(pair, plural(board["unit"])),
             f"{pair['n']:,}",
         ]
     ]
     groups = [
         [
-            esc(g["group"]),
+            g["group"],
             f"{g['n']:,}",
             percent(g["upper_value"]),
             percent(g["lower_value"]),
@@ -336,17 +251,20 @@ def pair_page_html(board: dict, index: int) -> str:
             interval(g["low"], g["high"]),
             p_text(g["p_value"]),
             p_text(g["p_holm"]),
-            esc(detectable_text(g, plural(board["unit"]))),
+            detectable_text(g, plural(board["unit"])),
         ]
         for g in pair["groups"]
     ]
     verdict = "separated" if pair["separated"] else "not separated"
-    tested = f"Holm over the board's {len(board['tests'])} pairs"
+    tested = f"{pair['test']}, Holm over the board's {len(board['tests'])} pairs"
+    rows = board["rows"][index : index + 2]
+    board_link = link(f"../index.html#{board['id']}", board["title"])
     body = [
-        f'<p class="intro"><a href="../index.html#{esc(board["id"])}">{esc(board["title"])}</a>: {esc(upper)} (#{index + 1}) '
-        f"against {esc(lower)} (#{index + 2}) on their {pair['n']:,} common {esc(plural(board['unit']))}{discordant}: "
-        f"{verdict} ({esc(pair['test'])}, {tested}).</p>",
+        f'<p class="intro">{board_link}: {esc(upper)} (#{index + 1}) against {esc(lower)} (#{index + 2}) on their '
+        f"{pair['n']:,} common {esc(plural(board['unit']))}{esc(discordant)}: {esc(verdict)} ({esc(tested)}). "
+        f"{esc(pair_differing(*rows))}</p>",
         *table(
+            f"{board['metric']} of {upper} and {lower}: the paired difference and its tests",
             [
                 "metric",
                 upper,
@@ -365,6 +283,7 @@ def pair_page_html(board: dict, index: int) -> str:
         f"with 80% power at two-sided α 0.05, {esc(pair['mde_method'])}.</p>",
         f"<h2>{esc(board['metric'])} per {esc(board['group_by'])}</h2>",
         *table(
+            f"{board['metric']} per {board['group_by']}: {upper} against {lower}",
             [
                 board["group_by"],
                 "n",
@@ -382,8 +301,9 @@ def pair_page_html(board: dict, index: int) -> str:
         f'<p class="intro">p: the exact McNemar test where the items score 0 or 1, else the paired permutation test, as '
         f"<code>medprobe compare</code> has it; Holm over this pair's {len(pair['groups'])} {esc(board['group_by'])} tests. "
         f"Every metric of both runs, with the same tests: <code>{esc(pair['compare'])}</code></p>",
+        *commands(rows, "How each run was made (its command)"),
     ]
-    return page(f"{upper} vs {lower}", body, depth=1)
+    return site_page(f"{upper} vs {lower}", body, depth=1)
 
 
 def site_files(data: dict) -> dict[str, str]:

@@ -4,8 +4,9 @@
 
 A SOURCE is a results JSON (one run, named by its file's stem), a `medprobe profile` folder (its runs,
 named by the folder), a results repo (`hub:ORG/NAME`, fetched into the Hub cache) or its local copy (a
-folder of `<model>/<benchmark>/<config>/<prober>/` runs, each named by its model), or one published run
-(`hub:ORG/NAME/<model>/<benchmark>/<config>/<prober>` or that folder). Every run is read through
+folder of `<model>/<benchmark>/<config>/<prober>/` runs, each named by its model), one published run
+(`hub:ORG/NAME/<model>/<benchmark>/<config>/<prober>` or that folder), or a folder of runs (the results
+JSONs and profile folders in it: `medprobe leaderboard runs/`). Every run is read through
 medprobe.records (every number recomputed from its outcomes); many runs are read in worker processes.
 
 A run is left out, with the reason, when it fails that check, when it is a subset of its benchmark
@@ -98,10 +99,37 @@ def expand(source: str) -> Expanded:
         return Expanded([Entry(path.resolve().parents[2].name, source, "published", path)])
     found = repo_entries(path, str(path))
     if not found.entries:
+        found = folder_entries(path, source)
+    if not found.entries and all(item.reason.startswith("not read:") for item in found.excluded):
+        lone = [item.source.rsplit("/", 1)[-1] for item in found.excluded]
         raise UserError(
-            f"{source} holds no run: give results JSONs, `medprobe profile` folders, or a results repo (hub:ORG/NAME or its "
-            "local copy, with <model>/<benchmark>/<config>/<prober>/results.json and outcomes.parquet)"
+            f"{source} holds no run: a folder is read as a results repo's local copy (<model>/<benchmark>/<config>/"
+            "<prober>/results.json with outcomes.parquet), else as a folder of runs: its *.json results files (each with "
+            "its .outcomes.jsonl beside it) and `medprobe profile` folders (with a profile.json), one level down"
+            + (f"; its JSON files {', '.join(lone[:5])} have no outcomes file beside them" if lone else "")
         )
+    return found
+
+
+def folder_entries(folder: Path, source: str) -> Expanded:
+    """A folder of runs: each results JSON in it (its stem names the row), each profile folder in it (its runs named
+    by the folder). A JSON without its outcomes file beside it is listed as left out, not dropped: it may be a run
+    whose outcomes were moved (or another tool's JSON)."""
+    from medprobe.records.outcomes import outcomes_path
+
+    found = Expanded()
+    for path in sorted(folder.iterdir()):
+        shown = f"{source.rstrip('/')}/{path.name}"
+        if path.is_dir() and (path / "profile.json").is_file():
+            inner = profile_entries(path)
+            found.entries += inner.entries
+            found.excluded += inner.excluded
+        elif path.is_file() and path.suffix == ".json":
+            if outcomes_path(path).is_file():
+                found.entries.append(Entry(path.name.removesuffix(".json"), shown, "results", path))
+            else:
+                reason = f"not read: no {outcomes_path(path).name} beside it (a results JSON's per-item outcomes)"
+                found.excluded.append(Excluded(path.name.removesuffix(".json"), shown, reason))
     return found
 
 

@@ -30,8 +30,8 @@ else is refused unless `--overwrite`. `medprobe publish results OUT` checks the 
 Resume (the run journal, medprobe.journal): `progress.json` in the staging folder (beside `out/`, never
 swapped in) lists every finished run with its key, the sha256 of its request (paths as in OUT), its data source, the content of its
 dataset folder and medprobe's version. A profile into OUT that finds the staging folder a killed
-profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM remove their own) takes from it the runs
-whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
+profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM leave theirs only when it holds finished runs)
+takes from it the runs whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
 (a build of the same data gives the same bytes, hence the same keys).
 """
 
@@ -48,7 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
-from medprobe.atomic_folder import StagedFolder, staged_folder
+from medprobe.atomic import signals_deferred
+from medprobe.atomic_folder import StagedFolder, files_under, foreign_files, listing, staged_folder
 from medprobe.building.cards import package_version
 from medprobe.contracts import UserError
 from medprobe.digests import folder_digest, json_digest, sha256_file
@@ -58,10 +59,6 @@ PROFILE_FILES = ("profile.json", "profile.md", "profile.png")
 
 
 # --- what a folder holds -------------------------------------------------------------------------
-
-
-def files_under(folder: Path) -> list[str]:
-    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() or p.is_symlink())
 
 
 def read_profile_json(folder: Path) -> dict | None:
@@ -84,10 +81,6 @@ def recorded_files(profile: dict | None) -> dict[str, str] | None:
     return recorded
 
 
-def listing(names: list[str], shown: int = 5) -> str:
-    return ", ".join(names[:shown]) + (" ..." if len(names) > shown else "")
-
-
 def check_replaceable(out: Path, overwrite: bool) -> None:
     """A profile may replace OUT: absent, empty, `overwrite`, or exactly the files a medprobe profile recorded."""
     if not os.path.lexists(out) or overwrite:
@@ -106,13 +99,12 @@ def check_replaceable(out: Path, overwrite: bool) -> None:
             else f"a profile.json that records no files (not a medprobe profile, or an older medprobe's) ({found})"
         )
         raise UserError(f"{out} already holds {what}; a profile would replace it: pass --overwrite, or choose another --out")
-    stray = [name for name in files if name != "profile.json" and name not in recorded]
+    stray, changed = foreign_files(out, recorded, own=("profile.json",))
     if stray:
         raise UserError(
             f"{out} holds file(s) that are not part of its profile: {listing(stray, 10)}; a new profile would delete "
             "them: move them away, or pass --overwrite"
         )
-    changed = [name for name in files if name in recorded and sha256_file(out / name) != recorded[name]]
     if changed:
         raise UserError(
             f"{out} holds file(s) changed since medprobe wrote them: {listing(changed, 10)}; a new profile would "
@@ -295,9 +287,14 @@ class ProfileFolder:
 
     def finished(self, entry: dict, request: Any, source: dict) -> None:
         """A run is done: its entry and results JSON name OUT's paths, its files' sha256 go into the
-        entry, and it is journaled (with the key of its `request`) for a profile that resumes this one."""
+        entry, and it is journaled (with the key of its `request`) for a profile that resumes this one.
+        Ctrl-C and SIGTERM wait until it is (milliseconds): a finished run is not lost to the signal."""
         if not self.main:
             return
+        with signals_deferred():
+            self.journal_finished(entry, request, source)
+
+    def journal_finished(self, entry: dict, request: Any, source: dict) -> None:
         from medprobe.records import load_record_file
 
         entry.update(self.logical({name: entry[name] for name in ("request", "results", "predictions", "record")}))
@@ -333,7 +330,8 @@ def open_folder(out: Path, overwrite: bool = False, print_fn: Callable[[str], No
     """Lock OUT, check it may be replaced, stage the new profile beside it; swap it in when the block ends
     (medprobe.atomic_folder.staged_folder, resuming from the staging folder a killed profile left).
 
-    An error, Ctrl-C or SIGTERM removes the staging folder and leaves OUT as it was. Under a launch only
+    An error removes the staging folder and leaves OUT as it was; Ctrl-C or SIGTERM too, but for a staging
+    folder holding finished runs, which is kept for the next profile into OUT to resume. Under a launch only
     the main process locks, checks and swaps; every process gets the same staging folder.
     """
     if not distributed.is_main_process():

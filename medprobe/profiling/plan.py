@@ -38,7 +38,6 @@ from medprobe.contracts import UserError
 from medprobe.local_paths import check_local_path
 from medprobe.registry import ProfilePlan, TaskEntry, registry, task_entry
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent  # the package medprobe/: a plan's `sample` is relative to it (or absolute)
 KIND_NAMES = {
     "encoder": "an encoder without a masked-LM head",
     "masked-lm": "a masked LM",
@@ -260,7 +259,9 @@ def prepare_data(
 
 def sample_folder(plan: ProfilePlan) -> Path:
     """The shipped sample a plan probes without --data-dir (relative to the medprobe package, or absolute)."""
-    return PACKAGE_DIR / plan.sample
+    from medprobe.resources import shipped_sample
+
+    return shipped_sample(plan.sample)
 
 
 def sample_source(name: str, plan: ProfilePlan) -> DataSource:

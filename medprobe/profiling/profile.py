@@ -5,6 +5,7 @@ chance and floor, the printed summary; and the check that a profile's headline r
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from medprobe.atomic import write_all_atomically
 from medprobe.contracts import UserError
+from medprobe.marks import figure_metadata
 from medprobe.profiling.plan import (
     KIND_NAMES,
     DataSource,
@@ -94,7 +96,7 @@ def draw_figure(profile: Profile, path: Path) -> None:
     plt = require_matplotlib()
     fig = profile_figure(profile)
     try:  # "tight": the legend sits outside the axes, beside them
-        fig.savefig(path, dpi=120, format="png", bbox_inches="tight")
+        fig.savefig(path, dpi=120, format="png", bbox_inches="tight", metadata=figure_metadata("png"))
     finally:
         plt.close(fig)
 
@@ -109,7 +111,12 @@ def profile_figure(profile: Profile) -> Any:
 
     plt = require_matplotlib()
     rows = [row for row in profile.headline if row["value"] is not None]
-    labels = [f"{row['benchmark']}/{row['config'] or 'all'}\n{row['prober']} · {row['metric']}" for row in rows]
+    samples = sample_notes(profile)
+    labels = [
+        f"{row['benchmark']}/{row['config'] or 'all'}{' (sample*)' if row['benchmark'] in samples else ''}\n"
+        f"{row['prober']} · {row['metric']}"
+        for row in rows
+    ]
     fig, ax = plt.subplots(figsize=(8, 0.6 * max(len(rows), 1) + 1.6))
     positions = list(range(len(rows)))[::-1]
     errors = [
@@ -147,7 +154,16 @@ def profile_figure(profile: Profile) -> Any:
     if rows:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
+    if samples:  # as profile.md says it: below the axes, inside what savefig's "tight" box keeps
+        note = "\n".join(textwrap.fill(f"* {text}", 120) for text in samples.values())
+        fig.text(0.01, 0.0, note, fontsize=7, va="top", ha="left")
     return fig
+
+
+def sample_notes(profile: Profile) -> dict[str, str]:
+    """Benchmark -> what its data is, for each benchmark probed on a sample that is not the benchmark (the shipped
+    MedLAMA-format sample: "this is NOT MedLAMA ..."), as profile.md and the summary say it."""
+    return {name: DataSource(**source).describe(path=False) for name, source in profile.data.items() if source.get("sample")}
 
 
 def write_profile(profile: Profile, out: Path, into: Path | None = None) -> list[Path]:
@@ -238,7 +254,7 @@ def summary(profile: Profile, out: Path) -> str:
     lines += [f"  skipped {item['benchmark']}: {item['reason']}" for item in profile.skipped]
     lines += [f"  FAILED {item['label']}: {item['error']}" for item in profile.failed]
     # data that is not the benchmark itself, in full: what it is and why its scores are not the benchmark's
-    lines += [f"  note: {DataSource(**source).describe(path=False)}" for source in profile.data.values() if source["sample"]]
+    lines += [f"  note: {text}" for text in sample_notes(profile).values()]
     if profile.figure_note:
         lines.append(f"  note: {profile.figure_note}")
     written = ["profile.json", "profile.md"] + ([] if profile.figure_note else ["profile.png"])

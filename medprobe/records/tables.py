@@ -9,6 +9,7 @@ from typing import Any
 
 from medprobe.atomic import write_all_atomically
 from medprobe.contracts import UserError
+from medprobe.marks import figure_metadata
 from medprobe.records.record import RunRecord
 
 
@@ -98,7 +99,9 @@ def draw_per_group(record: RunRecord, metric: str, path: Path, fmt: str) -> None
     plt = require_matplotlib()
     fig = per_group_figure(record, metric)
     try:  # an explicit format: without one, matplotlib appends .png to a path that has no suffix
-        fig.savefig(path, dpi=120, format=fmt, bbox_inches="tight")  # "tight": the legend is beside the axes
+        fig.savefig(
+            path, dpi=120, format=fmt, bbox_inches="tight", metadata=figure_metadata(fmt)
+        )  # "tight": the legend is beside the axes
     finally:
         plt.close(fig)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe.atomic import write_all_atomically
+from medprobe.marks import figure_metadata
 from medprobe.reproduce.recipe import Cell, Figure, Note, Recipe
 
 PLUMBING = "PLUMBING CHECK, NOT A REPRODUCTION"
@@ -246,7 +247,7 @@ def draw(report: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig = figure(report)
-    fig.savefig(path, format="png")
+    fig.savefig(path, format="png", metadata=figure_metadata("png"))
     plt.close(fig)
 
 

@@ -71,10 +71,14 @@ class BenchmarkTask:
 
     @classmethod
     def metric(cls) -> Any:
-        """The task's evaluate module (METRIC), loaded from its folder as any Hub user loads it."""
+        """The task's evaluate module (METRIC), loaded from its folder as any Hub user loads it.
+
+        It computes in memory: by default evaluate writes each compute's predictions to an Arrow file in its
+        cache (HF_METRICS_CACHE) and reads them back, a transient file that a full disk or `ulimit -f` made a
+        traceback of (the scores are the same either way)."""
         from medprobe.resources import import_evaluate, metric_path
 
-        return import_evaluate().load(metric_path(cls.METRIC))
+        return import_evaluate().load(metric_path(cls.METRIC), keep_in_memory=True)
 
     @staticmethod
     def jsonl_writer(path: str | Path | None, records: Callable[[], Iterable[dict]]) -> Writers:
