@@ -16,7 +16,7 @@ user makes them, `medprobe probe` and `medprobe compare` in subprocesses, with a
   with --layers 5; `medprobe compare` of the two hard runs: docs/compare.md and docs/reproducing.md;
 - docs/leaderboard.png: the runs of docs/leaderboard.md's commands (the sample's two MiniLM runs, MST
   comparison on a small build with MiniLM and its random-weight twin), `medprobe leaderboard`, a screenshot in
-  headless Chromium (1280 x 900), reduced to 128 colours.
+  headless Chromium (1280 x 1060), reduced to 128 colours.
 
 Not made here (the pages label them as measured on a named machine, or as someone else's): timings; the
 bfloat16/float32 comparison of docs/scaling.md (scripts/bench_dtype.py); the papers' figures; the rewired rows and
@@ -191,7 +191,7 @@ def picture(work: Path, env: dict) -> None:
     chromium = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
     if chromium is None:
         sys.exit("headless Chromium is needed for docs/leaderboard.png (apt-get install -y chromium)")
-    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"]
+    command = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,1060"]
     subprocess.run([*command, f"--screenshot={shot}", (work / "site" / "index.html").as_uri()], capture_output=True, check=True)
     with atomic_output(PICTURE) as temp:
         Image.open(shot).convert("RGB").quantize(colors=128).save(temp, format="PNG", optimize=True)
