@@ -343,3 +343,34 @@ def test_without_the_package_the_command_says_how_to_install_it(runs, tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "every-eval-ever is not installed: pip install 'medprobe[eee]'" in done.stderr
+
+
+def test_a_published_run_exports_as_its_local_results_json(tmp_path, monkeypatch, capsys):
+    """`hub:ORG/NAME/...` is read as compare reads it (fetched, rebuilt from its Parquet, re-checked): the same records."""
+    from hub_mock import serving
+    from test_results_repo import TOKEN, official_run
+
+    run = official_run(tmp_path / "runs" / "hard.json", 0.6, seed=1, model="minilm")
+    with serving(monkeypatch, tmp_path, TOKEN):
+        assert main(["publish", "results", str(run), "--results-repo", "me/results"]) == 0
+        assert main(["export", "eee", "hub:me/results/minilm/medlama/hard/contrastive", "--out", str(tmp_path / "hub")]) == 0
+    assert main(["export", "eee", str(run), "--out", str(tmp_path / "local")]) == 0
+    (hub_log,), (local_log,) = read_export(tmp_path / "hub")[0].values(), read_export(tmp_path / "local")[0].values()
+    assert hub_log["evaluation_results"] == local_log["evaluation_results"]
+    assert hub_log["evaluation_id"] == local_log["evaluation_id"]  # the same results JSON, byte for byte
+
+
+def test_a_run_on_a_shipped_sample_says_so_in_its_records(tmp_path, capsys):
+    import medprobe
+    from test_publish import sample_fingerprint
+
+    run = write_medlama_run(
+        tmp_path / "sample.json", 0.5, seed=9, data_fingerprint=sample_fingerprint(medprobe.sample("medlama"), "hard")
+    )
+    assert main(["export", "eee", str(run), "--out", str(tmp_path / "eee")]) == 0
+    assert "probed the sample of medlama shipped with medprobe" in capsys.readouterr().out
+    ((_, log),) = read_export(tmp_path / "eee")[0].items()
+    names = {result["source_data"]["dataset_name"] for result in log["evaluation_results"]}
+    assert names == {
+        "the sample of medlama shipped with medprobe (medprobe.sample('medlama')), not the benchmark: MedLAMA (hard)"
+    }

@@ -188,6 +188,7 @@ def export_run(run: Any, model_id: str | None, options: Options, retrieved: str,
 
     from medprobe.eee.items import item_scores
     from medprobe.eee.records import aggregate_log, evaluation_name, evaluation_results, file_uuid, instance_logs
+    from medprobe.hub.data_check import sample_read, sample_words
     from medprobe.hub.eval_results import dataset_label
     from medprobe.hub.subsets import subset_phrase
     from medprobe.records.verify import estimators_of, task_of
@@ -217,6 +218,10 @@ def export_run(run: Any, model_id: str | None, options: Options, retrieved: str,
     samples = "".join(json_line(log) for log in instances)
     exported = Exported(name, collection, developer, model_dir, None, instances, notes)
     label = dataset_label(record, subset_phrase(record))
+    sample = sample_read(record)
+    if sample is not None:  # its numbers are not the benchmark's: said in the records' dataset name, not only here
+        label = f"{sample_words(sample[0])}, not the benchmark: {label}"
+        notes.append(f"{what} probed {sample_words(sample[0])}: its records name it so, not {record.benchmark}")
     results = evaluation_results(record, task, metrics, label, hub_dataset(record), run.outcomes)
     exported.aggregate = aggregate_log(
         run_id, model, record, results, options, retrieved, detailed_results(exported, samples) if instances else None
