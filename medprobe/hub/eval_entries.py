@@ -179,6 +179,18 @@ def declared(files: list[EntryFile], eval_yamls: dict[str, str | None]) -> tuple
     return kept, notes_
 
 
+def read_eval_yaml(api: Any, dataset_id: str) -> str | None:
+    """The dataset's eval.yaml at its head; None without one, or without such a dataset (--dataset-mismatch-ok)."""
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    from medprobe.hub.publish import download_text
+
+    try:
+        return download_text(api, dataset_id, "eval.yaml", None, "dataset")
+    except RepositoryNotFoundError:
+        return None
+
+
 def operations(files: list[EntryFile]) -> list[Any]:
     from huggingface_hub import CommitOperationAdd
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from huggingface_hub import HfApi, constants, get_token
-from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 
 from medprobe.hub.checks import (
     FileEntry,
@@ -213,6 +213,16 @@ def hub_errors(token: str, repo_id: str | None = None) -> Iterator[None]:
     except (OSError, ValueError, *transport) as err:  # HfHubHTTPError and OfflineModeIsEnabled are OSErrors
         target = f"publish to {repo_id}" if repo_id else "publishing"
         raise PublishError(redact(f"{target} failed: {describe_hub_failure(err)}", token)) from None
+
+
+def download_text(api: HfApi, repo_id: str, filename: str, revision: str | None, repo_type: str = "model") -> str | None:
+    """A text file of the repo at `revision`, or None when it has none (read into a throwaway folder)."""
+    with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
+        try:
+            path = api.hf_hub_download(repo_id, filename, repo_type=repo_type, revision=revision, cache_dir=tmp)
+        except EntryNotFoundError:
+            return None
+        return Path(path).read_text(encoding="utf-8")
 
 
 def run_plan(plan: Plan, token: str) -> None:

@@ -21,16 +21,24 @@ version and the command that repeats it), and commits on top of that head.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import CommitOperationAdd, HfApi, constants
-from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+from huggingface_hub.errors import RepositoryNotFoundError
 
 from medprobe.hub.checks import PublishError
-from medprobe.hub.publish import REPO_ID, check_repo_id, hub_api, hub_errors, load_profile, require_token, token_status
+from medprobe.hub.publish import (
+    REPO_ID,
+    check_repo_id,
+    download_text,
+    hub_api,
+    hub_errors,
+    load_profile,
+    require_token,
+    token_status,
+)
 
 
 def results_dataset_id(explicit: str | None, run_dataset: str, benchmark: str | None = None) -> str:
@@ -195,7 +203,7 @@ def commit_card(
     `data` (data_check.ProbedData), that each run read the data its Hub dataset's card states; `entries`
     (eval_entries.EntryFile) go into the same commit where their dataset's eval.yaml declares their task."""
     from medprobe.hub import data_check
-    from medprobe.hub.eval_entries import declared, operations
+    from medprobe.hub.eval_entries import declared, operations, read_eval_yaml
     from medprobe.hub.model_match import check_repo
 
     token = require_token(args.token)
@@ -213,9 +221,7 @@ def commit_card(
         if data and not args.dataset_mismatch_ok:
             read = data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)
             print(data_check.check_hub(data, {dataset_id: download_dataset_card(api, dataset_id) for dataset_id in read}))
-        eval_yamls = {
-            dataset_id: download_eval_yaml(api, dataset_id) for dataset_id in {f.entry.dataset_id for f in entries or []}
-        }
+        eval_yamls = {dataset_id: read_eval_yaml(api, dataset_id) for dataset_id in {f.entry.dataset_id for f in entries or []}}
         kept, notes = declared(entries or [], eval_yamls)
         for note in notes:
             print(f"medprobe: {note}")
@@ -233,24 +239,6 @@ def commit_card(
 def download_card(api: HfApi, repo_id: str, revision: str | None, repo_type: str = "model") -> str | None:
     """The repo's README.md at `revision`, or None when it has none."""
     return download_text(api, repo_id, "README.md", revision, repo_type)
-
-
-def download_text(api: HfApi, repo_id: str, filename: str, revision: str | None, repo_type: str = "model") -> str | None:
-    """A text file of the repo at `revision`, or None when it has none (read into a throwaway folder)."""
-    with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
-        try:
-            path = api.hf_hub_download(repo_id, filename, repo_type=repo_type, revision=revision, cache_dir=tmp)
-        except EntryNotFoundError:
-            return None
-        return Path(path).read_text(encoding="utf-8")
-
-
-def download_eval_yaml(api: HfApi, dataset_id: str) -> str | None:
-    """The dataset's eval.yaml at its head; None without one, or without such a dataset (--dataset-mismatch-ok)."""
-    try:
-        return download_text(api, dataset_id, "eval.yaml", None, "dataset")
-    except RepositoryNotFoundError:
-        return None
 
 
 def download_dataset_card(api: HfApi, dataset_id: str) -> str | None:
