@@ -28,17 +28,11 @@ from typing import Any
 import yaml
 from huggingface_hub import EvalResultEntry, constants, eval_result_entries_to_yaml
 
+from medprobe.hub.eval_yaml import DEFAULT_CONFIG, DEFAULT_SPLIT, task_id
 from medprobe.hub.published import name_part
 from medprobe.records.record import RunRecord
 
 FOLDER = constants.EVAL_RESULTS_FOLDER  # ".eval_results"
-DEFAULT_CONFIG = "default"  # eval.yaml: a task's config "defaults to the dataset's default config"
-DEFAULT_SPLIT = "test"  # eval.yaml: a task's split "defaults to test"
-
-
-def task_id(config: str | None) -> str:
-    """The task id medprobe gives a config in the eval.yaml it writes (medprobe.hub.eval_yaml): the config's name."""
-    return config or DEFAULT_CONFIG
 
 
 @dataclass

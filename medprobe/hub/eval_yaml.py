@@ -14,7 +14,7 @@ trained head (MST), classifying pairs (DisKnE), or tracking ranks through contex
 medprobe; none of the listed frameworks runs them (inspect-ai's solvers and scorers evaluate a chat model's answers,
 which would score other numbers than medprobe's acc@k). The eval.yaml medprobe writes names `medprobe` as its
 framework, one task per config (its id the config's name, as the `.eval_results` entries of `publish results` name
-it: medprobe.hub.eval_entries.task_id) on the test split, and is refused while `medprobe` is not on the Hub's list
+it: `task_id`) on the test split, and is refused while `medprobe` is not on the Hub's list
 (`EVALUATION_FRAMEWORKS`, as that file lists them at the commit below): the Hub would refuse it at push time.
 """
 
@@ -25,7 +25,6 @@ from pathlib import Path
 import yaml
 
 from medprobe.hub.checks import PublishError
-from medprobe.hub.eval_entries import DEFAULT_SPLIT, task_id
 
 # huggingface/huggingface.js packages/tasks/src/eval.ts, EVALUATION_FRAMEWORKS, at commit 0589d130abd3393e9a68066f4e90ca2e7397b4ec
 EVALUATION_FRAMEWORKS = frozenset(
@@ -52,10 +51,18 @@ EVALUATION_FRAMEWORKS = frozenset(
     }
 )
 FRAMEWORK = "medprobe"
+DEFAULT_CONFIG = "default"  # a task's config "defaults to the dataset's default config"
+DEFAULT_SPLIT = "test"  # a task's split "defaults to test"
 SPEC = "https://huggingface.co/docs/hub/eval-results#evalyaml-specification"
 TOP_KEYS = {"name": str, "description": str, "evaluation_framework": str, "tasks": list}
 TASK_KEYS = {"id": str, "config": str, "split": str}
 INSPECT_KEYS = ("field_spec", "solvers", "scorers")
+
+
+def task_id(config: str | None) -> str:
+    """The task id medprobe gives a config in the eval.yaml it writes, and in the `.eval_results` entries of its runs
+    (medprobe.hub.eval_entries): the config's name."""
+    return config or DEFAULT_CONFIG
 
 
 def card_description(card_text: str) -> str:
