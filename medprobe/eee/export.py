@@ -244,7 +244,8 @@ def detailed_results(exported: Exported, samples: str) -> Any:
 
 
 def json_line(log: Any) -> str:
-    return json.dumps(log.model_dump(mode="json", exclude_none=True), ensure_ascii=False, allow_nan=False) + "\n"
+    """One instance record as a JSON line, serialised by pydantic itself (its scores are finite: a NaN is never one)."""
+    return log.model_dump_json(exclude_none=True) + "\n"
 
 
 def aggregate_text(log: Any) -> str:
