@@ -5,6 +5,7 @@ digest, outcomes and score. Runs are made up (tests/synthetic_runs.py), no model
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import subprocess
@@ -20,7 +21,10 @@ from medprobe.records import load_run
 from synthetic_runs import write_medlama_run, write_mst_run, write_profile, write_run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-eee = pytest.importorskip("every_eval_ever", reason="every-eval-ever is an extra: pip install 'medprobe[eee]' (docs/eee.md)")
+needs_eee = pytest.mark.skipif(
+    importlib.util.find_spec("every_eval_ever") is None,
+    reason="every-eval-ever is an extra: pip install 'medprobe[eee]' (docs/eee.md; .ci/run installs it)",
+)
 
 
 def disknE_run(path: Path) -> Path:
@@ -168,6 +172,7 @@ def runs(tmp_path) -> dict[str, Path]:
     }
 
 
+@needs_eee
 def test_every_run_exports_valid_records_that_read_back_as_the_run(runs, tmp_path):
     out = tmp_path / "eee"
     done = subprocess.run(
@@ -213,6 +218,7 @@ def test_every_run_exports_valid_records_that_read_back_as_the_run(runs, tmp_pat
     assert set(written["files"]) == set(aggregates) | set(samples)
 
 
+@needs_eee
 def test_a_profile_folder_exports_each_run_and_a_second_export_replaces_the_first(tmp_path, capsys):
     profile = write_profile(
         tmp_path / "profile",
@@ -236,6 +242,7 @@ def test_a_profile_folder_exports_each_run_and_a_second_export_replaces_the_firs
     assert len(list(out.rglob("*.json"))) == 2 and set(out.rglob("*.json*")) < set(first)
 
 
+@needs_eee
 def test_the_output_folder_is_the_command_s_own(runs, tmp_path, capsys):
     run = str(runs["mst"])
     theirs = tmp_path / "theirs"
@@ -256,6 +263,7 @@ def test_the_output_folder_is_the_command_s_own(runs, tmp_path, capsys):
     assert '"edited"' not in aggregate.read_text()
 
 
+@needs_eee
 def test_an_invalid_record_never_leaves(runs, tmp_path, monkeypatch, capsys):
     """The validator refuses the staged files: DIR keeps the previous export, byte for byte, and nothing else appears."""
     import medprobe.eee.folder as folder
@@ -278,6 +286,7 @@ def test_an_invalid_record_never_leaves(runs, tmp_path, monkeypatch, capsys):
     assert not [path for path in tmp_path.iterdir() if "medprobe-tmp" in path.name]
 
 
+@needs_eee
 def test_a_model_is_named_by_its_hub_id(tmp_path, capsys):
     local = write_medlama_run(
         tmp_path / "local.json", 0.5, seed=6, model=str(tmp_path / "my-model"), model_identity={"name": "x"}
@@ -310,6 +319,7 @@ def predictions_run(tmp_path: Path) -> tuple[Path, dict[str, list[str]]]:
     return path, names
 
 
+@needs_eee
 def test_item_text_leaves_only_where_its_licence_allows(runs, tmp_path, capsys):
     run, names = predictions_run(tmp_path)
     out = tmp_path / "eee"
@@ -345,6 +355,7 @@ def test_without_the_package_the_command_says_how_to_install_it(runs, tmp_path):
     assert "every-eval-ever is not installed: pip install 'medprobe[eee]'" in done.stderr
 
 
+@needs_eee
 def test_a_published_run_exports_as_its_local_results_json(tmp_path, monkeypatch, capsys):
     """`hub:ORG/NAME/...` is read as compare reads it (fetched, rebuilt from its Parquet, re-checked): the same records."""
     from hub_mock import serving
@@ -360,6 +371,7 @@ def test_a_published_run_exports_as_its_local_results_json(tmp_path, monkeypatch
     assert hub_log["evaluation_id"] == local_log["evaluation_id"]  # the same results JSON, byte for byte
 
 
+@needs_eee
 def test_a_run_on_a_shipped_sample_says_so_in_its_records(tmp_path, capsys):
     import medprobe
     from test_publish import sample_fingerprint
