@@ -165,7 +165,7 @@ class ConceptNames:
     atoms: dict[str, tuple[str, str, str]]  # AUI -> (STR, LAT, SUPPRESS)
     preferred: dict[str, str]  # CUI -> its English preferred name
     scan: FileScan
-    # CUI -> its English names that are not suppressed, one spelling per case-folded name (the first in the file):
+    # CUI -> its English names that are not suppressed, one spelling per case-folded name (the least in code points):
     # the subject synonyms of the `variants` config are drawn from them (variants.py); only for `synonym_cuis`
     names: dict[str, list[str]] = field(default_factory=dict)
 
@@ -199,7 +199,7 @@ def read_concept_names(
     atoms: dict[str, tuple[str, str, str]] = {}
     preferred: dict[str, str] = {}
     ranks: dict[str, tuple[bool, ...]] = {}
-    names: dict[str, dict[str, str]] = {}  # CUI -> case-folded name -> its first spelling
+    names: dict[str, dict[str, str]] = {}  # CUI -> case-folded name -> its least spelling
     start, size = time.perf_counter(), os.path.getsize(path)
     lines = 0
     with (
@@ -219,8 +219,9 @@ def read_concept_names(
                 if f[c["LAT"]] != "ENG":
                     continue
                 cui = f[c["CUI"]]
-                if cui in synonym_cuis and f[c["SUPPRESS"]] == "N":
-                    names.setdefault(cui, {}).setdefault(f[c["STR"]].casefold(), f[c["STR"]])
+                if cui in synonym_cuis and f[c["SUPPRESS"]] == "N":  # one spelling a name: the least, in any file order
+                    spellings, string = names.setdefault(cui, {}), f[c["STR"]]
+                    spellings[string.casefold()] = min(spellings.get(string.casefold(), string), string)
                 if drop_suppressed and f[c["SUPPRESS"]] != "N":
                     continue
                 rank = english_name_rank(f[c["TS"]], f[c["STT"]], f[c["ISPREF"]], f[c["SUPPRESS"]])

@@ -99,16 +99,16 @@ def variant_examples(
 def synonym_draw(names: Sequence[str], head_cui: str, head_name: str, wanted: int, seed: int) -> list[str]:
     """Up to `wanted` names of the head concept other than `head_name` (case folded), drawn without replacement.
 
-    `names` are the concept's English names that are not suppressed, one spelling per case-folded name
-    (rrf.read_concept_names). They are sorted first, so that the draw depends on the names and not on their
-    order in MRCONSO; the generator is seeded with the build's seed and the head (CUI and name), so an item's
+    `names` are the concept's English names that are not suppressed (rrf.read_concept_names); names equal after
+    case folding are one name, spelt the least way in code points. They are sorted first, so that the draw
+    depends on the names and not on their order in MRCONSO; the generator is seeded with the build's seed and the head (CUI and name), so an item's
     synonyms do not depend on which other items were drawn, and the first `wanted` of a permutation are kept,
     so a larger `wanted` keeps the smaller draw as its head.
     """
     own, spellings = head_name.casefold(), {}
     for name in names:
         if name.casefold() != own:
-            spellings.setdefault(name.casefold(), name)
+            spellings[name.casefold()] = min(spellings.get(name.casefold(), name), name)
     pool = sorted(spellings.values(), key=lambda name: (name.casefold(), name))
     if not pool or wanted <= 0:
         return []
