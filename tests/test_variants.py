@@ -331,3 +331,21 @@ def test_the_shipped_sample_has_variants_that_pair_with_its_items(tmp_path, monk
     record = probe(monkeypatch, SubjectProber(), SAMPLE, tmp_path / "r.json", variants="all")
     assert record.settings["variant_slots"] == ["default_prompt", "synonym_1", "synonym_2"]
     assert record.counts["variant_queries"] == 118 and record.counts["items_with_variants"] == 100  # hard: 106 of 108 items
+
+
+def test_compare_pairs_a_run_with_variants_with_a_plain_one_and_two_with_variants_on_every_metric(
+    synthetic_medlama_hub, tmp_path, monkeypatch
+):
+    from medprobe.cli import main
+
+    probe(monkeypatch, SubjectProber(), synthetic_medlama_hub, tmp_path / "plain.json")
+    subject = probe(monkeypatch, SubjectProber(), synthetic_medlama_hub, tmp_path / "subject.json", variants="templates")
+    template = probe(monkeypatch, TemplateProber(), synthetic_medlama_hub, tmp_path / "template.json", variants="templates")
+    assert main(["compare", str(tmp_path / "plain.json"), str(tmp_path / "subject.json"), "--out", str(tmp_path / "c1")]) == 0
+    (first,) = json.loads((tmp_path / "c1" / "compare.json").read_text())["comparisons"]
+    assert "acc@1" in first["differences"] and "consistency@1" not in first["differences"]  # the same data: it pairs
+    assert main(["compare", str(tmp_path / "subject.json"), str(tmp_path / "template.json"), "--out", str(tmp_path / "c2")]) == 0
+    (second,) = json.loads((tmp_path / "c2" / "compare.json").read_text())["comparisons"]
+    found = second["differences"]["consistency@1"]
+    assert found["difference"] == pytest.approx(template.metrics["consistency@1"] - subject.metrics["consistency@1"], abs=1e-12)
+    assert found["low"] <= found["difference"] <= found["high"]

@@ -166,10 +166,11 @@ def variants_text(built: dict[str, datasets.DatasetDict], params: dict) -> str:
     order = ", ".join([f"`{TEMPLATE_VARIANT}`"] + [f"`{SYNONYM_VARIANT.format(i)}`" for i in range(1, most + 1)])
     lines = ["| field | description |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in VARIANT_FIELD_DESCRIPTIONS.items()]
     fields = "\n".join(lines)
+    of_full = f" (of the {built['full']['test'].num_rows:,} of `full`)" if "full" in built else ""
     return f"""`{VARIANTS}` asks each item of `full` (hence of `hard`: a hard row keeps its full id) another way, one row
 per (item, variant), so that a prober's consistency can be measured: in this build {rows.num_rows:,} rows for
-{items:,} items, {kinds[TEMPLATE_VARIANT]:,} with the release's default prompt and {kinds["synonym"]:,} with a subject
-synonym ({synonym_items:,} items have at least one). The order of an item's variants is fixed: {order}.
+{items:,} items{of_full}, {kinds[TEMPLATE_VARIANT]:,} with the release's default prompt and {kinds["synonym"]:,} with a
+subject synonym ({synonym_items:,} items have at least one). The order of an item's variants is fixed: {order}.
 
 - `{TEMPLATE_VARIANT}`: the release's other template (`prompts.csv`, column `default_prompt`) with the head name,
   its white space normalised (runs of spaces made one, ends stripped: the release writes

@@ -27,8 +27,9 @@ The metrics, each a share with its 95% interval, recomputed from these columns b
 
 With --exclude-head a query's own head name is left out of its predictions; a variant's predictions leave out
 the head name and the name the variant asks about (its synonym), so no variant is answered by echoing its own
-subject. Nothing here names a benchmark: a ranking task whose rows have id, relation, head_name and answers, and
-whose data has a `variants` config of the fields VARIANT_FIELDS, uses it as MedLAMA does.
+subject. Nothing here depends on MedLAMA (its messages only name MedLAMA's build as where synonyms come from): a
+ranking task whose rows have id, relation, head_name and answers, and whose data has a `variants` config of the
+fields VARIANT_FIELDS, uses it as MedLAMA does.
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ def rank_variants(
     ranked = [names_of(names) for names in rank_rows(rows, k + 2 if exclude_head else k)]
     if not exclude_head:
         return ranked
-    return [[name for name in names if name not in set(left_out)][:k] for names, left_out in zip(ranked, plan.excluded)]
+    return [[name for name in names if name not in left_out][:k] for names, left_out in zip(ranked, plan.excluded)]
 
 
 def variant_columns(
