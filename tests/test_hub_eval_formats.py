@@ -208,7 +208,7 @@ def test_eval_yaml_declares_a_task_per_config_that_publish_results_names(hub, fo
     assert eval_yaml_problems(text) == []
     data = yaml.safe_load(text)
     assert data["name"] == "MedLAMA" and data["description"].startswith("MedLAMA probes the biomedical factual knowledge")
-    assert data["tasks"] == [{"id": config, "config": config, "split": "test"} for config in ("full", "hard")]
+    assert data["tasks"] == [{"id": config, "config": config, "split": "test"} for config in ("full", "hard", "variants")]
     assert [commit["files"].keys() for commit in repo.commits][-1] == {"eval.yaml"}  # after the data's commit
     assert not (folder / "eval.yaml").exists()  # never written into the built folder
     # publish results then writes the entry of the task it declares
