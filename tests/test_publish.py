@@ -140,7 +140,10 @@ def test_republishing_a_dataset_replaces_its_data_files(hub, token, folder, caps
     repo = hub.add_repo("dataset", "my-lab/medlama", files={**old, "README.md": b"old card", "notes/keep.txt": b"not data"})
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "delete_patterns=['full/*.parquet', 'hard/*.parquet', 'variants/*.parquet']" in out and "replaces the repo's data files" in out
+    assert (
+        "delete_patterns=['full/*.parquet', 'hard/*.parquet', 'variants/*.parquet']" in out
+        and "replaces the repo's data files" in out
+    )
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
     assert set(repo.files) == medlama_files(folder) | {"notes/keep.txt"}  # only the new data files, and what is not data
     assert all(repo.files[path] == (folder / path).read_bytes() for path in medlama_files(folder))
