@@ -28,7 +28,7 @@ from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
 from medprobe.registry import registry
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
-from medprobe.tasks import Scored
+from medprobe.tasks import Scored, memorisation
 from medprobe.tasks.base import BenchmarkTask, Writers
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
@@ -53,6 +53,7 @@ class MedLAMAOutputs:
     predictions: list[list[str]]  # the top-k names of every probed row, best first
     unanswered: int  # rows that got no name at all (scored as misses)
     settings: dict  # what predicting added to the record (the --rerank shortlist)
+    memorised: memorisation.Measured | None = None  # issue 39 §4: Min-K%++ per row (--memorisation), else None
 
 
 class MedLAMATask(BenchmarkTask):
@@ -115,11 +116,13 @@ class MedLAMATask(BenchmarkTask):
     def predict(self, prober: RankingProber, data: MedLAMAData, seed: int | None = None) -> MedLAMAOutputs:
         """The top max(k) names of every row; with --rerank, the prober scores only each row's shortlist."""
         settings: dict = {}
+        # issue 39 §4, the memorisation signal (medprobe.tasks.memorisation): None unless the prober was asked
+        memorised = memorisation.measure(prober, column(data.rows, "query"), column(data.rows, "answers"))
         if self.rerank:
             prober = self.shortlist_prober(prober, data)
             settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
         predictions = rank_queries(prober, data.rows, max(self.k), data.candidates, exclude_head=self.exclude_head)
-        return MedLAMAOutputs(predictions, report_unanswered(column(data.rows, "id"), predictions), settings)
+        return MedLAMAOutputs(predictions, report_unanswered(column(data.rows, "id"), predictions), settings, memorised)
 
     def shortlist_prober(self, prober: Any, data: MedLAMAData) -> Any:
         from medprobe.lm.candidate_scoring import ShortlistProber
@@ -137,7 +140,7 @@ class MedLAMATask(BenchmarkTask):
         scores = score_ranking(data.rows, outputs.predictions, self.k)
         candidates = data.candidates
         ranks = best_gold_ranks(outputs.predictions, column(data.rows, "answers"))
-        return Scored(
+        scored = Scored(
             metrics={key: value for key, value in scores.items() if key != "per_group"},
             per_group=scores["per_group"],
             counts={
@@ -153,10 +156,15 @@ class MedLAMATask(BenchmarkTask):
                 **outputs.settings,
             },
             outcomes=Outcomes.build(
-                column(data.rows, "id"), column(data.rows, "relation"), {"rank": ranks}, row_digests(data.rows, CONTENT_FIELDS)
+                column(data.rows, "id"),
+                column(data.rows, "relation"),
+                {"rank": ranks, **memorisation.columns(outputs.memorised)},  # issue 39 §4: + mink_pp
+                row_digests(data.rows, CONTENT_FIELDS),
             ),
             chance=self.chance(data),
         )
+        memorisation.record(scored, outputs.memorised, self.k, self.outcome_fields)  # issue 39 §4
+        return scored
 
     @staticmethod
     def estimators(settings: dict) -> dict[str, Estimator]:
@@ -165,6 +173,7 @@ class MedLAMATask(BenchmarkTask):
         for k in settings["k"]:
             estimators[f"acc@{k}"] = Estimator(functools.partial(micro_hits, k=k), "query")
             estimators[f"macro_acc@{k}"] = Estimator(functools.partial(macro_hits, k=k), "query", stratified=True)
+        estimators.update(memorisation.estimators(settings))  # issue 39 §4: acc@k per Min-K%++ tertile
         return estimators
 
     def chance(self, data: MedLAMAData) -> dict[str, dict]:
