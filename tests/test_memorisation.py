@@ -190,7 +190,7 @@ def probe(hub: Path, model: Path, out: Path, *extra: str) -> int:
 def runs(synthetic_medlama_hub, gpt2_dir, tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("memorisation_runs")
     found = {}
-    for name, extra in (("off", ()), ("on", ("--memorisation",))):
+    for name, extra in (("off", ()), ("on", ("--memorisation",)), ("on50", ("--memorisation", "--mink-percent", "50"))):
         found[name] = folder / f"{name}.json"
         assert probe(synthetic_medlama_hub, gpt2_dir, found[name], *extra) == 0
     return found
@@ -209,8 +209,19 @@ def test_memorisation_adds_the_column_metrics_and_method_and_changes_nothing_els
     assert set(on.record.intervals) == set(on.record.metrics)
     method = on.record.settings["memorisation"]
     assert on.record.settings["mink_percent"] == 20.0 and "not a contamination verdict" in method and "Das et al. 2024" in method
-    assert on.record.outcomes["fields"]["mink_pp"].startswith("Min-K%++ (k = 20%) of the query with its first gold answer")
+    assert on.record.outcomes["fields"]["mink_pp"].startswith("Min-K%++ (the lowest 20% of token scores) of the query")
     assert "--memorisation" in on.record.command and on.record.counts["queries_with_mink_pp"] == len(on.outcomes)
+
+
+def test_compare_pairs_the_tertile_metrics_of_two_runs(runs, tmp_path, capsys):
+    assert main(["compare", str(runs["on"]), str(runs["on50"]), "--out", str(tmp_path / "cmp")]) == 0
+    [pair] = json.loads((tmp_path / "cmp" / "compare.json").read_text())["comparisons"]
+    on50 = load_run(runs["on50"]).record
+    assert on50.settings["mink_percent"] == 50.0 and pair["differing"]["mink_percent"] == [20.0, 50.0]
+    for name in memorisation.metric_names(3).values():
+        found = pair["differences"][name]
+        assert found["difference"] == pytest.approx(on50.metrics[name] - load_run(runs["on"]).record.metrics[name], abs=1e-12)
+        assert found["test"] == "paired permutation" and 0 < found["p_value"] <= 1
 
 
 def edit_outcome(run: Path, item: str, value: float) -> None:

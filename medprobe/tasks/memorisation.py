@@ -41,15 +41,17 @@ COLUMN = "mink_pp"
 TERTILES = ("low", "mid", "high")
 MISSING = np.iinfo(np.int32).max  # the rank of an item without a score: above every score, in no third
 METHOD = (
-    "Min-K%++ (Zhang et al. 2024; k = {k:g}%) of each query with its first gold answer in the slot, under the probed "
-    "model; acc@k per tertile of it (cut points recomputed in every bootstrap resample) and high minus low. A "
-    "membership signal, not a contamination verdict: blind baselines match membership attacks when the compared "
-    "sets differ in distribution (Das et al. 2024)"
+    "Min-K%++ (Zhang et al. 2024; the mean of the lowest {k:g}% of its token scores) of each query with its first "
+    "gold answer in the slot, under the probed model; acc@k per tertile of it (cut points recomputed in every "
+    "bootstrap resample) and high minus low. A membership signal, not a contamination verdict: blind baselines "
+    "match membership attacks when the compared sets differ in distribution (Das et al. 2024)"
 )
 
 
 @dataclass
 class Measured:
+    """What `measure` found, handed from a task's predict to its score."""
+
     scores: np.ndarray  # per item, in the rows' order; NaN: no token to score
     percent: float  # the k of Min-K%++
 
@@ -69,7 +71,7 @@ def measure(prober: Any, queries: Sequence[str], answers: Sequence[Sequence[str]
     scores = distributed.map_split(lambda share: list(prober.memorisation_scores(share)), texts)
     scores = np.asarray(scores, dtype=np.float64)
     scores[[not gold for gold in answers]] = np.nan
-    return Measured(scores, float(getattr(prober, "mink_percent", 20.0)))
+    return Measured(scores, float(getattr(prober, "mink_percent", 20.0)))  # a plugin prober names its own k
 
 
 def columns(measured: Measured | None) -> dict[str, np.ndarray]:
@@ -105,7 +107,10 @@ def record(scored: Any, measured: Measured | None, cutoffs: Sequence[int], field
         if np.isfinite(value):
             scored.metrics[name] = value
     scored.counts["queries_with_mink_pp"] = int(np.isfinite(measured.scores).sum())
-    fields[COLUMN] = f"Min-K%++ (k = {measured.percent:g}%) of the query with its first gold answer; null: no token to score"
+    fields[COLUMN] = (
+        f"Min-K%++ (the lowest {measured.percent:g}% of token scores) of the query with its first gold answer; "
+        "null: no token to score"
+    )
 
 
 # --- the estimators ---------------------------------------------------------------------------------
