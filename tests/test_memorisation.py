@@ -211,6 +211,7 @@ def test_memorisation_adds_the_column_metrics_and_method_and_changes_nothing_els
     assert on.record.settings["mink_percent"] == 20.0 and "not a contamination verdict" in method and "Das et al. 2024" in method
     assert on.record.outcomes["fields"]["mink_pp"].startswith("Min-K%++ (the lowest 20% of token scores) of the query")
     assert "--memorisation" in on.record.command and on.record.counts["queries_with_mink_pp"] == len(on.outcomes)
+    assert on.record.timings["memorisation"] > 0 and "memorisation" not in off.record.timings
 
 
 def test_compare_pairs_the_tertile_metrics_of_two_runs(runs, tmp_path, capsys):

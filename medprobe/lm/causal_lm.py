@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -125,9 +126,12 @@ class CausalLMProbe(FromPretrained, Prober):
 
     def memorisation_scores(self, texts: Sequence[str]) -> np.ndarray:
         """Min-K%++ of each text (k = `mink_percent`; medprobe.lm.mink), NaN where no token is scored."""
+        start = time.perf_counter()
         sequences = text_tokens(self.tokenizer, texts, self.limit, self.model_name)
         with progress_bar(total=len(texts), desc="Min-K%++", unit="text", disable=not self.progress) as bar:
-            return mink_plus_plus(self.model, sequences, self.mink_percent, self.batch_size, self.pad_id, bar.update)
+            scores = mink_plus_plus(self.model, sequences, self.mink_percent, self.batch_size, self.pad_id, bar.update)
+        self.timings["memorisation"] = self.timings.get("memorisation", 0.0) + time.perf_counter() - start
+        return scores
 
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """One float array per query, aligned with its candidates: higher = more likely."""
