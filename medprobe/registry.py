@@ -418,6 +418,22 @@ BUILTIN_PROBERS: tuple[ProberEntry, ...] = (
                 switch=True,
                 default=False,
             ),
+            Option(
+                "--memorisation",
+                "memorisation",
+                "also record Min-K%%++ of each query with its gold answer (a membership signal, not a contamination "
+                "verdict) and acc@k by its tertile; one more forward pass per query",
+                switch=True,
+                default=False,
+            ),
+            Option(
+                "--mink-percent",
+                "mink_percent",
+                "with --memorisation: Min-K%%++ averages this percentage of a text's lowest token scores",
+                type=positive_float,
+                default=20.0,
+                metavar="K",
+            ),
         ),
         citations=("medprobe",),  # log-likelihood ranking of filled prompts, as medprobe does it
     ),

@@ -29,7 +29,7 @@ from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
 from medprobe.registry import registry
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
-from medprobe.tasks import Scored
+from medprobe.tasks import Scored, memorisation
 from medprobe.tasks import variants as variants_module
 from medprobe.tasks.base import BenchmarkTask, Writers
 
@@ -57,6 +57,7 @@ class MedLAMAOutputs:
     unanswered: int  # rows that got no name at all (scored as misses)
     settings: dict  # what predicting added to the record (the --rerank shortlist)
     variant_predictions: list[list[str]] | None = None  # the top-k names of every variant query, with --variants
+    memorised: memorisation.Measured | None = None  # issue 39 §4: Min-K%++ per row (--memorisation), else None
 
 
 class MedLAMATask(BenchmarkTask):
@@ -122,11 +123,14 @@ class MedLAMATask(BenchmarkTask):
     def predict(self, prober: RankingProber, data: MedLAMAData, seed: int | None = None) -> MedLAMAOutputs:
         """The top max(k) names of every row; with --rerank, the prober scores only each row's shortlist."""
         settings: dict = {}
+        # issue 39 §4, the memorisation signal (medprobe.tasks.memorisation): None unless the prober was asked
+        memorised = memorisation.measure(prober, column(data.rows, "query"), column(data.rows, "answers"))
         if self.rerank:
             prober = self.shortlist_prober(prober, data)
             settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
         predictions = rank_queries(prober, data.rows, max(self.k), data.candidates, exclude_head=self.exclude_head)
-        outputs = MedLAMAOutputs(predictions, report_unanswered(column(data.rows, "id"), predictions), settings)
+        unanswered = report_unanswered(column(data.rows, "id"), predictions)
+        outputs = MedLAMAOutputs(predictions, unanswered, settings, memorised=memorised)
         if data.variants is not None:  # every variant query in one rank call, with the same prober and candidates
             start = time.perf_counter()
             ranking = functools.partial(rank_queries, prober, candidates=data.candidates)
@@ -156,6 +160,7 @@ class MedLAMATask(BenchmarkTask):
             column(data.rows, "relation"),
             {
                 "rank": ranks,
+                **memorisation.columns(outputs.memorised),  # issue 39 §4: + mink_pp
                 **variants_module.variant_columns(data.variants, outputs.predictions, answers, outputs.variant_predictions),
             },
             row_digests(data.rows, CONTENT_FIELDS),
@@ -164,7 +169,7 @@ class MedLAMATask(BenchmarkTask):
         metrics, per_group, settings, counts = variants_module.with_variants(
             data.variants, outcomes, self.k, metrics, scores["per_group"]
         )
-        return Scored(
+        scored = Scored(
             metrics=metrics,
             per_group=per_group,
             counts={
@@ -184,6 +189,8 @@ class MedLAMATask(BenchmarkTask):
             outcomes=outcomes,
             chance=self.chance(data),
         )
+        memorisation.record(scored, outputs.memorised, self.k, self.outcome_fields)  # issue 39 §4
+        return scored
 
     @staticmethod
     def estimators(settings: dict) -> dict[str, Estimator]:
@@ -194,6 +201,7 @@ class MedLAMATask(BenchmarkTask):
             estimators[f"macro_acc@{k}"] = Estimator(functools.partial(macro_hits, k=k), "query", stratified=True)
         if variants_module.measured(settings):  # consistency@k, consistency_top1, robust_acc@k
             estimators.update(variants_module.variant_estimators(settings["k"]))
+        estimators.update(memorisation.estimators(settings))  # issue 39 §4: acc@k per Min-K%++ tertile
         return estimators
 
     def chance(self, data: MedLAMAData) -> dict[str, dict]:
