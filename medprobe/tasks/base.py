@@ -44,6 +44,10 @@ class BenchmarkTask:
     # so that a reader recomputes it from the per-seed outcome columns (medprobe.records)
     seed_spread: ClassVar[str] = ""
     outcome_fields: dict[str, str] = {}  # each outcome column, described for the outcomes file's readers  # noqa: RUF012
+    # the overall metrics where a lower value is better (every other one: higher), and the range every overall metric
+    # lies in: what an export to another schema states of each metric (`medprobe export eee`)
+    lower_is_better: ClassVar[frozenset[str]] = frozenset()
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     plot_metric: str = ""
 
     def __init__(self) -> None:

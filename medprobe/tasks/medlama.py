@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,8 @@ from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
 from medprobe.registry import registry
 from medprobe.stats import Estimator, Outcomes, estimate, hit_chance
-from medprobe.tasks import Scored
+from medprobe.tasks import Scored, memorisation
+from medprobe.tasks import variants as variants_module
 from medprobe.tasks.base import BenchmarkTask, Writers
 from medprobe.tasks.facets import (
     CONTROL_PLACEHOLDER,
@@ -37,6 +39,7 @@ from medprobe.tasks.facets import (
     FacetOptions,
     RankingRows,
     facet_estimators,
+    rank_queries,
     rank_with_facets,
     template_problem,
 )
@@ -54,6 +57,7 @@ class MedLAMAData:
     rows: datasets.Dataset  # the rows probed (all, or the first --per-relation N of each relation)
     candidates: Candidates
     shortlists: dict[str, list[str]] | None = None  # query -> names, with --rerank
+    variants: variants_module.VariantPlan | None = None  # the variant queries of the rows, with --variants
 
 
 @dataclass
@@ -61,9 +65,12 @@ class MedLAMAOutputs:
     rows: datasets.Dataset  # the rows scored (with --only-control-misses, those the control misses)
     predictions: list[list[str]]  # the top-k names of every scored row, best first
     unanswered: int  # rows that got no name at all (scored as misses)
-    settings: dict  # what predicting added to the record (the --rerank shortlist, the facets measured)
-    columns: dict[str, np.ndarray] = field(default_factory=dict)  # per-item outcome columns (medprobe.tasks.facets)
+    settings: dict  # what predicting added to the record (the --rerank shortlist, the facets and variants measured)
+    # per-item outcome columns (medprobe.tasks.facets; variant_ranks, variant_top1_same with --variants;
+    # mink_pp with --memorisation), of the scored rows
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)  # each column described
+    memorised: memorisation.Measured | None = None  # issue 39 §4: Min-K%++ per scored row (--memorisation), else None
 
 
 class MedLAMATask(BenchmarkTask):
@@ -85,6 +92,7 @@ class MedLAMATask(BenchmarkTask):
         predictions: str | None = None,
         rerank: str | None = None,
         rerank_top: int = 100,
+        variants: str = "none",
         control: bool = True,
         control_placeholder: str = CONTROL_PLACEHOLDER,
         only_control_misses: bool = False,
@@ -106,9 +114,10 @@ class MedLAMATask(BenchmarkTask):
                 "--only-control-misses keeps the queries the prompt-bias control misses: it needs the control "
                 "(no --no-control) and no --rerank (a control query has no shortlist)"
             )
+        variants_module.check_options(variants, rerank)
         super().__init__()
         self.k, self.candidates, self.per_relation, self.exclude_head = cutoffs, candidates, per_relation, exclude_head
-        self.predictions, self.rerank, self.rerank_top = predictions, rerank, rerank_top
+        self.predictions, self.rerank, self.rerank_top, self.variants = predictions, rerank, rerank_top, variants
         self.facets = FacetOptions(
             k=cutoffs,
             exclude_head=exclude_head,
@@ -122,7 +131,8 @@ class MedLAMATask(BenchmarkTask):
         self.plot_metric = f"acc@{max(cutoffs)}"
         self.outcome_fields = {
             "rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
-            f"null: none in the top {max(cutoffs)}"
+            f"null: none in the top {max(cutoffs)}",
+            **(variants_module.OUTCOME_FIELDS if variants != "none" else {}),
         }
 
     def load(self, dataset: str, config: str | None, split: str) -> MedLAMAData:
@@ -140,7 +150,7 @@ class MedLAMATask(BenchmarkTask):
                 "queries",
                 f"probing the first {self.per_relation} queries of each relation: {rows.num_rows:,} of {ds.num_rows:,} queries",
             )
-        data = MedLAMAData(rows, candidates)
+        data = MedLAMAData(rows, candidates, variants=variants_module.load_variants(dataset, split, rows, self.variants))
         if self.rerank:
             data.shortlists = load_rerank_shortlists(self.rerank, self.rerank_top, data)
         if self.only_control_misses:
@@ -153,6 +163,8 @@ class MedLAMATask(BenchmarkTask):
         """The top max(k) names of every row and the facets' outcome columns; with --rerank, the prober scores only
         each row's shortlist."""
         settings: dict = {}
+        # issue 39 §4, the memorisation signal (medprobe.tasks.memorisation): None unless the prober was asked
+        memorised = memorisation.measure(prober, column(data.rows, "query"), column(data.rows, "answers"))
         if self.rerank:
             prober = self.shortlist_prober(prober, data)
             settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
@@ -163,7 +175,15 @@ class MedLAMATask(BenchmarkTask):
         found = rank_with_facets(prober, ranking_rows(data.rows), data.candidates, options, who)
         self.timings.update(found.timings)  # what the facets' queries cost, beside the prober's own timings
         settings.update(found.settings)
-        rows, predictions, columns = data.rows, found.predictions, found.columns
+        predictions, columns = found.predictions, dict(found.columns)
+        if data.variants is not None:  # every variant query in one rank call, with the same prober and candidates
+            start = time.perf_counter()
+            ranking = functools.partial(rank_rows, prober, candidates=data.candidates)
+            ranked = variants_module.rank_variants(data.variants, ranking, max(self.k), self.exclude_head)
+            self.timings["rank_variants"] = time.perf_counter() - start
+            columns.update(variants_module.variant_columns(data.variants, predictions, column(data.rows, "answers"), ranked))
+        columns.update(memorisation.columns(memorised))  # issue 39 §4: + mink_pp
+        rows = data.rows
         if self.only_control_misses:
             keep = [row for row, rank in enumerate(columns["control_rank"].tolist()) if math.isnan(rank)]
             probed = self.subset_of["total"] if self.subset_of else rows.num_rows
@@ -175,11 +195,12 @@ class MedLAMATask(BenchmarkTask):
                 f"top {max(self.k)} (--only-control-misses)",
             )
             rows, predictions = rows.select(keep), [predictions[i] for i in keep]
-            columns = {name: values[keep] for name, values in columns.items()}
+            columns = {name: values[keep] for name, values in columns.items()}  # variant_ranks: (items, slots)
+            if memorised is not None:
+                memorised = replace(memorised, scores=memorised.scores[keep])
         settings["control_misses_only"] = self.only_control_misses
-        return MedLAMAOutputs(
-            rows, predictions, report_unanswered(column(rows, "id"), predictions), settings, columns, found.fields
-        )
+        unanswered = report_unanswered(column(rows, "id"), predictions)
+        return MedLAMAOutputs(rows, predictions, unanswered, settings, columns, found.fields, memorised)
 
     def shortlist_prober(self, prober: Any, data: MedLAMAData) -> Any:
         from medprobe.lm.candidate_scoring import ShortlistProber
@@ -214,20 +235,26 @@ class MedLAMATask(BenchmarkTask):
         )
         self.outcome_fields = {**self.outcome_fields, **outputs.fields}
         metrics = {key: value for key, value in scores.items() if key != "per_group"}
-        per_group = scores["per_group"]
+        metrics, per_group, variant_settings, counts = variants_module.with_variants(
+            data.variants, outcomes, self.k, metrics, scores["per_group"]
+        )
+        settings.update(variant_settings)
         add_facet_values(metrics, per_group, outcomes, facet_estimators(settings, self.outcome_unit))
-        return Scored(
+        scored = Scored(
             metrics=metrics,
             per_group=per_group,
             counts={
                 "queries": rows.num_rows,
                 "candidates": len(candidates) if isinstance(candidates, list) else sum(map(len, candidates.values())),
                 "queries_without_predictions": outputs.unanswered,
+                **counts,
             },
             settings=settings,
             outcomes=outcomes,
             chance=self.chance(data, rows),
         )
+        memorisation.record(scored, outputs.memorised, self.k, self.outcome_fields)  # issue 39 §4
+        return scored
 
     @staticmethod
     def estimators(settings: dict) -> dict[str, Estimator]:
@@ -238,6 +265,9 @@ class MedLAMATask(BenchmarkTask):
             hit = functools.partial(rank_within, k=k)
             estimators[f"acc@{k}"] = mean_estimator(hit, "query")
             estimators[f"macro_acc@{k}"] = mean_estimator(hit, "query", stratified=True)
+        if variants_module.measured(settings):  # consistency@k, consistency_top1, robust_acc@k
+            estimators.update(variants_module.variant_estimators(settings["k"]))
+        estimators.update(memorisation.estimators(settings))  # issue 39 §4: acc@k per Min-K%++ tertile
         return {**estimators, **facet_estimators(settings, "query")}
 
     def chance(self, data: MedLAMAData, rows: datasets.Dataset | None = None) -> dict[str, dict]:
@@ -266,6 +296,12 @@ class MedLAMATask(BenchmarkTask):
 def ranking_rows(rows: datasets.Dataset) -> RankingRows:
     """MedLAMA's rows as the facets read them: the subject is the head, clustered by head_cui (else head_name)."""
     return RankingRows.of(rows, group="relation", subject="head_name", clusters=("head_cui", "head_name"))
+
+
+def rank_rows(prober: Any, rows: datasets.Dataset, k: int, candidates: Candidates) -> list[Any]:
+    """The `rank` results of the queries of `rows` (fields query and relation) over their candidates, as the task's
+    own queries are ranked: how --variants ranks its queries (medprobe.tasks.variants.rank_variants)."""
+    return rank_queries(prober, column(rows, "query"), column(rows, "relation"), candidates, k)
 
 
 def rank_within(columns: Any, k: int) -> np.ndarray:
