@@ -217,12 +217,21 @@ class CountSample(Sample):
 # --- estimators computed either way -------------------------------------------------------------------------
 
 
-def mean_estimator(values: Values, unit: str, *, stratified: bool = False, facet: str = "", scale: str = "") -> Estimator:
+def mean_estimator(
+    values: Values,
+    unit: str,
+    *,
+    stratified: bool = False,
+    facet: str = "",
+    scale: str = "",
+    count: Callable[[Outcomes], int] | None = None,
+) -> Estimator:
     """The metric that is the mean of `values(columns)` over the items where it is finite (stratified: the mean
     over groups of each group's mean); with scale "count", their sum. `values` must be elementwise (it is computed
-    on the items, then resampled)."""
+    on the items, then resampled): one value per item, from any of its columns (a 2-D one too). `count`: the
+    interval's n when not every item counts (`Estimator.count`)."""
     compute = functools.partial(mean_compute, values=values, stratified=stratified, summed=scale == "count")
-    return Estimator(compute, unit, stratified, mean_of=values, facet=facet, scale=scale)
+    return Estimator(compute, unit, stratified, count=count, mean_of=values, facet=facet, scale=scale)
 
 
 def table_key(estimator: Estimator) -> tuple[Any, bool, bool]:
@@ -233,7 +242,9 @@ def mean_compute(sample: Sample, values: Values, stratified: bool, summed: bool 
     key = (values, stratified, summed)
     if isinstance(sample, CountSample) and sample.means is not None and key in sample.means:
         return sample.mean(key)
-    if sample.index is not None:  # elementwise: computed on the items, then gathered (a 0/1 value as a bool: 1/8 the bytes)
+    # elementwise: computed on the items, then gathered (a 0/1 value as a bool: 1/8 the bytes); columns given per
+    # resample (a paired permutation's swaps, Every Eval Ever's one item per row) are read as given
+    if sample.index is not None and not sample.given:
         on_items = np.asarray(values(sample.outcomes.columns))
         found = (on_items if on_items.dtype == bool else on_items.astype(np.float64))[sample.index]
     else:  # the items once ((1, items) columns), or a paired permutation's swapped columns

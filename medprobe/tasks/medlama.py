@@ -81,6 +81,8 @@ class MedLAMATask(BenchmarkTask):
     METRIC = "acc_at_k"
     GROUP_BY = "relation"
     outcome_unit = "query"
+    # selective answering and calibration: lower is better (what an export states of each metric)
+    lower_is_better = frozenset({"aurc", "aurc_oracle", "aurc_random", "ece", "brier"})
 
     def __init__(
         self,
