@@ -9,8 +9,10 @@ every overall metric, per-group value and 95% interval (and clustered interval) 
 Without --results a made-up run of MedLAMA full's shape (19,000 queries over 19 relations, 1,000 resamples, a
 predictions file of 10 names a query) is written through the real writer first: with every facet of
 medprobe.tasks.facets (acc@1 and acc@10 micro and macro; the prompt-bias and shuffled controls at both k; AURC, its
-oracle and random; ECE and Brier; intervals clustered by subject, 15,000 subjects), or with --plain only acc@k, as
-a run before issue 39. Prints the best and median of --repeats wall times of the whole load and of each step, and
+oracle and random; ECE and Brier; intervals clustered by subject, 15,000 subjects), the variants' columns of
+--variants all (consistency@k, consistency_top1, robust_acc@k: medprobe.tasks.variants) and the memorisation
+signal's (mink_pp: acc@k per tertile, medprobe.tasks.memorisation), or with --plain only acc@k, as a run before
+issue 39. Prints the best and median of --repeats wall times of the whole load and of each step, and
 the CPU seconds of the whole load (on a shared machine the wall time also counts the other processes' turns).
 """
 
@@ -63,8 +65,23 @@ def made_up_run(folder: Path, queries: int, facets: bool = True) -> Path:
         columns["margin"] = np.round(rng.exponential(0.05, queries), 6)  # ties, as float32 scores give
         columns["confidence"] = np.array([float(f"{p:.8g}") for p in rng.beta(2, 5, queries)])  # as the facets write it
         clusters = [f"C{int(c):07d}" for c in rng.integers(0, 15_000, queries)]
+        # --variants all: the other template for 18,000 of 19,000 items and up to 2 synonyms for some
+        slots = np.where(rng.random((queries, 3)) < 0.4, rng.integers(1, 11, (queries, 3)), 0.0)
+        slots[rng.random(queries) < 1_000 / 19_000, 0] = np.nan
+        slots[:, 1:][rng.random((queries, 2)) < 0.5] = np.nan
+        columns["variant_ranks"] = slots
+        columns["variant_top1_same"] = np.where(np.isnan(slots).all(axis=1), np.nan, rng.random(queries) < 0.6)
+        columns["mink_pp"] = np.round(rng.normal(0.0, 1.0, queries), 6)  # --memorisation (causal LM)
         settings.update(
-            {"confidence": "margin and probability", "ece_bins": 10, "control_placeholder": "X", "shuffled_control_seed": 0}
+            {
+                "confidence": "margin and probability",
+                "ece_bins": 10,
+                "control_placeholder": "X",
+                "shuffled_control_seed": 0,
+                "variants": "all",
+                "variant_slots": ["default_prompt", "synonym_1", "synonym_2"],
+                "mink_percent": 20.0,
+            }
         )
     outcomes = Outcomes.build(ids, groups, columns, [item_digest(i) for i in ids], clusters)
     estimators = MedLAMATask.estimators(settings)
