@@ -7,8 +7,8 @@ from datasets import Dataset
 from medprobe.contracts import Prober
 from medprobe.lm.candidate_scoring import ShortlistProber
 from medprobe.lm.causal_lm import CausalLMProbe
-from medprobe.tasks.facets import rank_queries
 from medprobe.tasks.medlama import relation_answer_spaces
+from medprobe.tasks.ranking import rank_queries
 from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
 
 ROWS = {

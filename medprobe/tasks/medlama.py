@@ -35,14 +35,13 @@ from medprobe.tasks.base import BenchmarkTask, Writers
 from medprobe.tasks.facets import (
     CONTROL_PLACEHOLDER,
     ECE_BINS,
-    Candidates,
     FacetOptions,
     RankingRows,
     facet_estimators,
-    rank_queries,
     rank_with_facets,
     template_problem,
 )
+from medprobe.tasks.ranking import Candidates, rank_queries
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
