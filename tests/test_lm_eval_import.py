@@ -476,11 +476,12 @@ def lm_eval_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def include_folder(exports, tmp_path) -> Path:
-    """One --include_path holding both exports (lm_eval takes one)."""
+    """One --include_path holding both exports (lm_eval takes one, and follows no symbolic link)."""
+    import shutil
+
     folder = tmp_path / "tasks"
-    folder.mkdir()
     for name, path in exports.items():
-        (folder / name).symlink_to(path, target_is_directory=True)
+        shutil.copytree(path, folder / name)
     return folder
 
 
