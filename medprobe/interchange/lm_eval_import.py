@@ -69,11 +69,12 @@ def import_lm_eval(
             f"{subset['of']['total']:,} {subset['of']['unit']}); its numbers are not the benchmark's: run lm_eval over "
             f"every task without --limit, or pass {ALLOW_SUBSET} to import it recorded as a subset"
         )
+    check_samples(run, plans)
     if not overwrite:
         check_outputs(targets)
+    built = [build_record(run, plan, subsets[plan.name], targets[plan.name]) for plan in plans]  # all checked, then written
     written = []
-    for plan in plans:
-        record, outcomes_text, predictions = build_record(run, plan, subsets[plan.name], output, targets[plan.name])
+    for plan, (record, outcomes_text, predictions) in zip(plans, built):
         record.timings["import"] = round(time.perf_counter() - start, 3)
         written.append(write_record(record, targets[plan.name], outcomes_text, predictions))
     return written
@@ -92,8 +93,8 @@ def plan_records(run: LoggedRun) -> list[Plan]:
         if not isinstance(metadata, dict):
             if task.startswith("medprobe_"):
                 raise UserError(
-                    f"{run.path}: task {task} carries no medprobe metadata: it was exported by an older medprobe; export "
-                    "it again (`medprobe export lm-eval`) and rerun lm_eval"
+                    f"{run.path}: task {task} carries no medprobe metadata: it was exported by an older medprobe (export "
+                    "it again with `medprobe export lm-eval` and rerun lm_eval), or by a plugin whose export records none"
                 )
             foreign.append(task)
             continue
@@ -187,14 +188,18 @@ def predictions_path(target: Path) -> Path:
 # --- one record ---------------------------------------------------------------------------------------
 
 
-def logged_tasks(run: LoggedRun, plan: Plan) -> tuple[list[LoggedTask], dict[str, str]]:
-    """The plan's tasks read from their samples files, with each file's sha256."""
-    missing = [task for task in plan.tasks if not run.samples_path(task).is_file()]
+def check_samples(run: LoggedRun, plans: list[Plan]) -> None:
+    """Every task of the plans has its samples file (lm_eval --log_samples)."""
+    missing = [task for plan in plans for task in plan.tasks if not run.samples_path(task).is_file()]
     if missing:
         raise UserError(
             f"{run.path.parent}: no samples for {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} "
             f"(samples_<task>_{run.time}.jsonl): run lm_eval with --log_samples"
         )
+
+
+def logged_tasks(run: LoggedRun, plan: Plan) -> tuple[list[LoggedTask], dict[str, str]]:
+    """The plan's tasks read from their samples files, with each file's sha256."""
     tasks = [
         LoggedTask.read(
             run.samples_path(task),
@@ -224,7 +229,7 @@ def imported(plan: Plan, tasks: list[LoggedTask], run: LoggedRun) -> Imported:
     return function(tasks, groups)
 
 
-def build_record(run: LoggedRun, plan: Plan, subset: dict, output: str | Path, target: Path):
+def build_record(run: LoggedRun, plan: Plan, subset: dict, target: Path):
     """The record of one plan, with its outcomes text and predictions lines (None for a task without)."""
     from medprobe.citations import keys_of
     from medprobe.provenance import items_digest, source_identity
