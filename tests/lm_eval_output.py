@@ -9,7 +9,8 @@ MedLAMA sample): `OUT/<model, sanitised>/results_<time>.json` with lm-eval's key
 `samples_<task>_<time>.jsonl` per task whose lines hold lm-eval's keys in its order, the log-likelihoods as strings.
 The docs are the exported utils.py's own (its process_docs, doc_to_text, doc_to_choice and process_results run here
 on the exported dataset), so they carry the stamps a real run logs; the log-likelihoods are `scores(doc, context,
-continuations)`. tests/test_lm_eval_import.py checks this shape against a real run where lm-eval is installed.
+continuations)`. tests/test_lm_eval_round_trip.py checks this shape against a real run where lm-eval is installed.
+The end of the module holds what the tests of `medprobe import lm-eval` share.
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ import hashlib
 import importlib.util
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -216,3 +220,99 @@ def write_output(
     path = folder / f"results_{time}.json"
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+# --- what the tests of `medprobe import lm-eval` share -------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = REPO_ROOT / "medprobe" / "demo_data" / "medlama_sample"  # the shipped MedLAMA-format sample
+SMALL_MST = {"train_size": 6, "validation_size": 3, "test_size": 6}
+MST_CONFIGS = ("comparison", "argminmax", "sorting", "unit_conversion", "reference_range")
+
+
+def build_exports(root: Path) -> tuple[Path, dict[str, Path]]:
+    """A small MST build, and the exported tasks of it and of the MedLAMA sample."""
+    from medprobe.building.build import build
+    from medprobe.export.lm_eval import export_lm_eval
+
+    mst = root / "mst_data"
+    build("mst", mst, params=SMALL_MST)
+    export_lm_eval("mst", str(mst), root / "mst")
+    export_lm_eval("medlama", str(SAMPLE), root / "medlama")
+    return mst, {"mst": root / "mst", "medlama": root / "medlama"}
+
+
+def medprobe_cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "medprobe", *argv], cwd=cwd, capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def one_line(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("medprobe: error: "), result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    return result.stderr
+
+
+def results_of(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def mst_digests(mst_folder: Path) -> tuple[list[str], list[str]]:
+    """The ids and content digests medprobe's own MST task records for the test rows of every config."""
+    import datasets
+
+    from medprobe.loading import row_digests
+    from medprobe.tasks.mst import ITEM_FIELDS
+
+    ids, digests = [], []
+    for config in MST_CONFIGS:
+        test = datasets.load_dataset(str(mst_folder), config, split="test")
+        ids += [f"{config}/{row}" for row in range(test.num_rows)]
+        digests += row_digests(test, ITEM_FIELDS, None, config)
+    return ids, digests
+
+
+def tiny_causal_lm_at(folder: Path):
+    """A tiny random GPT-2 saved to `folder` (what medprobe's causal-lm prober and lm-eval's hf backend load), and its
+    CausalLMProbe."""
+    from medprobe.lm.causal_lm import CausalLMProbe
+    from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
+
+    tokenizer = byte_bpe_tokenizer()
+    model = tiny_random_gpt2(tokenizer, n_positions=256)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder, CausalLMProbe(model, tokenizer, length_normalization="none", progress=False)
+
+
+def probe_scores(probe):
+    """The causal-lm prober's log-likelihoods as lm-eval's would be: each candidate in the query's slot."""
+
+    def scores(doc: dict, context: str, continuations: list[str]) -> list[float]:
+        return list(probe.score_candidates([doc["query"]], [doc["candidates"]])[0])
+
+    return scores
+
+
+def medprobe_run(model: str | Path, out: Path, per_relation: int | None = None) -> Path:
+    """medprobe's causal-lm prober on the MedLAMA sample's hard config as the export scores it (`--candidates relation
+    --length-normalization none`), its results JSON at `out`."""
+    from medprobe.run import RunRequest, run
+
+    options = {"candidates": "relation", **({"per_relation": per_relation} if per_relation else {})}
+    request = RunRequest(
+        task="medlama",
+        prober="causal-lm",
+        dataset=str(SAMPLE),
+        config="hard",
+        model=str(model),
+        device="cpu",
+        prober_options={"length_normalization": "none"},
+        task_options=options,
+        out=str(out),
+    )
+    run(request, print_fn=lambda text: None)
+    return out
