@@ -107,6 +107,54 @@ def test_the_fast_reader_reads_what_a_whole_parse_reads(exports, tmp_path, monke
     assert fast[1][0]["candidates"] and len(fast[2]) == sum(len(doc["candidates"]) for doc in fast[1])
 
 
+def test_the_reader_hashes_the_whole_file_and_unmaps_it_on_every_path(exports, tmp_path, monkeypatch):
+    import hashlib
+    import mmap
+
+    from medprobe.contracts import UserError
+    from medprobe.tasks import lm_eval_logs
+
+    made = []
+
+    class Recorded(mmap.mmap):  # the mappings the reader makes, to see each closed when it returns or raises
+        def __new__(cls, *args, **kwargs):
+            made.append(super().__new__(cls, *args, **kwargs))
+            return made[-1]
+
+    monkeypatch.setattr(lm_eval_logs.mmap, "mmap", Recorded)
+    results = write_output(tmp_path / "out", exports["medlama"], ["medprobe_medlama_hard"])
+    path = next(results.parent.glob("samples_medprobe_medlama_hard_may_treat_*"))
+    assert lm_eval_logs.read_samples(path)[5] == hashlib.sha256(path.read_bytes()).hexdigest()
+    broken = tmp_path / "broken.jsonl"
+    broken.write_bytes(path.read_bytes() + b"{not json\n")
+    with pytest.raises(UserError, match=r"broken.jsonl, line \d+: not an lm-eval sample \(not JSON"):
+        lm_eval_logs.read_samples(broken)
+    assert len(made) == 2 and all(mapping.closed for mapping in made)
+
+    empty = tmp_path / "empty.jsonl"  # a file mmap cannot map: read instead
+    empty.touch()
+    with pytest.raises(UserError, match="empty.jsonl holds no samples"):
+        lm_eval_logs.read_samples(empty)
+    with pytest.raises(UserError, match=f"{tmp_path} cannot be read"):  # a folder
+        lm_eval_logs.read_samples(tmp_path)
+
+
+def test_a_file_that_cannot_be_mapped_is_read_whole(exports, tmp_path, monkeypatch):
+    from medprobe.tasks import lm_eval_logs
+
+    results = write_output(tmp_path / "out", exports["mst"], ["medprobe_mst"])
+    path = next(results.parent.glob("samples_*"))
+    mapped = lm_eval_logs.read_samples(path)
+
+    def refuse(*args, **kwargs):
+        raise OSError(19, "No such device")  # what mmap says on a file system without it
+
+    monkeypatch.setattr(lm_eval_logs.mmap, "mmap", refuse)
+    read = lm_eval_logs.read_samples(path)
+    assert read[:2] == mapped[:2] and read[4:] == mapped[4:]
+    assert read[2].tolist() == mapped[2].tolist() and read[3].tolist() == mapped[3].tolist()
+
+
 # --- real lm-eval runs --------------------------------------------------------------------------------------
 
 

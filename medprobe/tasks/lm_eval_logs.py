@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+import mmap
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -34,6 +37,8 @@ DOC_ID, DOC, TARGET = b'{"doc_id": ', b', "doc": ', b', "target": '
 FILTERED, FILTER = b', "filtered_resps": ', b', "filter": '
 DECODE = json.JSONDecoder().decode  # a str's JSON, without json.loads' checks of its type and encoding
 CANDIDATES = b', "candidates": ['  # MedLAMA's docs end with their relation's candidates: the same list for many docs
+CACHED = 64  # candidates lists kept per file (a MedLAMA relation's file has one)
+Buffer = bytes | mmap.mmap  # a samples file's bytes: mapped, or read where it cannot be mapped
 # how every exported task scores its choices, in the words of medprobe's causal-lm prober, whose settings a record of
 # that prober holds: `compare` then shows only what really differs (the prober, the backend, the batch size)
 SCORING = {
@@ -93,18 +98,36 @@ class Imported:
 def read_samples(path: Path) -> tuple[list[int], list[dict], np.ndarray, np.ndarray, dict[str, list], str]:
     """(doc ids, docs, every choice's log-likelihood, each doc's first choice, lm-eval's per-doc metric values, the
     file's sha256) of a samples file; UserError (one line naming the file and line) when it is not one. The file is
-    read once, as bytes, hashed on a second thread while only the parts of each line that are needed are copied out."""
+    mapped into memory (not copied: a hard run's is 1 GB), hashed whole on a second thread, and only the parts of each
+    line that are needed are copied out."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle, mapped(handle) as data:
+            with ThreadPoolExecutor(max_workers=1) as pool:  # left once the hash is done, before the mapping closes
+                digest = pool.submit(sha256_bytes, data)  # hashlib lets go of the GIL on large buffers
+                found = parse_samples(data, path)
+            return (*found, digest.result())
     except OSError as err:
         raise UserError(f"{path} cannot be read ({err.strerror or err})") from None
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        digest = pool.submit(sha256_bytes, data)  # hashlib lets go of the GIL on large buffers
-        found = parse_samples(data, path)
-        return (*found, digest.result())
 
 
-def parse_samples(data: bytes, path: Path) -> tuple[list[int], list[dict], np.ndarray, np.ndarray, dict[str, list]]:
+@contextmanager
+def mapped(handle: BinaryIO) -> Iterator[Buffer]:
+    """The bytes of an open file: mapped, and unmapped on leaving; read whole where it cannot be mapped (an empty file,
+    a pipe, a file system without mmap)."""
+    try:
+        data = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):  # ValueError: an empty file
+        data = None
+    if data is None:
+        yield handle.read()
+        return
+    try:
+        yield data
+    finally:
+        data.close()  # nothing read from it is a view into it: every part taken out is a copy
+
+
+def parse_samples(data: Buffer, path: Path) -> tuple[list[int], list[dict], np.ndarray, np.ndarray, dict[str, list]]:
     """`read_samples` of the bytes of a samples file."""
     doc_ids, docs, segments, tails = [], [], [], []
     cache: dict[bytes, list] = {}
@@ -139,16 +162,23 @@ def parse_samples(data: bytes, path: Path) -> tuple[list[int], list[dict], np.nd
     return doc_ids, docs, lls, starts, per_doc
 
 
-def fast_line(data: bytes, start: int, end: int, cache: dict[bytes, list]) -> tuple[int, dict, bytes, dict] | None:
+def holds_at(data: Buffer, text: bytes, at: int) -> bool:
+    """Whether `text` is at `at` in data (mmap has no startswith)."""
+    return data[at : at + len(text)] == text
+
+
+def fast_line(data: Buffer, start: int, end: int, cache: dict[bytes, list]) -> tuple[int, dict, bytes, dict] | None:
     """(doc_id, doc, the text of filtered_resps, the rest after it) of the line data[start:end], its keys in lm-eval
     0.4's order, without copying or parsing the arguments and raw responses; None when the line is not in that order
     or not valid there (then it is parsed whole, which names what is wrong)."""
-    if not data.startswith(DOC_ID, start):
+    if not holds_at(data, DOC_ID, start):
         return None
     cut = data.find(DOC, start, end)
-    resps = data.rfind(FILTERED, start, end)
-    rest = data.find(FILTER, resps, end)
-    if cut < 0 or resps < 0 or rest < 0:
+    rest = data.rfind(FILTER, start, end)  # the short tail, searched from the end
+    if cut < 0 or rest < 0:  # (rest -1 as an end would search the rest of the file)
+        return None
+    resps = data.rfind(FILTERED, start, rest)
+    if resps < 0:
         return None
     try:
         doc_id = int(data[start + len(DOC_ID) : cut])
@@ -161,23 +191,30 @@ def fast_line(data: bytes, start: int, end: int, cache: dict[bytes, list]) -> tu
     return doc_id, doc, data[resps + len(FILTERED) : rest], tail
 
 
-def fast_doc(data: bytes, start: int, end: int, cache: dict[bytes, list]) -> dict | None:
-    """The doc that starts at `start`; a trailing `candidates` list (MedLAMA's, the same for a relation's docs) is
-    parsed once per distinct text."""
-    stop = data.find(TARGET, start, end)  # no string holds `, "target": ` unescaped: the key after the doc
-    if stop < 0:
-        return None
-    cut = data.rfind(CANDIDATES, start, stop)
-    if cut < 0 or not data.startswith(b"]}", stop - 2):
-        doc = DECODE(data[start:stop].decode())
+def fast_doc(data: Buffer, start: int, end: int, cache: dict[bytes, list]) -> dict | None:
+    """The doc that starts at `start`. A `candidates` list that ends it (MedLAMA's: the same for all the docs of a
+    relation, whose task has a samples file of its own) is compared byte for byte with those already read, and parsed
+    only when it is new."""
+    cut = data.find(CANDIDATES, start, end)  # a key: no string holds it unescaped
+    if cut < 0:
+        stop = data.find(TARGET, start, end)  # no string holds `, "target": ` unescaped: the key after the doc
+        doc = DECODE(data[start:stop].decode()) if stop >= 0 else None
         return doc if isinstance(doc, dict) else None
-    names = data[cut + len(CANDIDATES) - 1 : stop - 1]
-    if names not in cache:
-        cache[names] = DECODE(names.decode())
+    names_at = cut + len(CANDIDATES) - 1
+    known = next((text for text in cache if holds_at(data, text, names_at)), None)  # the list, `}` and the next key
+    if known is not None:
+        names = cache[known]
+    else:
+        stop = data.find(TARGET, names_at, end)
+        if stop < 0 or not holds_at(data, b"]}", stop - 2):
+            return None
+        names = DECODE(data[names_at : stop - 1].decode())
+        if len(cache) < CACHED:  # a file of many different lists stays linear: the others are parsed each time
+            cache[data[names_at : stop + len(TARGET)]] = names
     doc = DECODE(data[start:cut].decode() + "}")
-    if not isinstance(doc, dict) or not isinstance(cache[names], list):
+    if not isinstance(doc, dict) or not isinstance(names, list):
         return None
-    doc["candidates"] = cache[names]  # one list shared by the docs that logged the same names (read, never changed)
+    doc["candidates"] = names  # one list shared by the docs that logged the same names (read, never changed)
     return doc
 
 
