@@ -12,13 +12,19 @@ included. Only a SIGKILL or a power cut during the write can leave it behind, as
 
 Several files of one run (results JSON, outcomes, predictions, plot) are one unit: `write_all_atomically`
 writes every one under its temporary name first, then renames them in the order given (the results
-JSON last, naming the sha256 of the others) with SIGINT and SIGTERM held off, and puts the previous
-files back if a rename fails. A SIGKILL between two renames leaves a JSON whose named files do not
-match: `medprobe.records` reads that as an interrupted write, never as a run.
+JSON last, naming the sha256 of the others) with SIGINT and SIGTERM held off (a signal held takes
+effect once the last rename is done), and puts the previous files back if a rename fails. A SIGKILL
+between two renames leaves a JSON whose named files do not match: `medprobe.records` reads that as an
+interrupted write, never as a run.
+
+A full disk raises from a write naming no file, often wrapped by the library that wrote (datasets):
+`naming_the_output` raises it as its OSError, naming what the write was for, and the CLI says in one
+line which folder filled (medprobe.cli.disk_error_text).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import signal
@@ -67,8 +73,13 @@ def sigterm_raises() -> Iterator[None]:
 def signals_deferred() -> Iterator[list[int]]:
     """SIGINT and SIGTERM are held until the block ends, so a swap, a commit or a cleanup is never cut in half.
 
-    The signals that arrived are listed in the yielded list and then dropped: the block's outcome
-    stands (a swap that finished is a finished write; a cleanup runs because the write failed).
+    The signals that arrived are listed in the yielded list and delivered again when the block ends, to the
+    handlers of before (the CLI's: Ctrl-C raises KeyboardInterrupt, SIGTERM `Terminated`; without them, the
+    default: the process ends by the signal): the block's outcome stands (a swap that finished is a finished
+    write; a cleanup runs because the write failed), and then the signal takes effect, as if it had come just
+    after. Held signals never pass unnoticed: a command that went on (the next run of a profile) after a
+    SIGTERM that came during a commit would end with exit 0 and its outputs written. Nested blocks hand
+    their signals to the outer block, which delivers them when it ends.
     """
     received: list[int] = []
     if not _in_main_thread():
@@ -80,6 +91,8 @@ def signals_deferred() -> Iterator[list[int]]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(received):  # once each, in the order they came; the first that raises ends it
+            signal.raise_signal(signum)
 
 
 # --- files ---------------------------------------------------------------------------------------
@@ -87,12 +100,15 @@ def signals_deferred() -> Iterator[list[int]]:
 
 TEMPORARY_FILE = re.compile(r"^\.(?P<stem>.+)-tmp-\d+(?P<suffix>\.[^.]*)?$")  # temporary_sibling's names
 STAGED = re.compile(r"/\.(?P<out>[^/]+)\.medprobe-tmp-\d+[^/]*/out(?=/|$)")  # atomic_folder's staging folders
+STAGING = re.compile(r"/\.(?P<out>[^/]+)\.medprobe-tmp-\d+[^/]*(/.*)?$")  # anything else in one
 
 
 def shown_path(path: str | Path) -> str:
     """A path as the user named it: a temporary file as its target, a file in a staging folder as it will be in
-    OUT (messages never show a name that is gone when the command ends)."""
+    OUT, and one of the staging folder's own (a build's caches) as OUT itself (messages never show a name that
+    is gone when the command ends)."""
     text = STAGED.sub(lambda m: f"/{m['out']}", str(path))
+    text = STAGING.sub(lambda m: f"/{m['out']}", text)  # the staging folder's own files (a build's caches): OUT
     folder, _, name = text.rpartition("/")
     found = TEMPORARY_FILE.match(name)
     if found:
@@ -106,15 +122,59 @@ def temporary_sibling(target: Path) -> Path:
     return target.with_name(f".{target.stem}-tmp-{os.getpid()}{target.suffix}")
 
 
+# What the file system says when a write is refused for want of room or by the disk itself, as the CLI says it
+# (medprobe.cli.disk_error_text names the folder that filled: an output, a cache).
+DISK_ERRORS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EFBIG: "a file would pass the file size limit (ulimit -f)",
+    errno.EROFS: "the file system is read-only",
+    errno.EBUSY: "it is busy (a mount point?)",
+    errno.EIO: "an input/output error",
+}
+
+
+FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # no room: what a library may wrap in an error of its own
+DATASETS_NO_SPACE = "Not enough disk space."  # datasets' OSError when the cache's disk has no room left (no errno)
+
+
+def disk_error(err: BaseException | None) -> OSError | None:
+    """`err` when it is an OSError of DISK_ERRORS, else the full disk (FULL) it was raised from or while handling,
+    however deep (datasets raises it as its DatasetGenerationError); None when there is none. The chain is
+    followed as Python shows it (a context raised `from None` is not)."""
+    if isinstance(err, OSError) and err.errno in DISK_ERRORS:
+        return err
+    pending, seen = [err], set()
+    while pending:
+        current = pending.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in FULL:
+            return current
+        if isinstance(current, OSError) and current.errno is None and str(current).startswith(DATASETS_NO_SPACE):
+            current.errno = errno.ENOSPC  # datasets' own check before it writes a dataset: a full disk without errno
+            return current
+        pending += [current.__cause__, None if current.__suppress_context__ else current.__context__]
+    return None
+
+
 @contextmanager
-def naming_the_output(target: Path) -> Iterator[None]:
-    """A full disk raises from a write naming no file: name the output the write was for."""
+def naming_the_output(target: str | Path) -> Iterator[None]:
+    """A disk error raised in the block, however wrapped, is raised as its OSError, naming `target` when it names
+    no file: a write through pyarrow or numpy fills a disk naming none. Wrap a write with what it writes to (an
+    output, a cache folder); the innermost name is kept."""
     try:
         yield
-    except OSError as err:
-        if err.filename is None:
-            err.filename = str(target)
-        raise
+    except Exception as err:  # not Ctrl-C nor SIGTERM, whatever they were raised while handling
+        found = disk_error(err)
+        if found is None:
+            raise
+        if found.filename is None:
+            found.filename = str(target)
+        if found is err:
+            raise
+        raise found from err
 
 
 def flush_written(temp: Path, target: Path) -> None:

@@ -27,8 +27,10 @@ What it does, in order:
   OUT into its `out/` and checks it. The block ending without an exception swaps it in
   (`swap_into_place`: one atomic exchange where Linux offers it, renameat2, else two renames whose
   half-done state `clean_leftovers` undoes); any exception, Ctrl-C and SIGTERM included, removes
-  the staging folder. The swap and every cleanup run with SIGINT and SIGTERM held
-  (`signals_deferred`), so neither is cut in half.
+  the staging folder, except that a resumable writer (profile) stopped by Ctrl-C or SIGTERM keeps
+  one holding finished runs for the next writer to resume (`resumable`). The swap and every cleanup
+  run with SIGINT and SIGTERM held (`signals_deferred`), so neither is cut in half; a signal held
+  then takes effect when they are done.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medprobe.atomic import UnwritableOutput, check_creatable, signals_deferred, sigterm_raises
+from medprobe.atomic import UnwritableOutput, check_creatable, naming_the_output, signals_deferred, sigterm_raises
 from medprobe.contracts import UserError
 
 try:  # POSIX; where it is missing (Windows) writers into one OUT are not locked against each other
@@ -282,13 +284,14 @@ def staged_folder(
     """
     out = Path(out).absolute()
     prepare_parent(out, option)
-    with sigterm_raises(), out_lock(out, command):
+    stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
+    # a disk that fills (the lock, the new OUT) names no file, or one of the staging folder: both are shown as OUT
+    with naming_the_output(stage), sigterm_raises(), out_lock(out, command):
         previous = resume(leftover_stages(out)) if resume is not None else None
         for note in clean_leftovers(out, keep=previous):
             if notes is not None:
                 notes(note)
         owned = refuse(out) if refuse is not None and not overwrite else None
-        stage = out.parent / f"{stage_prefix(out)}{os.getpid()}"
         if previous == stage:  # left by a killed process that had this pid
             previous = previous.rename(stage.with_name(f"{stage.name}-killed"))
         folder = StagedFolder(out, stage, previous=previous, owned=owned)
@@ -298,8 +301,22 @@ def staged_folder(
             with signals_deferred():  # a Ctrl-C or SIGTERM now waits: OUT is swapped whole or not at all
                 swap_into_place(stage, out)
                 shutil.rmtree(stage)
-            folder.drop_previous()
-        except BaseException:
+                folder.drop_previous()
+        except BaseException as err:
             with signals_deferred():
-                shutil.rmtree(stage, ignore_errors=True)
+                if resumable(err, stage, resume):
+                    if notes is not None:
+                        notes(
+                            f"kept {stage.name} beside {out.name}: the next `medprobe {command}` into {out.name} resumes from it"
+                        )
+                else:
+                    shutil.rmtree(stage, ignore_errors=True)
             raise
+
+
+def resumable(err: BaseException, stage: Path, resume: Callable[[list[Path]], Path | None] | None) -> bool:
+    """Whether a writer stopped by Ctrl-C or SIGTERM leaves its staging folder for the next one to resume: it is a
+    resumable writer's (`resume`) and holds what that writer resumes from (profile: runs it journaled). A signal
+    that came while a run's files were renamed into place takes effect once they all are, so the run it stopped
+    after is complete (medprobe.atomic.signals_deferred). Any other failure removes the staging folder."""
+    return isinstance(err, KeyboardInterrupt) and resume is not None and resume([stage]) == stage

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medprobe.atomic import disk_error, naming_the_output
 from medprobe.contracts import UserError
 from medprobe.local_paths import dataset_source
 
@@ -22,10 +23,13 @@ def load_probe_dataset(dataset: str, config: str | None, split: str) -> datasets
 
     dataset_source(dataset)
     refuse_dataset_script(dataset)
-    try:
-        return datasets.load_dataset(dataset, config, split=split)
-    except load_errors() as err:  # evaluated only when something was raised
-        raise UserError(explain_load_failure(dataset, config, split, err)) from err
+    with naming_the_output(datasets.config.HF_DATASETS_CACHE):  # a full disk there: its folder, not the data's fault
+        try:
+            return datasets.load_dataset(dataset, config, split=split)
+        except load_errors() as err:  # evaluated only when something was raised
+            if disk_error(err) is not None:
+                raise  # (naming_the_output raises it as the OSError of the disk)
+            raise UserError(explain_load_failure(dataset, config, split, err)) from err
 
 
 def column(ds: datasets.Dataset, name: str) -> list:
@@ -63,10 +67,13 @@ def dataset_config_names(dataset: str) -> list[str]:
 
     dataset_source(dataset)
     refuse_dataset_script(dataset)
-    try:
-        return datasets.get_dataset_config_names(dataset)
-    except load_errors() as err:  # evaluated only when something was raised
-        raise UserError(explain_load_failure(dataset, None, None, err)) from err
+    with naming_the_output(datasets.config.HF_DATASETS_CACHE):
+        try:
+            return datasets.get_dataset_config_names(dataset)
+        except load_errors() as err:  # evaluated only when something was raised
+            if disk_error(err) is not None:
+                raise  # (naming_the_output raises it as the OSError of the disk)
+            raise UserError(explain_load_failure(dataset, None, None, err)) from err
 
 
 def load_errors() -> tuple[type[BaseException], ...]:
@@ -112,8 +119,18 @@ def explain_load_failure(dataset: str, config: str | None, split: str | None, er
     problem = folder_problem(folder, config, split)
     if problem is None:  # e.g. an unknown config or split: datasets' message lists the ones there are
         return f"--dataset {dataset} does not load ({where}): {first_line(err)}"
+    if inside_the_package(folder):  # the shipped sample: never tell a user to write into the installed package
+        return (
+            f"--dataset {dataset} does not load ({where}): {problem}. It is data shipped inside the medprobe package, "
+            "so the install is damaged: reinstall medprobe (pip install --force-reinstall medprobe)"
+        )
     rebuild = f"medprobe build {card_benchmark(folder)} [--data-dir RELEASE] --out {dataset}"
     return f"--dataset {dataset} does not load ({where}): {problem}. Rebuild it: {rebuild}"
+
+
+def inside_the_package(folder: Path) -> bool:
+    """Whether `folder` is part of the installed medprobe package (its demo data, a builder's sample)."""
+    return folder.resolve().is_relative_to(Path(__file__).resolve().parent)
 
 
 def card_benchmark(folder: Path) -> str:
@@ -180,6 +197,8 @@ def folder_problem(folder: Path, config: str | None, split: str | None) -> str |
     name = f"{builder.config.name}/{split}"
     if not files:
         return f"the card names data files for {name} but none exist"
+    if not all(file.endswith(".parquet") for file in files):
+        return None  # JSON lines (the shipped sample), CSV: datasets' own message says what is wrong with them
     rows = 0
     for file in files:
         try:

@@ -44,6 +44,7 @@ MEDLAMA = OfficialData(
         """
 full/test/test-00000-of-00001-138cbd6ba1c19174.parquet 138cbd6ba1c1917498695ebe2b951289d19669ee4db1ec83fb0c84c5ca4db4ac
 hard/test/test-00000-of-00001-53e4913acbc0893d.parquet 53e4913acbc0893d42dc3801a18125c00f2c9f435644f5e2667df44660b8f090
+variants/test/test-00000-of-00001-27acb02c0243e211.parquet 27acb02c0243e21168abd933f507156b7b1daf5035967d053162e0814c35dbbe
 """
     ),
 )

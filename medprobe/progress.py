@@ -167,7 +167,8 @@ def quiet(enabled: bool = True) -> Iterator[None]:
 def library_bars_off(import_them: bool = False) -> Any:
     """Switch off the bars of datasets, huggingface_hub and transformers (those imported; all three after importing
     datasets and huggingface_hub with `import_them`), returning what puts each back as it was. transformers, not
-    imported yet, takes huggingface_hub's setting when it is."""
+    imported yet, takes huggingface_hub's setting when it is; imported meanwhile, it is put back to what
+    huggingface_hub is put back to (what its import would have taken outside the block)."""
     if import_them:
         import datasets  # noqa: F401 - imported so that its switch exists
         import huggingface_hub  # noqa: F401
@@ -178,34 +179,68 @@ def library_bars_off(import_them: bool = False) -> Any:
         off()
 
     def restore() -> None:
-        for name, (_is_off, off, on) in library_switches().items():
-            if name in were_off:  # a library imported meanwhile keeps what its import set
+        now = library_switches()
+        for name, (_is_off, off, on) in now.items():
+            if name in were_off:
                 (off if were_off[name] else on)()
+        if "transformers" in now and "transformers" not in were_off and "huggingface_hub" in were_off:
+            _is_off, off, on = now["transformers"]
+            (off if were_off["huggingface_hub"] else on)()
 
     return restore
 
 
+@contextmanager
+def library_bars_hidden() -> Iterator[None]:
+    """The libraries' bars off while the block runs (a prober's from_pretrained, repeated per seed or disease), each
+    put back as it was after it: the one way code below the commands switches them, so that none is switched on
+    where the policy switched it off (`library_switches` never calls an `enable` its environment forbids)."""
+    restore = library_bars_off()
+    try:
+        yield
+    finally:
+        restore()
+
+
 def library_switches() -> dict[str, tuple]:
-    """(is off, switch off, switch on) of the progress bars of each of the libraries imported by now."""
+    """(is off, switch off, switch on) of the progress bars of each of the libraries imported by now.
+
+    A library's `enable` where its environment variable (HF_DATASETS_DISABLE_PROGRESS_BARS,
+    HF_HUB_DISABLE_PROGRESS_BARS: what `policy(whole_process=True)` sets) keeps the bars off changes nothing and
+    warns "Cannot enable progress bars: environment variable ... is set"; transformers' enable calls
+    huggingface_hub's. So "switch on" is a no-op there: the bars stay off, as the variable says."""
     switches: dict[str, tuple] = {}
+    hub_forbids = False
+    if "huggingface_hub" in sys.modules:
+        from huggingface_hub import constants as hub_constants
+        from huggingface_hub import utils as hub
+
+        hub_forbids = bool(hub_constants.HF_HUB_DISABLE_PROGRESS_BARS)
+        switches["huggingface_hub"] = (
+            hub.are_progress_bars_disabled,
+            hub.disable_progress_bars,
+            unless(hub_forbids, hub.enable_progress_bars),
+        )
     if "datasets" in sys.modules:
         import datasets
 
+        forbids = bool(datasets.config.HF_DATASETS_DISABLE_PROGRESS_BARS)
         switches["datasets"] = (
             datasets.are_progress_bars_disabled,
             datasets.disable_progress_bars,
-            datasets.enable_progress_bars,
+            unless(forbids, datasets.enable_progress_bars),
         )
-    if "huggingface_hub" in sys.modules:
-        from huggingface_hub import utils as hub
-
-        switches["huggingface_hub"] = (hub.are_progress_bars_disabled, hub.disable_progress_bars, hub.enable_progress_bars)
     if "transformers" in sys.modules:
         from transformers.utils import logging as transformers_logging
 
         switches["transformers"] = (
             lambda: not transformers_logging.is_progress_bar_enabled(),
             transformers_logging.disable_progress_bar,
-            transformers_logging.enable_progress_bar,
+            unless(hub_forbids, transformers_logging.enable_progress_bar),
         )
     return switches
+
+
+def unless(forbidden: bool, enable: Any) -> Any:
+    """`enable`, or nothing where the environment forbids it."""
+    return (lambda: None) if forbidden else enable

@@ -36,12 +36,19 @@ if TYPE_CHECKING:
 
 
 @contextlib.contextmanager
-def quietly(quiet: bool) -> Iterator[None]:
+def quietly(quiet: bool, loads_data: bool = True) -> Iterator[None]:
     """`quiet`: nothing printed, neither the tables nor any progress (medprobe's, datasets' or transformers'); else the
-    progress policy of the commands (medprobe.progress: a bar on a terminal or in a notebook, plain lines otherwise)."""
+    progress policy of the commands (medprobe.progress: a bar on a terminal or in a notebook, plain lines otherwise).
+
+    `loads_data` (probe, profile): datasets and huggingface_hub are imported now to be switched off now;
+    imported later, in a fresh interpreter, they printed "Generating test split" and "Loading weights" under quiet.
+    compare, which reads results files, does not import them for this (1.5 s)."""
     from medprobe.progress import policy
 
-    with policy(quiet), contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
+    with (
+        policy(quiet, import_libraries=loads_data),
+        contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext(),
+    ):
         yield
 
 
@@ -180,7 +187,7 @@ def compare(
     if len(inputs) < 2:
         raise UserError("compare needs at least two results JSONs or profile folders")
     outputs = Outputs(out=str(out) if out else None)
-    with quietly(quiet):
+    with quietly(quiet, loads_data=False):
         return run_compare(
             [str(path) for path in inputs],
             outputs,

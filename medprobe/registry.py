@@ -50,6 +50,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -408,6 +418,22 @@ BUILTIN_PROBERS: tuple[ProberEntry, ...] = (
                 switch=True,
                 default=False,
             ),
+            Option(
+                "--memorisation",
+                "memorisation",
+                "also record Min-K%%++ of each query with its gold answer (a membership signal, not a contamination "
+                "verdict) and acc@k by its tertile; one more forward pass per query",
+                switch=True,
+                default=False,
+            ),
+            Option(
+                "--mink-percent",
+                "mink_percent",
+                "with --memorisation: Min-K%%++ averages this percentage of a text's lowest token scores",
+                type=positive_float,
+                default=20.0,
+                metavar="K",
+            ),
         ),
         citations=("medprobe",),  # log-likelihood ranking of filled prompts, as medprobe does it
     ),
@@ -530,6 +556,15 @@ BUILTIN_TASKS: tuple[TaskEntry, ...] = (
                 default=100,
                 metavar="N",
             ),
+            Option(
+                "--variants",
+                "variants",
+                "also rank each query asked other ways, from the data's variants config (the release's other prompt; "
+                "subject synonyms in a build from a UMLS release), with the same prober and candidates, and report "
+                "consistency@k, consistency_top1 and robust_acc@k",
+                choices=("none", "templates", "synonyms", "all"),
+                default="none",
+            ),
         ),
         citations=("meng-etal-2022-rewire", "bodenreider-2004-unified"),
         # what a hit is; the cut-offs need not agree (acc@k of every cut-off both runs report comes from the ranks)
@@ -558,6 +593,14 @@ BUILTIN_TASKS: tuple[TaskEntry, ...] = (
                 "regenerate MedLAMA from your own UMLS release, this META folder (MRCONSO.RRF, MRREL.RRF); "
                 "--data-dir then only supplies prompts.csv (see the MedLAMA card and README)",
                 metavar="META",
+            ),
+            Option(
+                "--synonyms",
+                "synonyms",
+                "with --umls-dir: up to N subject synonyms per item in the variants config, drawn (seeded) from the "
+                "head's English MRCONSO names that are not suppressed (default 3; 0: none); the release files have none",
+                type=non_negative_int,
+                metavar="N",
             ),
         ),
         raw_files={"MedLAMA release file": r"^(\w+_1000|\w+_\d+_hard)\.csv$|^prompts\.csv$|_sents_no_punkt_10k"},

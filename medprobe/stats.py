@@ -39,6 +39,9 @@ LEVEL = 0.95
 RESAMPLES = 1000
 SEED = 0
 CHUNK = 250  # resamples drawn at once: bounds the index matrix to CHUNK x items
+# An outcome column whose name starts so holds one value per variant of an item (a ranking task's `variant_ranks`:
+# the query asked other ways, medprobe.tasks.variants), never one per seed, whatever its width.
+VARIANT_COLUMN_PREFIX = "variant_"
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,14 @@ class Sample:
             return elementwise(self[name])
         return elementwise(self.outcomes.columns[name])[self.index]
 
+    def map_items(self, names: Sequence[str], function: Callable[..., np.ndarray]) -> np.ndarray:
+        """`function(*columns)` for every resample, where `function` gives one value per item from several columns
+        (e.g. a hit under the query and under every variant of it): computed on the items before they are
+        resampled when it can be, as `map` does, and on the columns as given otherwise (a paired test's swaps)."""
+        if self.index is None or any(name in self._columns for name in names):
+            return function(*(self[name] for name in names))
+        return function(*(self.outcomes.columns[name] for name in names))[self.index]
+
     def group_sum(self, values: np.ndarray) -> np.ndarray:
         """Per-group sums over the item axis (axis 1): (resamples, groups, ...)."""
         return np.add.reduceat(values, self.outcomes.starts, axis=1)
@@ -176,12 +187,15 @@ class Estimator:
     """How to recompute one metric from a `Sample`: `compute(sample) -> (resamples,)`.
 
     `unit` names what an item is (query, instance, test pair, item); `stratified` says that the
-    metric averages over groups, so resampling keeps the groups (macro scores).
+    metric averages over groups, so resampling keeps the groups (macro scores). `count` gives the number of
+    items a metric is a share of when that is not every item (e.g. consistency: the items that have a variant),
+    the interval's n; None: all of them.
     """
 
     compute: Callable[[Sample], np.ndarray]
     unit: str
     stratified: bool = False
+    count: Callable[[Outcomes], int] | None = None
 
 
 def plural(unit: str) -> str:
@@ -295,7 +309,7 @@ def intervals(
             "low": low,
             "high": high,
             "level": level,
-            "n": len(outcomes),
+            "n": len(outcomes) if estimator.count is None else estimator.count(outcomes),
             "method": f"percentile bootstrap over {plural(estimator.unit)}"
             + (f", resampled within each of {len(outcomes.starts)} groups" if estimator.stratified else ""),
             "resamples": resamples,

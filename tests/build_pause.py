@@ -17,6 +17,10 @@ a known point of a real run, not after a guessed delay:
   `before:medprobe.atomic:signals_deferred`: a run's files are all written under temporary names, and
   their renames, during which signals wait, are about to begin).
 
+`SIGNAL:NAME[@N]` (SIGNAL one of SIGTERM, SIGINT) does not pause: the process sends itself SIGNAL just
+before the file NAME is renamed into place (its N-th rename, default the first), so the signal lands
+in the middle of a commit, where it waits; the command then runs on to its exit code.
+
 `--fake-runs` (first) replaces medprobe.run.run by a stand-in that writes a made-up results JSON
 (tests/fake_runs.py), for the profile tests where the model is not the point.
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -47,9 +52,13 @@ def paused(step: str, original, after: int = 1):
 
 
 def paused_before(step: str, original):
+    calls = []
+
     def wrapper(*args, **kwargs):
-        print(f"PAUSED after {step}", flush=True)
-        time.sleep(120)
+        calls.append(1)
+        if len(calls) == 1:  # the first call only: the cleanup after the signal may call it again
+            print(f"PAUSED after {step}", flush=True)
+            time.sleep(120)
         return original(*args, **kwargs)
 
     return wrapper
@@ -67,7 +76,25 @@ def pause_before_replace(step: str, name: str) -> None:
     os.replace = replace
 
 
+def signal_at_replace(signum: int, name: str, at: int = 1) -> None:
+    original, seen = os.replace, []
+
+    def replace(src, dst, *args, **kwargs):
+        if Path(dst).name == name:
+            seen.append(dst)
+            if len(seen) == at:
+                os.kill(os.getpid(), signum)
+        return original(src, dst, *args, **kwargs)
+
+    os.replace = replace
+
+
 def pause_after(step: str) -> None:
+    if step.startswith(("SIGTERM:", "SIGINT:")):
+        signame, _, target = step.partition(":")
+        name, _, at = target.partition("@")
+        signal_at_replace(getattr(signal, signame), name, int(at or 1))
+        return
     if step.startswith("replace:"):
         pause_before_replace(step, step.partition(":")[2])
         return

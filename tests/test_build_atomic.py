@@ -359,7 +359,7 @@ def test_an_older_card_without_the_record_is_refused_unless_overwrite(good, rele
     with pytest.raises(BuildError, match="without the `medprobe_build:` record"):
         build("medlama", good, data_dir=str(release), configs=["hard"], params=ANY_COUNT)
     build("medlama", good, data_dir=str(release), overwrite=True, params=ANY_COUNT)
-    assert set(card_yaml(good)["medprobe_build"]["configs"]) == {"full", "hard"}
+    assert set(card_yaml(good)["medprobe_build"]["configs"]) == {"full", "hard", "variants"}
 
 
 # --- building some configs -------------------------------------------------------------------------
@@ -370,9 +370,9 @@ def test_building_one_config_keeps_the_others_and_the_default(good, release):
     full = data_file(good, "full").relative_to(good).as_posix()
     full_before = snapshot(good)[full]
     report = build("medlama", good, data_dir=str(release), configs=["hard"], params=ANY_COUNT)
-    assert report.kept == ["full"] and list(report.rows) == ["hard"]
+    assert report.kept == ["full", "variants"] and list(report.rows) == ["hard"]
     meta = card_yaml(good)
-    assert [c["config_name"] for c in meta["configs"]] == ["full", "hard"]
+    assert [c["config_name"] for c in meta["configs"]] == ["full", "hard", "variants"]
     assert [c["config_name"] for c in meta["configs"] if c.get("default")] == ["full"]
     assert snapshot(good)[full] == full_before and data_file(good, "full") == good / full
     assert load_dataset(str(good), split="test").num_rows == 19 * 3  # the default is still full
@@ -463,7 +463,9 @@ def test_publish_refuses_a_card_whose_configs_and_record_disagree(good):
     meta, body = card_yaml(good), card.read_text(encoding="utf-8").split("---\n", 2)[2]
     del meta["medprobe_build"]["configs"]["hard"]
     card.write_text(f"---\n{yaml.safe_dump(meta, sort_keys=False)}---\n{body}", encoding="utf-8")
-    with pytest.raises(PublishError, match=r"`configs:` \(full, hard\) and its `medprobe_build:` record \(full\) disagree"):
+    with pytest.raises(
+        PublishError, match=r"`configs:` \(full, hard, variants\) and its `medprobe_build:` record \(full, variants\) disagree"
+    ):
         check_dataset_folder(good, [])
 
 

@@ -188,8 +188,8 @@ def test_a_full_disk_during_a_build_is_one_line_naming_the_card_and_out_stays(tm
     monkeypatch.setattr(building, "write_card", full)
     assert main([*command("build", out, built_mst), "--set", "seed=3"]) == 2
     assert capsys.readouterr().err.endswith(
-        f"medprobe: error: cannot write {out / 'README.md'}: no space left on the device; the outputs there before are as "
-        "they were: free space, or choose another --out\n"
+        f"medprobe: error: cannot write the output {out / 'README.md'}: no space left on the device; the outputs there before "
+        "are as they were: free space, or choose another --out\n"
     )
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before and leftovers(out) == []
 
@@ -219,8 +219,8 @@ def test_a_full_disk_while_a_probe_writes_is_one_line_naming_its_results_and_the
     capsys.readouterr()
     assert main([*args[:-4], "--per-relation", "2", "--out", str(out / "results.json")]) == 2
     assert capsys.readouterr().err.endswith(
-        f"medprobe: error: cannot write {out / 'results.json'}: no space left on the device; the outputs there before are "
-        "as they were: free space, or choose another --out\n"
+        f"medprobe: error: cannot write the output {out / 'results.json'}: no space left on the device; the outputs there "
+        "before are as they were: free space, or choose another --out\n"
     )
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
@@ -245,5 +245,5 @@ def test_a_full_disk_during_a_profile_is_one_line_and_the_previous_profile_stays
     capsys.readouterr()
     assert main(profile_args(str(encoder), out, "--seed", "2")) == 2
     err = capsys.readouterr().err.splitlines()[-1]
-    assert err.startswith(f"medprobe: error: cannot write {out}/runs/") and "no space left on the device" in err
+    assert err.startswith(f"medprobe: error: cannot write the output {out}/runs/") and "no space left on the device" in err
     assert snapshot(out) == before and leftovers(out) == []

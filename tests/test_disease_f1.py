@@ -90,6 +90,26 @@ def test_a_whitespace_only_disease_id_is_refused_naming_the_row(disease_f1, blan
         disease_f1.add(prediction=1, reference=1, diseases=blank)
 
 
+@pytest.mark.parametrize("invisible", ["\u200b", "\ufeff", " \u200b\u00a0", "\u2060\n"])
+def test_an_id_of_only_invisible_characters_is_refused_naming_the_row(disease_f1, invisible):
+    """Measured before (issue 37): "\u200b" (a zero-width space) was scored as a disease of its own."""
+    with pytest.raises(ValueError, match=re.escape(f"diseases[1] is {invisible!r}; expected a non-empty str")) as found:
+        disease_f1.compute(predictions=[1, 0], references=[1, 0], diseases=["A", invisible])
+    assert "invisible format characters" in str(found.value) and len(str(found.value).splitlines()) == 1
+
+
+def test_ids_that_print_alike_are_one_disease(disease_f1):
+    """Measured before (issue 37): "a " and "a" were two diseases (macro over two, each with half the rows)."""
+    decomposed, composed = "cafe\u0301", "caf\u00e9"
+    spellings = ["a", "a ", "\u200ba", " a\u00a0", decomposed, composed, "b  c", "b\tc"]
+    result = disease_f1.compute(predictions=[1, 0, 1, 1, 1, 1, 1, 0], references=[1, 1, 1, 0, 1, 1, 1, 1], diseases=spellings)
+    assert list(result["per_disease"]) == ["a", "b c", composed]  # keyed by the normalised id
+    assert result["per_disease"]["a"] == {"f1": 2 / 3, "precision": 2 / 3, "recall": 2 / 3, "positives": 3, "rows": 4}
+    assert result["per_disease"][composed]["rows"] == 2 and result["per_disease"]["b c"]["rows"] == 2
+    cased = disease_f1.compute(predictions=[1, 1], references=[1, 1], diseases=["C0011849", "c0011849"])
+    assert len(cased["per_disease"]) == 2  # case is part of an id
+
+
 rows = st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from("ABCD")), min_size=1, max_size=40)
 
 

@@ -5,6 +5,7 @@ A hand-written annotation file of three pairs keeps these builds small; no share
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -121,6 +122,8 @@ def test_unknown_cui_in_umls(tmp_path):
     [
         (2, 2, "contradiction", r"row 2, column label: expected entailment or non-entailment"),
         (3, 1, "0018802", r"row 3, column CUI: expected a UMLS CUI"),
+        (3, 1, "\u200b", r"row 3, column CUI: '\\u200b' is empty once white space and invisible format characters"),
+        (4, 4, " \u00a0", r"row 4, column original_cui: ' \\xa0' is empty once white space"),
         (1, 3, "signs", r"row 1, column category: expected one of symptoms_diseases"),
         (1, 5, "x", r"row 1, column start_index: expected a character offset"),
         (1, 0, "pair-1,ng", r"row 1: pair_id 'pair-1,ng' and label entailment disagree"),
@@ -132,6 +135,36 @@ def test_malformed_annotation_rows(tmp_path, row, column, value, message):
     rows[row - 1][column] = value
     write_annotation(root / "annotation_files" / ANNOTATION, rows)
     with pytest.raises(ValueError, match=message):
+        build_medical_similar(tmp_path, root)
+
+
+def test_cuis_and_umls_names_are_normalised_as_disease_f1_normalises_ids(tmp_path):
+    """Measured before (issue 37): "C0000002\u200b" (a zero-width space, as a copy from a web page leaves) was refused
+    as no CUI, and a name with one was a disease name of its own; now both are the disease that prints alike."""
+    root = data_dir(tmp_path)
+    rows = [list(r) for r in ROWS]
+    rows[1][1] = "C0000002\u200b "  # pair-1's negative names C0000002
+    rows[2][1], rows[2][4] = "\ufeffC0000002", "C0000002\u00a0"
+    write_annotation(root / "annotation_files" / ANNOTATION, rows)
+    mrconso = root / "META" / "MRCONSO.RRF"
+    mrconso.write_text(
+        mrconso.read_text(encoding="utf-8").replace("|Ibuxxcz weyys Disease|", "| Ibuxxcz\u200b  weyys\tDisease |")
+    )
+    build_medical_similar(tmp_path, root)
+    ds = load_dataset(str(tmp_path / "hub"), "medical_similar", split="test")
+    assert ds["disease_cui"][1:3] == ["C0000002", "C0000002"] and ds["target_cui"][2] == "C0000002"
+    assert ds["hypothesis"][1] == "ibuxxcz weyys disease"  # the negative's name: the SNOMED CT term, normalised
+
+
+@pytest.mark.parametrize("name", ["\u200b", "  ", "\u2060\u00a0"])
+def test_a_umls_name_empty_once_normalised_is_refused_naming_the_line(tmp_path, name):
+    root = data_dir(tmp_path)
+    mrconso = root / "META" / "MRCONSO.RRF"
+    lines = mrconso.read_text(encoding="utf-8").splitlines(True)
+    number = next(n for n, line in enumerate(lines, start=1) if "|Ibuxxcz weyys Disease|" in line)
+    mrconso.write_text("".join(lines).replace("|Ibuxxcz weyys Disease|", f"|{name}|"), encoding="utf-8")
+    message = f"MRCONSO.RRF, line {number}: the name of C0000002 is {name!r}, empty once white space and invisible"
+    with pytest.raises(ValueError, match=re.escape(message)):
         build_medical_similar(tmp_path, root)
 
 
@@ -207,6 +240,6 @@ def test_umls_names_failed_write_keeps_the_previous_tsv(tmp_path, monkeypatch, c
     out = tmp_path / "names.tsv"
     out.write_text("the previous extraction\n")
     assert main(["umls-names", str(tmp_path / "MRCONSO.RRF"), "--cuis-from", str(annotation), "--out", str(out)]) == 2
-    assert f"cannot write {out}: no space left on the device" in capsys.readouterr().err  # one line, not a traceback
+    assert f"cannot write the output {out}: no space left on the device" in capsys.readouterr().err  # one line, not a traceback
     assert out.read_text() == "the previous extraction\n"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".names")] == []

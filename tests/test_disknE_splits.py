@@ -1,6 +1,7 @@
 """Per-disease Train_X / validation / Test_X on the synthetic DisKnE build, checked rule by rule."""
 
 import math
+import re
 
 import pytest
 from datasets import load_dataset
@@ -105,3 +106,52 @@ def test_category_errors(medical, terminological):
         disease_splits(medical, "C0020538", "labs")
     with pytest.raises(ValueError, match="not a DisKnE dataset"):
         eligible_diseases(medical.remove_columns("mentioned_cuis"))
+
+
+def tiny_disknE(target_cuis: list[str], disease_cuis: list[str]):
+    """A hand-made DisKnE dataset (fields as the build writes them), no release data needed."""
+    import datasets
+
+    rows = len(target_cuis)
+    return datasets.Dataset.from_dict(
+        {
+            "premise": [f"premise {n}" for n in range(rows)],
+            "hypothesis": [f"disease {n}" for n in range(rows)],
+            "full_hypothesis": [f"has disease {n}" for n in range(rows)],
+            "label": [n % 2 for n in range(rows)],
+            "category": ["tests_diseases"] * rows,
+            "target_cui": target_cuis,
+            "target_name": ["a disease"] * rows,
+            "disease_cui": disease_cuis,
+            "mentioned_cuis": [[] for _ in range(rows)],
+            "in_target_list": [True] * rows,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "column, value, said",
+    [
+        ("target_cui", "C0000001\u200b", "the metric counts it as 'C0000001'"),
+        ("disease_cui", "C0000001 ", "the metric counts it as 'C0000001'"),
+        ("target_cui", "\u200b", "it names no disease"),
+    ],
+)
+def test_a_dataset_whose_disease_ids_the_metric_would_count_otherwise_is_refused_naming_the_row(column, value, said):
+    """Measured before (issue 37): "C0000001\u200b" was a target of its own, which disease_f1 now counts as C0000001."""
+    ids = {"target_cui": ["C0000001"] * 4, "disease_cui": ["C0000001"] * 4}
+    ids[column][2] = value
+    with pytest.raises(
+        ValueError, match=re.escape(f"the dataset's row 2: {column} is {value!r}; expected a disease id")
+    ) as found:
+        eligible_diseases(tiny_disknE(ids["target_cui"], ids["disease_cui"]))
+    assert said in str(found.value) and "medprobe build disknE" in str(found.value)
+
+
+def test_diseases_asked_for_are_read_as_the_ids_of_the_rows():
+    """`--diseases "C0000001\u200b"` (a CUI pasted from a web page) is the disease C0000001; an invisible one is refused."""
+    from medprobe.tasks.disknE import choose_diseases
+
+    assert choose_diseases(["C0000001", "C0000002"], {}, None, ["\ufeffC0000002 "]) == ["C0000002"]
+    with pytest.raises(ValueError, match=re.escape("--diseases: '\\u200b' names no disease")):
+        choose_diseases(["C0000001"], {}, None, ["\u200b"])

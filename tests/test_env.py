@@ -64,9 +64,41 @@ def test_env_names_versions_device_caches_models_data_and_plugins(printed):
     for cache in ("Hugging Face Hub cache", "datasets cache", "embedding cache", "release files cache"):
         assert f"\n- {cache}: " in text, cache
     assert "\n- packaged models: minilm " in text and "smollm2 " in text and "\n- release data: " in text
-    assert "medprobe.tasks: toy = medprobe_toy.entries:TASK (medprobe-toy 0.1.0)" in text
-    assert "medprobe.probers: toy_order = medprobe_toy.entries:PROBER (medprobe-toy 0.1.0)" in text
-    assert "None" not in text
+    assert "\n  - medprobe.tasks: toy = medprobe_toy.entries:TASK (medprobe-toy 0.1.0)\n" in text  # one line each
+    assert "\n  - medprobe.probers: toy_order = medprobe_toy.entries:PROBER (medprobe-toy 0.1.0)\n" in text
+    assert "None" not in text and "DOES NOT LOAD" not in text
+
+
+def test_env_marks_each_entry_point_of_a_plugin_whose_task_does_not_compile(tmp_path):
+    """Measured before (issue 37): a plugin whose task.py has a SyntaxError was listed as if it worked (only `plugin
+    check`, which imports the task, named it); env still runs none of its code."""
+    toy = tmp_path / "medprobe-toy"
+    assert main(["plugin", "init", "toy", "--out", str(toy)]) == 0
+    task = toy / "medprobe_toy" / "task.py"
+    task.write_text(task.read_text(encoding="utf-8") + "\ndef broken(:\n", encoding="utf-8")
+    line = len(task.read_text(encoding="utf-8").splitlines())
+    site = tmp_path / "site"
+    install(toy, site)
+    done = subprocess.run([sys.executable, "-c", RUN_ENV], env=with_path(site), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    text, _, report = done.stdout.rstrip().rpartition("\n")
+    assert "medprobe_toy" not in json.loads(report)["modules"]
+    reason = f"DOES NOT LOAD, SyntaxError in {site / 'medprobe_toy' / 'task.py'}, line {line}: invalid syntax"
+    for point in ("medprobe.tasks: toy = medprobe_toy.entries:TASK", "medprobe.probers: toy_order = medprobe_toy.entries:PROBER"):
+        shown = f"\n  - {point} (medprobe-toy 0.1.0): {reason} (`medprobe plugin check medprobe-toy` runs it)\n"
+        assert shown in text, text[text.index("- plugins") :]
+
+
+def test_env_marks_an_entry_point_whose_module_is_not_installed(tmp_path):
+    dist = tmp_path / "site" / "medprobe_gone-0.1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: medprobe-gone\nVersion: 0.1.0\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[medprobe.tasks]\ngone = medprobe_gone.entries:TASK\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", RUN_ENV], env=with_path(dist.parent), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "gone = medprobe_gone.entries:TASK (medprobe-gone 0.1.0): DOES NOT LOAD, no module named 'medprobe_gone'" in done.stdout
+    )
 
 
 def test_a_cuda_build_with_a_driver_reports_the_gpus(tmp_path, monkeypatch):

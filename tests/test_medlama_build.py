@@ -80,7 +80,7 @@ def test_answers_deduplicated_in_release_order(full):
 def test_card_yaml_makes_default_and_named_configs_loadable(built_medlama):
     text = (built_medlama / "README.md").read_text(encoding="utf-8")
     meta = yaml.safe_load(text.split("---\n")[1])
-    assert [c["config_name"] for c in meta["configs"]] == ["full", "hard"]
+    assert [c["config_name"] for c in meta["configs"]] == ["full", "hard", "variants"]
     assert meta["configs"][0].get("default") is True
     assert "extra_gated_prompt" in meta and meta["license"] == "other"
     for relation in medlama.RELATIONS:

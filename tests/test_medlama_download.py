@@ -54,8 +54,8 @@ def serve_release_locally(monkeypatch, release: Path) -> list[str]:
 def test_without_data_dir_the_pinned_release_urls_are_downloaded(release_under_official_names, tmp_path, monkeypatch):
     requested = serve_release_locally(monkeypatch, release_under_official_names)
     report = build("medlama", tmp_path / "hub", params=BUILD_PARAMS)
-    assert report.rows == {"full": {"test": 57}, "hard": {"test": 38}}
-    assert sum(u.endswith("_1000.csv") for u in requested) == 2 * 19  # once per config
+    assert report.rows == {"full": {"test": 57}, "hard": {"test": 38}, "variants": {"test": 57}}
+    assert sum(u.endswith("_1000.csv") for u in requested) == 3 * 19  # once per config that reads them (full, variants)
     assert sum(u.endswith("_hard.csv") for u in requested) == 19  # only the hard config needs them
     assert load_dataset(str(tmp_path / "hub"), "hard", split="test").num_rows == 38
 

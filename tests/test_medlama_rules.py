@@ -35,10 +35,10 @@ def test_avg_rouge_l_uses_lowercased_distinct_words():
     assert value < 0.1 and value == pytest.approx(0.1, abs=1e-7)
 
 
-def test_synthetic_release_builds_both_configs(tmp_path):
+def test_synthetic_release_builds_every_config(tmp_path):
     release = write_release(tmp_path / "release")
     report = build("medlama", tmp_path / "hub", data_dir=str(release), params=BUILD_PARAMS)
-    assert report.rows == {"full": {"test": 19 * 3}, "hard": {"test": 19 * 2}}
+    assert report.rows == {"full": {"test": 19 * 3}, "hard": {"test": 19 * 2}, "variants": {"test": 19 * 3}}
     hard = load_dataset(str(tmp_path / "hub"), "hard", split="test")
     row = hard[0]
     assert row["answers"] == ["Betaitis", "Gammaosis"] and row["answer_cuis"] == ["C9000101", "C9000102"]

@@ -113,11 +113,36 @@ def test_plugin_init_writes_a_distribution_that_installs_and_passes_plugin_check
 def test_plugin_init_refuses_a_bad_name_a_taken_name_and_a_full_folder(tmp_path, capsys):
     assert main(["plugin", "init", "Toy"]) == 2 and "lower-case letters, digits and _" in capsys.readouterr().err
     assert main(["plugin", "init", "medlama", "--out", str(tmp_path / "m")]) == 2
-    assert "a benchmark or task named 'medlama' is registered already" in capsys.readouterr().err
+    assert "its benchmark and task 'medlama' would be named like the registered benchmark 'medlama'" in capsys.readouterr().err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "mine.txt").write_text("mine")
     assert main(["plugin", "init", "toy", "--out", str(tmp_path / "full")]) == 2
     assert "is not a new or empty folder" in capsys.readouterr().err and os.listdir(tmp_path / "full") == ["mine.txt"]
+
+
+@pytest.mark.parametrize(
+    "name, taken",
+    [
+        ("contrastive", "its benchmark and task 'contrastive' would be named like the registered prober 'contrastive'"),
+        ("mlm_head", "its benchmark and task 'mlm_head' would be named like the registered prober 'mlm-head'"),
+    ],
+)
+def test_plugin_init_refuses_a_name_like_a_registered_prober_in_one_line(tmp_path, name, taken):
+    """Measured before (issue 37): `plugin init contrastive` wrote medprobe-contrastive, whose task would be
+    `--task contrastive` beside medprobe's `--prober contrastive`."""
+    done = medprobe(with_path(), "plugin", "init", name, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stdout + done.stderr
+    assert done.stderr == f"medprobe: error: plugin name {name!r}: {taken}; choose another NAME\n"
+    assert os.listdir(tmp_path) == []
+
+
+def test_plugin_init_refuses_a_name_whose_prober_name_is_registered(tmp_path, capsys):
+    """NAME is free but NAME_order is a registered name (here a task's): refused too."""
+    taken = dataclasses.replace(registry().task("medlama"), name="drug_order")
+    with using(registry().with_entries(taken)):
+        assert main(["plugin", "init", "drug", "--out", str(tmp_path / "drug")]) == 2
+    assert "its prober 'drug_order' would be named like the registered task 'drug_order'" in capsys.readouterr().err
+    assert not (tmp_path / "drug").exists()
 
 
 def test_plugin_check_prints_each_broken_rule_on_one_line_and_exits_1(toy, tmp_path):

@@ -78,7 +78,7 @@ def test_folder_with_a_dataset_script(folder):
 
 def test_unknown_config_keeps_the_list_of_configs(folder):
     message = load_error(folder, "medium")
-    assert "BuilderConfig 'medium' not found. Available: ['full', 'hard']" in message and "Rebuild" not in message
+    assert "BuilderConfig 'medium' not found. Available: ['full', 'hard', 'variants']" in message and "Rebuild" not in message
 
 
 def test_cli_prints_the_stale_card_as_one_line_before_any_model_loads(folder, capsys, monkeypatch):

@@ -25,7 +25,8 @@ import fake_runs
 import medprobe.run
 from medprobe.cli import main
 from medprobe.profiling.folder import disagreement, verified_run
-from test_build_atomic import PROBERS_HOME, leftovers, signal_and_wait, snapshot, start_paused
+from medprobe.records import load_run
+from test_build_atomic import PAUSE, PROBERS_HOME, leftovers, signal_and_wait, snapshot, start_paused
 
 SMALL = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32}
 
@@ -126,17 +127,61 @@ def test_sigkill_leaves_the_previous_profile_byte_identical_and_publishable(prev
 
 
 @pytest.mark.parametrize("signum, code, line", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
-def test_ctrl_c_and_sigterm_leave_the_previous_profile_and_nothing_beside_it(previous, encoder, signum, code, line):
+def test_ctrl_c_and_sigterm_before_any_run_is_written_leave_the_previous_profile_and_nothing_beside_it(
+    previous, encoder, signum, code, line
+):
     before = snapshot(previous)
-    process = start_paused_profile("medprobe.run:run", profile_args(encoder, previous, "--seed", "5"))
+    # paused as the first run's files, all written under temporary names, are about to be renamed into place
+    process = start_paused_profile("before:medprobe.atomic:signals_deferred", profile_args(encoder, previous, "--seed", "5"))
     returned, err = signal_and_wait(process, signum)
     assert (returned, err.splitlines()[-1]) == (code, line) and "Traceback" not in err
     assert snapshot(previous) == before and leftovers(previous) == []
 
 
+@pytest.mark.parametrize("signame, code, line", [("SIGTERM", 143, "terminated"), ("SIGINT", 130, "interrupted")])
+def test_a_signal_during_a_runs_commit_stops_the_profile_after_it_and_a_rerun_resumes(
+    previous, encoder, fake_run, capsys, signame, code, line
+):
+    """Measured before: the held signal was dropped: the profile ran every other run and exited 0, its folder
+    written. Now the signal takes effect once the run's files are all renamed into place: the run is kept
+    (journaled, in the staging folder left beside OUT), the next is not started, and a rerun resumes."""
+    before = snapshot(previous)
+    args = profile_args(encoder, previous, "--seed", "5")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), str(PAUSE.parent), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(  # signals itself just before renaming the first run's results JSON (its last rename)
+        [sys.executable, str(PAUSE), "--fake-runs", f"{signame}:medlama-full-contrastive.json", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+    )
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (code, line) and "Traceback" not in done.stderr
+    assert "run 2/2" not in done.stdout  # the next run was not started
+    assert snapshot(previous) == before  # OUT is the previous profile until a profile finishes
+    (stage,) = [previous.parent / name for name in leftovers(previous) if ".medprobe-tmp-" in name]
+    assert f"kept {stage.name} beside P" in done.stdout
+    journaled = json.loads((stage / "progress.json").read_text())["runs"]
+    assert list(journaled) == ["medlama-full-contrastive"]
+    assert load_run(stage / "out" / "runs" / "medlama-full-contrastive.json").outcomes is not None  # complete, verifying
+    assert sorted(p.name for p in (stage / "out" / "runs").iterdir()) == [
+        "medlama-full-contrastive.json",
+        "medlama-full-contrastive.outcomes.jsonl",
+        "medlama-full-contrastive.predictions.jsonl",
+    ]
+
+    fake_run.clear()  # (the previous profile's runs)
+    capsys.readouterr()
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("reused from the killed profile") == 1 and [r.config for r in fake_run] == ["hard"]
+    assert set(values(previous).values()) == {0.255} and leftovers(previous) == []
+    assert disagreement(previous, json.loads((previous / "profile.json").read_text())) is None
+
+
 def test_a_second_profile_into_the_same_folder_stops_at_once_naming_the_first(previous, encoder):
     """Measured before: two concurrent profiles both exited 0 with mismatched records (or a FolderLocked traceback)."""
-    first = start_paused_profile("medprobe.run:run", profile_args(encoder, previous, "--seed", "2"))
+    first = start_paused_profile("before:medprobe.atomic:signals_deferred", profile_args(encoder, previous, "--seed", "2"))
     try:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), os.environ.get("PYTHONPATH", "")])}
         start = time.perf_counter()

@@ -108,3 +108,55 @@ def test_the_python_api_quiet_prints_nothing_at_all(synthetic_medlama_hub, tmp_p
     )
     out, err = capfd.readouterr()
     assert record.metrics and out == "" and err == ""
+
+
+FRESH_PROBE = """
+import sys
+import medprobe
+assert "datasets" not in sys.modules  # a fresh interpreter: datasets is imported by the call
+medprobe.probe("contrastive", dataset=medprobe.sample("medlama"), config="hard", model=sys.argv[1], device="cpu", quiet=True)
+"""
+
+
+def test_the_python_api_quiet_prints_nothing_on_a_fresh_datasets_cache(tmp_path):
+    """Measured before (issue 37): in a fresh interpreter with an empty Hugging Face cache, quiet=True still printed
+    "Generating test split: 106 examples" and transformers' "Loading weights" bars: the libraries were switched off
+    only if imported before the call, and the test above runs where they are (and the sample is in the cache)."""
+    model = save_tiny_bert(tmp_path / "tiny")
+    env = {
+        **os.environ,
+        "HF_HOME": str(tmp_path / "hf"),  # empty: the sample is generated into the datasets cache
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONWARNINGS": "default",
+    }
+    for name in ("MEDPROBE_PROGRESS", "HF_DATASETS_CACHE", "HF_HUB_CACHE", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-c", FRESH_PROBE, str(model)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (done.stdout, done.stderr) == ("", "")
+    assert any((tmp_path / "hf").rglob("*.arrow"))  # the split was generated, not found in a warm cache
+
+
+def test_an_mlm_head_probe_asks_for_no_bar_the_policy_switched_off(tmp_path):
+    """Measured before (issue 37): `medprobe probe --prober mlm-head` (and `medprobe demo`'s MST step) warned
+    "UserWarning: Cannot enable progress bars: environment variable HF_HUB_DISABLE_PROGRESS_BARS=1 is set": the
+    program's policy sets the variable, and the prober switched transformers' bars (and with them huggingface_hub's)
+    back on after each from_pretrained. With warnings shown, nothing warns (the Trainer's scratch folder included)."""
+    from medprobe.building.build import build
+    from test_mlm_head import save_tiny_bert as save_tiny_masked_lm
+
+    model = save_tiny_masked_lm(tmp_path / "mlm", with_head=True)
+    mst = tmp_path / "mst"
+    build("mst", mst, configs=["comparison"], params={"train_size": 12, "validation_size": 3, "test_size": 6})
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONWARNINGS": "default",
+    }
+    for name in ("MEDPROBE_PROGRESS", "HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS"):
+        env.pop(name, None)
+    argv = ["probe", "--prober", "mlm-head", "--dataset", str(mst), "--model", model, "--seeds", "1", "--epochs", "1"]
+    argv += ["--device", "cpu", "--out", str(tmp_path / "run.json")]
+    done = subprocess.run([sys.executable, "-m", "medprobe", *argv], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Warning" not in done.stderr, done.stderr

@@ -35,8 +35,9 @@ TOKEN = "hf_TestTokenThatMustNeverBePrinted0123"
 
 
 def medlama_files(folder: Path) -> set[str]:
-    """What a MedLAMA folder uploads: its card and the test files of full and hard (named by content)."""
-    return {"README.md", *(data_file(folder, config).relative_to(folder).as_posix() for config in ("full", "hard"))}
+    """What a MedLAMA folder uploads: its card and the test file of each config (named by content)."""
+    configs = ("full", "hard", "variants")
+    return {"README.md", *(data_file(folder, config).relative_to(folder).as_posix() for config in configs)}
 
 
 @pytest.fixture
@@ -139,7 +140,10 @@ def test_republishing_a_dataset_replaces_its_data_files(hub, token, folder, caps
     repo = hub.add_repo("dataset", "my-lab/medlama", files={**old, "README.md": b"old card", "notes/keep.txt": b"not data"})
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama", "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "delete_patterns=['full/*.parquet', 'hard/*.parquet']" in out and "replaces the repo's data files" in out
+    assert (
+        "delete_patterns=['full/*.parquet', 'hard/*.parquet', 'variants/*.parquet']" in out
+        and "replaces the repo's data files" in out
+    )
     assert main(["publish", "dataset", str(folder), "--repo", "my-lab/medlama"]) == 0
     assert set(repo.files) == medlama_files(folder) | {"notes/keep.txt"}  # only the new data files, and what is not data
     assert all(repo.files[path] == (folder / path).read_bytes() for path in medlama_files(folder))

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from medprobe.atomic import sigterm_raises
+from medprobe.atomic import Terminated, signals_deferred, sigterm_raises
 from medprobe.records import RecordError, load_run
 from test_probe_outputs import run_lookup
 
@@ -69,9 +69,12 @@ def test_a_rename_that_fails_puts_back_every_file_of_the_previous_run(synthetic_
 
 
 @pytest.mark.parametrize("at", range(1, RENAMES + 1))
-def test_a_sigterm_during_the_renames_waits_until_every_file_is_the_new_run(synthetic_medlama_hub, previous, monkeypatch, at):
+def test_a_sigterm_during_the_renames_waits_until_every_file_is_the_new_run_then_takes_effect(
+    synthetic_medlama_hub, previous, monkeypatch, at
+):
+    """Measured before: the held SIGTERM was dropped, and the run returned as if none had come."""
     replaces_counted(monkeypatch, at, lambda: os.kill(os.getpid(), signal.SIGTERM))
-    with sigterm_raises():  # as the CLI runs every command: SIGTERM raises, but not inside the commit
+    with sigterm_raises(), pytest.raises(Terminated):  # as the CLI runs every command: SIGTERM raises, after the commit
         run_lookup(monkeypatch, synthetic_medlama_hub, previous, per_relation=2)
     monkeypatch.undo()
     assert sorted(p.name for p in previous.iterdir()) == ["predictions.jsonl", "results.json", "results.outcomes.jsonl"]
@@ -137,3 +140,66 @@ def test_a_run_killed_between_two_renames_reads_as_an_interrupted_write_never_as
         else:  # some files are the new run's, the JSON is the old one's: never read as a run
             with pytest.raises(RecordError, match="interrupted write"):
                 load_run(results)
+
+
+@pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_a_signal_held_by_signals_deferred_is_raised_when_the_block_ends_and_not_before(signum, raised):
+    done = []
+    with sigterm_raises(), pytest.raises(raised):
+        with signals_deferred() as received:
+            os.kill(os.getpid(), signum)
+            done.append("the rest of the block")  # not cut short
+        done.append("after the block")  # never: the signal takes effect as the block ends
+    assert done == ["the rest of the block"] and received == [signum]
+
+
+def test_a_signal_held_by_an_inner_block_waits_for_the_outer_one():
+    done = []
+    with sigterm_raises(), pytest.raises(Terminated):
+        with signals_deferred():
+            with signals_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+            done.append("the rest of the outer block")
+    assert done == ["the rest of the outer block"]
+
+
+# --- the command line: a signal during the commit ends the probe with the shell's code, its files complete -------
+
+SIGNALLED = {  # (signal, the file at whose rename the probe signals itself): (exit code, last line of stderr)
+    ("SIGTERM", "out.outcomes.jsonl"): (143, "terminated"),  # the 1st rename
+    ("SIGTERM", "out.jsonl"): (143, "terminated"),  # the 2nd (the predictions)
+    ("SIGTERM", "out.json"): (143, "terminated"),  # the 3rd and last (the results JSON)
+    ("SIGINT", "out.outcomes.jsonl"): (130, "interrupted"),
+}
+
+
+def test_a_probe_signalled_during_its_commit_exits_143_or_130_with_every_file_of_the_run_written(tmp_path, synthetic_medlama_hub):
+    """Measured before: exit 0, as if no signal had come (atomic.signals_deferred dropped it). The probes run at once,
+    each signalling itself (tests/build_pause.py SIGNAL:NAME) just before one rename of its commit."""
+    from test_build_atomic import PAUSE, PROBERS_HOME
+    from tiny_bert import save_tiny_bert
+
+    model = str(save_tiny_bert(tmp_path / "tiny"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROBERS_HOME), str(TESTS), os.environ.get("PYTHONPATH", "")])}
+    children = {}
+    for number, (signame, name) in enumerate(SIGNALLED):
+        out = tmp_path / f"out{number}"
+        args = ["probe", "--prober", "contrastive", "--dataset", str(synthetic_medlama_hub), "--model", model]
+        args += ["--device", "cpu", "--no-cache", "--out", str(out / "out.json"), "--predictions", str(out / "out.jsonl")]
+        children[(signame, name)] = (
+            out,
+            subprocess.Popen(
+                [sys.executable, str(PAUSE), f"{signame}:{name}", *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as in a terminal
+            ),
+        )
+    for key, (out, child) in children.items():
+        _, err = child.communicate(timeout=300)
+        assert (child.returncode, err.strip().splitlines()[-1]) == SIGNALLED[key] and "Traceback" not in err, err[-2000:]
+        assert sorted(p.name for p in out.iterdir()) == ["out.json", "out.jsonl", "out.outcomes.jsonl"]
+        loaded = load_run(out / "out.json")  # every file is the run's: sha256 and numbers checked
+        assert loaded.outcomes is not None and loaded.record.prober == "contrastive"

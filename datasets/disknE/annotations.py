@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import re
 import socket
+import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -22,6 +23,28 @@ CATEGORIES = ("symptoms_diseases", "treatments_diseases", "tests_diseases", "pro
 LABELS = ("non-entailment", "entailment")
 NEGATIVE_SUFFIX = ",ng"
 CUI_PATTERN = re.compile(r"C\d{7}")
+
+
+def normalised(text: str) -> str:
+    """A disease id or name as it is kept: without format characters (Unicode category Cf: zero-width spaces and
+    joiners, the byte-order mark), NFC, without white space at the ends and with each inner run of it one space, so
+    that what prints alike is one disease ("C0018802\u200b" is C0018802). The disease_f1 metric normalises the ids
+    it is given the same way (each Hub folder carries its own copy)."""
+    visible = "".join(character for character in text if unicodedata.category(character) != "Cf")
+    return " ".join(unicodedata.normalize("NFC", visible).split())
+
+
+def cui_of(path: str, row: int, column: str, value: str | None) -> str:
+    """The CUI of one annotation cell, normalised; an empty or malformed one is a DisknEInputError naming the row."""
+    cui = normalised(value or "")
+    if not cui:
+        raise DisknEInputError(
+            f"{path}, row {row}, column {column}: {value!r} is empty once white space and invisible format characters "
+            "are removed; expected a UMLS CUI such as C0018802"
+        )
+    if not CUI_PATTERN.fullmatch(cui):
+        raise DisknEInputError(f"{path}, row {row}, column {column}: expected a UMLS CUI such as C0018802, got {value!r}")
+    return cui
 
 
 def annotation_file_name(variant: str) -> str:
@@ -120,15 +143,10 @@ def read_annotation_file(path: str, variant: str) -> list[AnnotationRow]:
                     f"{path}, row {row_number}: pair_id {raw['pair_id']!r} and label {raw['label']} disagree "
                     f"(negative rows, and only they, end in {NEGATIVE_SUFFIX!r})"
                 )
-            for column in ("CUI", "original_cui"):
-                if not CUI_PATTERN.fullmatch(raw[column]):
-                    raise DisknEInputError(
-                        f"{path}, row {row_number}, column {column}: expected a UMLS CUI such as C0018802, got {raw[column]!r}"
-                    )
-            if positive and raw["CUI"] != raw["original_cui"]:
+            cui, original_cui = (cui_of(path, row_number, column, raw[column]) for column in ("CUI", "original_cui"))
+            if positive and cui != original_cui:
                 raise DisknEInputError(
-                    f"{path}, row {row_number}: a positive row's CUI {raw['CUI']} differs from its "
-                    f"original_cui {raw['original_cui']}"
+                    f"{path}, row {row_number}: a positive row's CUI {cui} differs from its original_cui {original_cui}"
                 )
             category = raw.get("category") or None
             if medical and category not in CATEGORIES:
@@ -140,8 +158,8 @@ def read_annotation_file(path: str, variant: str) -> list[AnnotationRow]:
                     row=row_number,
                     pair_id=raw["pair_id"].removesuffix(NEGATIVE_SUFFIX),
                     label=LABELS.index(raw["label"]),
-                    cui=raw["CUI"],
-                    original_cui=raw["original_cui"],
+                    cui=cui,
+                    original_cui=original_cui,
                     category=category if medical else None,
                     start=_offset(path, row_number, "start_index", raw["start_index"], positive),
                     end=_offset(path, row_number, "end_index", raw["end_index"], positive),
@@ -157,11 +175,7 @@ def annotation_cuis(paths: list[str]) -> set[str]:
         with open(path, encoding="utf-8", newline="") as handle:
             for row_number, raw in enumerate(csv.DictReader(handle), start=1):
                 for column in ("CUI", "original_cui"):
-                    if column not in raw or not CUI_PATTERN.fullmatch(raw[column] or ""):
-                        raise DisknEInputError(
-                            f"{path}, row {row_number}: expected a UMLS CUI in column {column}, got {raw.get(column)!r}"
-                        )
-                    cuis.add(raw[column])
+                    cuis.add(cui_of(path, row_number, column, raw.get(column)))
     return cuis
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets.utils import tqdm
 
-from .annotations import CUI_PATTERN, DisknEInputError
+from .annotations import CUI_PATTERN, DisknEInputError, normalised
 
 UMLS_NAMES_TSV = "umls_names.tsv"
 MRCONSO = "MRCONSO.RRF"
@@ -64,7 +64,8 @@ def read_mrconso(path: str | Path, cuis: set[str], progress: bool = True) -> dic
             if f["LAT"] != "ENG":
                 continue
             preferred = f["TS"] == "P" and f["STT"] == "PF" and f["ISPREF"] == "Y"
-            names[f["CUI"]].append(UmlsName(f["CUI"], f["SAB"], f["TTY"], f["SCUI"], preferred, f["SUPPRESS"], f["STR"]))
+            name = disease_name(path, line_number, f["CUI"], f["STR"])
+            names[f["CUI"]].append(UmlsName(f["CUI"], f["SAB"], f["TTY"], f["SCUI"], preferred, f["SUPPRESS"], name))
         bar.update(pending)
     return {cui: sorted(found) for cui, found in names.items()}
 
@@ -88,8 +89,21 @@ def read_names_tsv(path: str | Path, cuis: set[str] | None = None) -> dict[str, 
                 )
             cui, sab, tty, scui, preferred, suppress, name = fields
             if cuis is None or cui in cuis:
+                name = disease_name(path, line_number, cui, name)
                 names[cui].append(UmlsName(cui, sab, tty, scui, preferred == "Y", suppress, name))
     return {cui: sorted(found) for cui, found in names.items()}
+
+
+def disease_name(path: str | Path, line: int, cui: str, name: str) -> str:
+    """A UMLS name, normalised as the disease ids are (annotations.normalised): a name that is empty once normalised
+    would be a negative row's hypothesis of nothing, and is a DisknEInputError naming the line."""
+    found = normalised(name)
+    if not found:
+        raise DisknEInputError(
+            f"{path}, line {line}: the name of {cui} is {name!r}, empty once white space and invisible format "
+            "characters are removed; expected a disease name"
+        )
+    return found
 
 
 def write_names_tsv(names: dict[str, list[UmlsName]], path: str | Path) -> int:
@@ -135,7 +149,7 @@ def umls_names(path: Path, cuis: set[str], cache_dir: str | None = None) -> dict
 
 # --- the names kept between the configs of a build ---
 
-_KEPT_FORMAT = 1  # part of the key: a file written in another layout is never read
+_KEPT_FORMAT = 2  # part of the key: a file written in another layout is never read (2: names normalised)
 
 
 def _kept_path(path: Path, cuis: set[str], cache_dir: str) -> Path:

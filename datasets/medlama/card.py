@@ -15,6 +15,7 @@ import datasets
 
 from .release import FULL_SIZE, RELATIONS, RELEASE_COMMIT, RELEASE_TREE
 from .umls_card import UmlsBuildStats, umls_build_command, umls_build_text
+from .variants import SYNONYM_VARIANT, TEMPLATE_VARIANT, VARIANT_FIELD_DESCRIPTIONS, VARIANTS
 
 
 def card_context(
@@ -26,25 +27,34 @@ def card_context(
     recorded (`Medlama.card_statistics`: a UmlsBuildStats for a build from a UMLS release, None for
     the release files; configs kept from an earlier build have none).
     """
-    counts = {name: Counter(ds["test"]["relation"]) for name, ds in built.items()}
-    prompts = {}
-    for ds in built.values():
+    queries = {name: ds for name, ds in built.items() if name != VARIANTS}  # the configs of queries; variants aside
+    counts = {name: Counter(ds["test"]["relation"]) for name, ds in queries.items()}
+    prompts, defaults = {}, {}
+    for ds in queries.values():
         for relation, template in zip(ds["test"]["relation"], ds["test"]["template"]):
             prompts.setdefault(relation, template)
-    header = "| relation | prompt | " + " | ".join(f"{c} queries" for c in counts) + " |"
-    lines = [header, "|" + "---|" * (2 + len(counts))]
+    if VARIANTS in built:
+        rows = built[VARIANTS]["test"]
+        for relation, variant, template in zip(rows["relation"], rows["variant"], rows["template"]):
+            if variant == TEMPLATE_VARIANT:
+                defaults.setdefault(relation, template)
+    header = "| relation | prompt |" + (" default prompt (`variants`) |" if VARIANTS in built else "")
+    header += "".join(f" {c} queries |" for c in counts)
+    lines = [header, "|" + "---|" * (2 + (VARIANTS in built) + len(counts))]
     for relation in RELATIONS:
-        sizes = " | ".join(f"{counts[c].get(relation, 0):,}" for c in counts)
-        lines.append(f"| `{relation}` | {prompts.get(relation, '')} | {sizes} |")
+        sizes = "".join(f" {counts[c].get(relation, 0):,} |" for c in counts)
+        default = f" {defaults.get(relation, 'the same text: no template variant')} |" if VARIANTS in built else ""
+        lines.append(f"| `{relation}` | {prompts.get(relation, '')} |{default}{sizes}")
     answer_space = []
-    for name, ds in built.items():
+    for name, ds in queries.items():
         names = set(ds["test"]["head_name"])
         for answers in ds["test"]["answers"]:
             names.update(answers)
         answer_space.append(f"`{name}`: {len(names):,} names")
     return {
         "relations_table": "\n".join(lines),
-        "answer_space_sizes": "; ".join(answer_space),
+        "answer_space_sizes": "; ".join(answer_space) or "no config of queries in this build",
+        "variants_text": variants_text(built, params),
         "release_commit": RELEASE_COMMIT,
         "release_tree": RELEASE_TREE,
         **source_context(built, params or {}, statistics or {}),
@@ -111,7 +121,9 @@ def source_context(
 
 
 def answers_summary(built: dict[str, datasets.DatasetDict]) -> str:
-    config = "full" if "full" in built else next(iter(built))
+    config = "full" if "full" in built else next(iter(built), None)
+    if config is None:
+        return "no gold answers (this build is empty)"
     sizes = [len(answers) for answers in built[config]["test"]["answers"]]
     if not sizes:
         return "no gold answers (this build is empty)"
@@ -134,3 +146,42 @@ def row_check_note(rows_per_relation: int | None) -> str:
         f"not the release's {FULL_SIZE:,}, so this is not the official MedLAMA release but data "
         f"in its format."
     )
+
+
+def variants_text(built: dict[str, datasets.DatasetDict], params: dict) -> str:
+    """The card's section on the `variants` config: what it holds in this build, its fields and its counts."""
+    synonyms_note = (
+        "The official release files carry **no subject synonyms**: this build, made from them, has none. A build "
+        "from a UMLS release (`medprobe build medlama --umls-dir META`) adds up to `--synonyms N` (default 3) per item."
+        if not params.get("umls_dir")
+        else "Synonyms come from this build's UMLS release (`MRCONSO.RRF`)."
+    )
+    if VARIANTS not in built:
+        return f"This build has no `{VARIANTS}` config (`medprobe build medlama --config {VARIANTS}` adds it). {synonyms_note}"
+    rows = built[VARIANTS]["test"]
+    kinds = Counter(variant if variant == TEMPLATE_VARIANT else "synonym" for variant in rows["variant"])
+    items = len(set(rows["id"]))
+    synonym_items = len({i for i, v in zip(rows["id"], rows["variant"]) if v != TEMPLATE_VARIANT})
+    most = max((int(v.rsplit("_", 1)[1]) for v in rows["variant"] if v != TEMPLATE_VARIANT), default=0)
+    order = ", ".join([f"`{TEMPLATE_VARIANT}`"] + [f"`{SYNONYM_VARIANT.format(i)}`" for i in range(1, most + 1)])
+    lines = ["| field | description |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in VARIANT_FIELD_DESCRIPTIONS.items()]
+    fields = "\n".join(lines)
+    of_full = f" (of the {built['full']['test'].num_rows:,} of `full`)" if "full" in built else ""
+    return f"""`{VARIANTS}` asks each item of `full` (hence of `hard`: a hard row keeps its full id) another way, one row
+per (item, variant), so that a prober's consistency can be measured: in this build {rows.num_rows:,} rows for
+{items:,} items{of_full}, {kinds[TEMPLATE_VARIANT]:,} with the release's default prompt and {kinds["synonym"]:,} with a
+subject synonym ({synonym_items:,} items have at least one). The order of an item's variants is fixed: {order}.
+
+- `{TEMPLATE_VARIANT}`: the release's other template (`prompts.csv`, column `default_prompt`) with the head name,
+  its white space normalised (runs of spaces made one, ends stripped: the release writes
+  "[X] associated morphology of  [Y] ." with two spaces). Where it is then the same text as the human prompt
+  (`occurs_after` in the release) the item has no template variant.
+- `synonym_i`: the human prompt with [X] filled by another English name of the head concept: `LAT=ENG`,
+  `SUPPRESS=N`, not the head name or another synonym after case folding, up to N drawn without replacement by a
+  generator seeded with the build's seed and the head's CUI and name. {synonyms_note}
+
+`full` and `hard` are unchanged by it (same rows, queries and bytes: the paper's protocol). A row holds its query
+and gold answers, so any prober can rank it alone; `medprobe probe ... --variants templates|synonyms|all` ranks
+them with the same prober over the same candidates and reports consistency and robust acc@k.
+
+{fields}"""

@@ -19,7 +19,9 @@ class MedlamaConfig(datasets.BuilderConfig):
     format, and the card says so.
 
     The other parameters apply to a build from the user's own UMLS release only (`umls_dir`;
-    `medprobe build medlama --umls-dir META --set key=value`); see `umls_settings`.
+    `medprobe build medlama --umls-dir META --set key=value`); see `umls_settings`. Among them
+    `synonyms` (`--synonyms N`): how many subject synonyms each item of the `variants` config gets
+    at most (None: DEFAULT_SYNONYMS); the release files have no synonyms.
     """
 
     rows_per_relation: int | None = FULL_SIZE
@@ -34,8 +36,11 @@ class MedlamaConfig(datasets.BuilderConfig):
     max_answers: int = 10
     drop_suppressed: bool = False
     allow_fewer: bool = True
+    # None, not 3: a build from the release files records synonyms=None, as builds before the parameter did
+    synonyms: int | None = None
 
 
+DEFAULT_SYNONYMS = 3  # subject synonyms per item in a build from a UMLS release, unless --synonyms N
 PARAMETERS = tuple(f.name for f in fields(MedlamaConfig) if f.name not in {f.name for f in fields(datasets.BuilderConfig)})
 
 

@@ -4,7 +4,9 @@ Meng, Liu et al., "Rewire-then-Probe: A Contrastive Recipe for Probing Biomedica
 Pre-trained Language Models", ACL 2022. Release: github.com/cambridgeltl/medlama.
 
 Configs: `full` (19,000 queries, 1,000 per relation) and `hard` (15,329 queries whose answers
-cannot be read off the head name). Split: `test`.
+cannot be read off the head name), the paper's protocol; `variants`, each item of `full` asked
+another way (the release's other prompt; subject synonyms in a build from a UMLS release), for
+consistency over templates and synonyms (variants.py). Split: `test`.
 
 The source is the official release at a pinned commit, fetched through the download manager,
 or a `data_dir` with the release layout (`prompts.csv`, `2021AA/{relation}_1000.csv`,
@@ -29,6 +31,7 @@ modules of this folder hold one concern each:
     umls_queries.py  from MRREL rows to queries, and the per-relation sample
     card.py          the card text, from the built rows, the parameters and the build's statistics
     umls_card.py     the card text of a build from a UMLS release
+    variants.py      the `variants` config: the other template and subject synonyms of each item
 
 The folder is self-contained (the datasets library, numpy and rouge-score only) and is loaded by
 path, as a package (medprobe/resources.py): `medprobe build medlama` turns it into a Hub folder
@@ -56,12 +59,14 @@ from .release import (
     download_release,
     local_release_files,
     prompts_file,
+    read_default_prompts,
     read_prompts,
     read_relation_rows,
 )
 from .umls_card import UmlsBuildStats
 from .umls_inputs import umls_settings, umls_source
 from .umls_queries import extract_queries, sample_relations
+from .variants import VARIANT_FEATURES, VARIANT_FIELD_DESCRIPTIONS, VARIANTS, synonym_draw, variant_examples
 
 # What medprobe reads from the builder module: the builder and its features, the card's text
 # (`medprobe build`), the pinned release (the build record names RELEASE_COMMIT, the demo RELEASE_URL),
@@ -75,6 +80,9 @@ __all__ = [
     "RELEASE_COMMIT",
     "RELEASE_URL",
     "REWIRING_CORPORA",
+    "VARIANTS",
+    "VARIANT_FEATURES",
+    "VARIANT_FIELD_DESCRIPTIONS",
     "Medlama",
     "MedlamaConfig",
     "card_context",
@@ -129,6 +137,12 @@ class Medlama(datasets.GeneratorBasedBuilder):
         MedlamaConfig(
             name="hard", version=VERSION, description="The queries with avg_match and ROUGE-L below 0.1 (15,329 in the release)."
         ),
+        MedlamaConfig(
+            name=VARIANTS,
+            version=VERSION,
+            description="Each item of full asked another way, one row per (item, variant): the release's default prompt, "
+            "then subject synonyms (from a UMLS release only); for consistency, not a benchmark of its own.",
+        ),
     ]
     DEFAULT_CONFIG_NAME = "full"
 
@@ -147,7 +161,7 @@ class Medlama(datasets.GeneratorBasedBuilder):
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description=_DESCRIPTION,
-            features=FEATURES,
+            features=VARIANT_FEATURES if self.config.name == VARIANTS else FEATURES,
             homepage="https://github.com/cambridgeltl/medlama",
             license="UMLS Metathesaurus License (UMLS-derived; see the dataset card)",
         )
@@ -174,6 +188,9 @@ class Medlama(datasets.GeneratorBasedBuilder):
             yield from self._generate_umls_examples(files)
             return
         prompts = read_prompts(files["prompts"])
+        if self.config.name == VARIANTS:
+            yield from self._generate_release_variants(files, prompts)
+            return
         for relation in RELATIONS:
             rows = read_relation_rows(files["full"][relation], relation, self.config.rows_per_relation)
             for row in rows:
@@ -205,9 +222,26 @@ class Medlama(datasets.GeneratorBasedBuilder):
                     },
                 )
 
+    def _generate_release_variants(self, files: dict, prompts: dict[str, str]):
+        """The `variants` rows of every full row: the default prompt only (the release files hold no synonyms)."""
+        defaults = read_default_prompts(files["prompts"])
+        for relation in RELATIONS:
+            rows = read_relation_rows(files["full"][relation], relation, self.config.rows_per_relation)
+            for index, row in enumerate(rows):
+                raw = row["raw"]
+                item = {
+                    "relation": relation,
+                    "head_cui": raw["head_cui"],
+                    "head_name": raw["head_name"],
+                    "answers": row["answers"],
+                    "answer_cuis": row["answer_cuis"],
+                }
+                yield from variant_examples(f"{relation}-{index:04d}", item, prompts[relation], defaults[relation])
+
     def _generate_umls_examples(self, files: dict):
         settings, source = self.umls, files["umls"]
         prompts = read_prompts(files["prompts"])
+        defaults = read_default_prompts(files["prompts"]) if self.config.name == VARIANTS else {}
         extraction = extract_queries(source, settings, files["cache_dir"])
         sampled = sample_relations(extraction, settings)
         hard_counts: Counter = Counter()
@@ -218,9 +252,21 @@ class Medlama(datasets.GeneratorBasedBuilder):
                 match, rouge_l = avg_match(query.head_name, tail_names), avg_rouge_l(query.head_name, tail_names)
                 hard = is_hard(match, rouge_l)
                 hard_counts[relation] += hard
+                example_id = f"{relation}-{index:04d}"
+                if self.config.name == VARIANTS:
+                    names = extraction.head_names.get(query.head_cui, ())
+                    synonyms = synonym_draw(names, query.head_cui, query.head_name, settings.synonyms, settings.seed)
+                    item = {
+                        "relation": relation,
+                        "head_cui": query.head_cui,
+                        "head_name": query.head_name,
+                        "answers": query.answers,
+                        "answer_cuis": query.answer_cuis,
+                    }
+                    yield from variant_examples(example_id, item, template, defaults[relation], synonyms)
+                    continue
                 if self.config.name == "hard" and not hard:
                     continue
-                example_id = f"{relation}-{index:04d}"
                 yield (
                     example_id,
                     {

@@ -231,6 +231,32 @@ def read_prompts(path: str) -> dict[str, str]:
     return prompts
 
 
+def read_default_prompts(path: str) -> dict[str, str]:
+    """The release's other template of each relation (`default_prompt`), white space normalised
+    (variants.normalised_template): the `variants` config asks every item with it too."""
+    from .variants import normalised_template
+
+    try:
+        rows = read_csv(path, ("pid", "default_prompt"))
+    except MedlamaFormatError as err:
+        raise MedlamaFormatError(
+            f"{err}; the `variants` config asks each query with the release's default prompt too "
+            "(build --config full --config hard to leave it out)"
+        ) from err
+    prompts = {}
+    for row_number, row in enumerate(rows, start=1):
+        template = normalised_template(row["default_prompt"])
+        if row["pid"] in HARD_SIZES and ("[X]" not in template or "[Y]" not in template):
+            raise MedlamaFormatError(
+                f"{path}, row {row_number}: the default_prompt of {row['pid']!r} must contain [X] and [Y], got {template!r}"
+            )
+        prompts[row["pid"]] = template
+    missing = [r for r in RELATIONS if r not in prompts]
+    if missing:
+        raise MedlamaFormatError(f"{path}: no default_prompt for relation(s) {', '.join(missing)}")
+    return prompts
+
+
 def row_key(raw: dict[str, str]) -> tuple[str, ...]:
     return tuple(raw[c] for c in RELEASE_COLUMNS)
 

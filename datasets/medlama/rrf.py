@@ -10,7 +10,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from datasets.utils import tqdm
 
@@ -165,6 +165,9 @@ class ConceptNames:
     atoms: dict[str, tuple[str, str, str]]  # AUI -> (STR, LAT, SUPPRESS)
     preferred: dict[str, str]  # CUI -> its English preferred name
     scan: FileScan
+    # CUI -> its English names that are not suppressed, one spelling per case-folded name (the least in code points):
+    # the subject synonyms of the `variants` config are drawn from them (variants.py); only for `synonym_cuis`
+    names: dict[str, list[str]] = field(default_factory=dict)
 
 
 def english_name_rank(ts: str, stt: str, ispref: str, suppress: str) -> tuple[bool, ...]:
@@ -174,8 +177,17 @@ def english_name_rank(ts: str, stt: str, ispref: str, suppress: str) -> tuple[bo
     return (suppress == "N", ts == "P", stt == "PF", ispref == "Y")
 
 
-def read_concept_names(path: str, cuis: set[str], auis: set[str], drop_suppressed: bool, progress: bool = True) -> ConceptNames:
-    """One streamed pass over MRCONSO.RRF: atom strings and English preferred names of `cuis`.
+def read_concept_names(
+    path: str,
+    cuis: set[str],
+    auis: set[str],
+    drop_suppressed: bool,
+    progress: bool = True,
+    synonym_cuis: set[str] | frozenset[str] = frozenset(),
+) -> ConceptNames:
+    """One streamed pass over MRCONSO.RRF: atom strings and English preferred names of `cuis`, and the English
+    names of `synonym_cuis` (a subset of `cuis`) that are not suppressed (`SUPPRESS` = N, whatever drop_suppressed
+    says: a suppressed name is one the source itself retired).
 
     Compares the CUI prefix of each raw line and decodes only the lines of wanted CUIs; every
     line's field count is checked. Ties in rank go to the first line, so the result depends on the
@@ -187,6 +199,7 @@ def read_concept_names(path: str, cuis: set[str], auis: set[str], drop_suppresse
     atoms: dict[str, tuple[str, str, str]] = {}
     preferred: dict[str, str] = {}
     ranks: dict[str, tuple[bool, ...]] = {}
+    names: dict[str, dict[str, str]] = {}  # CUI -> case-folded name -> its least spelling
     start, size = time.perf_counter(), os.path.getsize(path)
     lines = 0
     with (
@@ -203,11 +216,16 @@ def read_concept_names(path: str, cuis: set[str], auis: set[str], drop_suppresse
                 f = _decode(path, first + offset, raw).rstrip("\r\n").split("|")
                 if f[c["AUI"]] in auis:
                     atoms[f[c["AUI"]]] = (f[c["STR"]], f[c["LAT"]], f[c["SUPPRESS"]])
-                if f[c["LAT"]] != "ENG" or (drop_suppressed and f[c["SUPPRESS"]] != "N"):
+                if f[c["LAT"]] != "ENG":
+                    continue
+                cui = f[c["CUI"]]
+                if cui in synonym_cuis and f[c["SUPPRESS"]] == "N":  # one spelling a name: the least, in any file order
+                    spellings, string = names.setdefault(cui, {}), f[c["STR"]]
+                    spellings[string.casefold()] = min(spellings.get(string.casefold(), string), string)
+                if drop_suppressed and f[c["SUPPRESS"]] != "N":
                     continue
                 rank = english_name_rank(f[c["TS"]], f[c["STT"]], f[c["ISPREF"]], f[c["SUPPRESS"]])
-                cui = f[c["CUI"]]
                 if cui not in ranks or rank > ranks[cui]:
                     ranks[cui], preferred[cui] = rank, f[c["STR"]]
     scan = FileScan(lines, size, time.perf_counter() - start)
-    return ConceptNames(atoms, preferred, scan)
+    return ConceptNames(atoms, preferred, scan, {cui: list(spellings.values()) for cui, spellings in names.items()})

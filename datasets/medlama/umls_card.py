@@ -80,6 +80,7 @@ def umls_parameters_table(settings: UmlsSettings) -> str:
         "names": "atom (another fallback: step 5)",
         "drop_suppressed": "false (no SUPPRESS filter)",
         "allow_fewer": "none (pandas stops on a short relation)",
+        "synonyms": "none (the release has no subject synonyms; they are in the `variants` config only)",
     }
     rows = []
     for name, reference in notebook.items():

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import MedlamaConfig
+from .config import DEFAULT_SYNONYMS, MedlamaConfig
 from .release import HARD_SIZES, RELATIONS, RELEASE_COMMIT, MedlamaFormatError
 
 NOTEBOOK_URL = f"https://github.com/cambridgeltl/medlama/blob/{RELEASE_COMMIT}/notebooks/data_prep/generate_biomed_lama.ipynb"
@@ -28,9 +28,11 @@ UMLS_PARAMETERS = (
     "max_answers",
     "drop_suppressed",
     "allow_fewer",
+    "synonyms",
 )
 NOTEBOOK_SABS = ("SNOMEDCT_US", "NCI", "MED-RT")
 NAME_SOURCES = ("atom", "preferred")
+MAX_SYNONYMS = 50  # a bound, not a recommendation: each synonym is one more query per item to rank
 _VERSION_PATTERN = re.compile(r"[0-9A-Za-z._-]+")
 
 
@@ -52,6 +54,7 @@ class UmlsSettings:
     max_answers: int
     drop_suppressed: bool
     allow_fewer: bool
+    synonyms: int = DEFAULT_SYNONYMS  # subject synonyms per item at most, in the `variants` config (0: none)
 
 
 def _whole_number(name: str, value: object, low: int, high: int | None = None) -> int:
@@ -117,6 +120,7 @@ def umls_settings(config: MedlamaConfig) -> UmlsSettings | None:
         max_answers=_whole_number("max_answers", config.max_answers, 1),
         drop_suppressed=_flag("drop_suppressed", config.drop_suppressed),
         allow_fewer=_flag("allow_fewer", config.allow_fewer),
+        synonyms=DEFAULT_SYNONYMS if config.synonyms is None else _whole_number("synonyms", config.synonyms, 0, MAX_SYNONYMS),
     )
 
 

@@ -70,6 +70,9 @@ class UmlsExtraction:
     name_sources: Counter  # how each side of each kept row got its name
     mrrel: FileScan
     mrconso: FileScan
+    # head CUI -> its English names that are not suppressed (rrf.ConceptNames.names), read when synonyms > 0:
+    # what the `variants` config draws each item's subject synonyms from (variants.py)
+    head_names: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 def query_answers(tails: list[tuple[str, str]]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -180,6 +183,7 @@ def extract_queries(
         settings.names,
         settings.max_answers,
         settings.drop_suppressed,
+        settings.synonyms > 0,  # the heads' names are read only when synonyms are asked for
     )
     memo = _memo_path(cache_dir, key) if cache_dir else None
     if memo is not None and (remembered := _read_memo(memo)) is not None:
@@ -188,7 +192,8 @@ def extract_queries(
     check_relations_present(scan, settings, source.mrrel)
     cuis = {cui for edges in scan.edges.values() for edge in edges for cui in (edge[0], edge[2])}
     auis = {aui for edges in scan.edges.values() for edge in edges for aui in (edge[1], edge[3]) if aui}
-    names = read_concept_names(source.mrconso, cuis, auis, settings.drop_suppressed, progress)
+    heads = {edge[0] for edges in scan.edges.values() for edge in edges} if settings.synonyms > 0 else set()
+    names = read_concept_names(source.mrconso, cuis, auis, settings.drop_suppressed, progress, synonym_cuis=heads)
     queries, counts, name_sources = {}, {}, Counter()
     for relation in settings.relations:
         queries[relation], named, grouped = relation_queries(scan.edges[relation], names, settings, name_sources)
@@ -202,7 +207,9 @@ def extract_queries(
             STEP_MAX_ANSWERS: len(queries[relation]),
         }
     suppressed_kept = {r: 0 if settings.drop_suppressed else scan.suppressed_rows[r] for r in settings.relations}
-    extraction = UmlsExtraction(queries, counts, suppressed_kept, dict(scan.rows_by_sab), name_sources, scan.scan, names.scan)
+    extraction = UmlsExtraction(
+        queries, counts, suppressed_kept, dict(scan.rows_by_sab), name_sources, scan.scan, names.scan, names.names
+    )
     if memo is not None:
         _write_memo(memo, extraction)
     return extraction
@@ -210,7 +217,7 @@ def extract_queries(
 
 # --- the extraction kept between the configs of a build ---
 
-_MEMO_FORMAT = 1  # part of the key: a file written in another layout is never read
+_MEMO_FORMAT = 2  # part of the key: a file written in another layout is never read
 
 
 def _memo_path(cache_dir: str, key: tuple) -> Path:
@@ -230,6 +237,7 @@ def _read_memo(path: Path) -> UmlsExtraction | None:
             name_sources=Counter(data["name_sources"]),
             mrrel=FileScan(**data["mrrel"]),
             mrconso=FileScan(**data["mrconso"]),
+            head_names=data["head_names"],
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
@@ -247,6 +255,7 @@ def _write_memo(path: Path, extraction: UmlsExtraction) -> None:
         "name_sources": dict(extraction.name_sources),
         "mrrel": dataclasses.asdict(extraction.mrrel),
         "mrconso": dataclasses.asdict(extraction.mrconso),
+        "head_names": extraction.head_names,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     for older in path.parent.glob("*.json"):

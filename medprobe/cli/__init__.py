@@ -12,24 +12,16 @@ import argparse
 import errno
 import os
 import sys
+from pathlib import Path
 
 from medprobe import distributed, timeline
-from medprobe.atomic import Terminated, sigterm_raises
+from medprobe.atomic import DISK_ERRORS, Terminated, disk_error, sigterm_raises
 from medprobe.cli.quiet import filter_known_warnings
 from medprobe.contracts import UserError
 
 # Errors raised on purpose with a message for the user (UserError, and the OS's own errors about files and the
 # network); anything else, a bare ValueError included, is a bug and keeps its traceback.
 USER_ERRORS = (UserError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError)
-# What the file system says when outputs cannot be written (every output is written under a temporary name and
-# renamed: the previous files are left as they were)
-DISK_ERRORS = {
-    errno.ENOSPC: "no space left on the device",
-    errno.EDQUOT: "the disk quota is exceeded",
-    errno.EROFS: "the file system is read-only",
-    errno.EBUSY: "it is busy (a mount point?)",
-    errno.EIO: "an input/output error",
-}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,10 +88,65 @@ def main(argv: list[str] | None = None) -> int:
 
         resources.LEAN_EVALUATE = True
         rarer_full_collections()
-    code = run_command(sys.argv[1:] if argv is None else list(argv), whole_process=argv is None)
-    if argv is None:
-        exit_without_teardown(code)
+    if argv is not None:
+        return run_command(list(argv))
+    try:
+        code = run_command(sys.argv[1:], whole_process=True)
+    except SystemExit as done:  # argparse, after --help or a usage error: its output is flushed below too
+        code = exit_status(done)
+    try:  # what is still buffered: a reader that left (`| head`) ends the program here too, quietly
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = reader_gone()
+    exit_without_teardown(code)
     return code
+
+
+def exit_status(done: SystemExit) -> int:
+    """The status `sys.exit(...)` would end with (a message, printed as it would print it: 1)."""
+    if done.code is None or isinstance(done.code, int):
+        return done.code or 0
+    print(done.code, file=sys.stderr)
+    return 1
+
+
+CLOSED_STDOUT = 141  # 128 + SIGPIPE: what the shell reports for cat, grep or git when the reader of their output left
+
+
+def reader_gone() -> int:
+    """stdout is a pipe whose reader has gone (`medprobe compare ... | head -2`): end quietly, as other command-line
+    tools do, with the status they end with (CLOSED_STDOUT, so that `set -o pipefail` treats medprobe as it treats
+    them). What is still buffered, and anything printed while the program winds down, goes to /dev/null instead of
+    raising again (and instead of the interpreter's "Exception ignored ... BrokenPipeError" at exit); stderr too when
+    it is the same pipe (`2>&1 | head`)."""
+    targets = [1, 2] if same_file(1, 2) else [1]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in targets:
+            os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+    return CLOSED_STDOUT
+
+
+def stdout_reader_gone() -> bool:
+    """Whether fd 1 is a pipe whose reader has closed it (poll says POLLERR), so that a BrokenPipeError of another
+    pipe or socket (a network connection) is still reported as an error. Where poll is missing (Windows): assume so."""
+    import select
+
+    if not hasattr(select, "poll"):
+        return True
+    poller = select.poll()
+    poller.register(1, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _fd, events in poller.poll(0))
+
+
+def same_file(first: int, second: int) -> bool:
+    try:
+        one, two = os.fstat(first), os.fstat(second)
+    except OSError:
+        return False
+    return (one.st_dev, one.st_ino) == (two.st_dev, two.st_ino)
 
 
 FULL_COLLECTION_THRESHOLD = 100  # young collections between full ones (Python's default is 10)
@@ -177,24 +224,64 @@ def run_command(argv: list[str], whole_process: bool = False) -> int:
         terminated = isinstance(err, Terminated)
         print("terminated" if terminated else "interrupted", file=sys.stderr)
         return 143 if terminated else 130
-    except USER_ERRORS as err:
+    except BrokenPipeError as err:  # before the handler below: a ConnectionError, which USER_ERRORS hold
         if os.environ.get("MEDPROBE_DEBUG"):
             raise
-        print(f"medprobe: error: {err}", file=sys.stderr)
+        if stdout_reader_gone():  # the reader of our output left: no error of anyone's
+            return reader_gone()
+        print(f"medprobe: error: {err}", file=sys.stderr)  # another pipe or a connection: as USER_ERRORS say it
         return 2
-    except OSError as err:
-        if err.errno not in DISK_ERRORS or os.environ.get("MEDPROBE_DEBUG"):
+    except Exception as err:
+        if os.environ.get("MEDPROBE_DEBUG"):
             raise
-        print(f"medprobe: error: {disk_error_text(err)}", file=sys.stderr)
+        disk = disk_error(err)  # a full disk, however a library wrapped it (datasets' DatasetGenerationError)
+        if disk is None and not isinstance(err, USER_ERRORS):
+            raise  # a bug: its traceback
+        print(f"medprobe: error: {disk_error_text(disk) if disk is not None else err}", file=sys.stderr)
         return 2
 
 
 def disk_error_text(err: OSError) -> str:
-    """One line for an output the file system refused, naming it as the user did (never a temporary name)."""
-    from medprobe.atomic import shown_path
+    """One line for a write the file system refused: the folder that filled and which it is (an output, the Hugging
+    Face datasets cache, the embedding cache), named as the user knows it (never a temporary name), and what to do."""
+    from medprobe.atomic import STAGED, STAGING, shown_path
 
-    where = f"cannot write {shown_path(err.filename)}" if err.filename else "cannot write the outputs"
-    return f"{where}: {DISK_ERRORS[err.errno]}; the outputs there before are as they were: free space, or choose another --out"
+    reason = DISK_ERRORS[err.errno]
+    fix = {errno.EFBIG: "raise the limit", errno.EROFS: "make it writable", errno.EIO: "check the disk"}.get(
+        err.errno, "free space"
+    )
+    path = os.fsdecode(err.filename) if err.filename else ""
+    for root, what, elsewhere in caches():
+        if path and inside(path, root):
+            return f"cannot write {what} {root}: {reason}; the outputs are as they were: {fix} there, or {elsewhere}"
+    # a file of a staged OUT is shown where it will be, one of a staging folder's own (a build's caches) as OUT
+    staging = STAGING.search(STAGED.sub(lambda m: f"/{m['out']}", path))
+    where = f"the output{' folder' if staging else ''} {shown_path(path)}" if path else "the outputs"
+    return f"cannot write {where}: {reason}; the outputs there before are as they were: {fix}, or choose another --out"
+
+
+def caches() -> list[tuple[Path, str, str]]:
+    """(folder, what it is, how to move it) of each cache medprobe writes through, the innermost first."""
+    from huggingface_hub import constants
+
+    from medprobe.digests import cache_root
+
+    if "datasets" in sys.modules:  # as datasets read it at import (HF_DATASETS_CACHE, else HF_HOME/datasets)
+        import datasets
+
+        datasets_cache = Path(datasets.config.HF_DATASETS_CACHE)
+    else:
+        datasets_cache = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    elsewhere = "set {} to a folder on a disk with room".format
+    return [
+        (cache_root(), "the embedding cache", f"{elsewhere('MEDPROBE_EMBEDDING_CACHE')}, or pass --no-cache"),
+        (datasets_cache, "the Hugging Face datasets cache", elsewhere("HF_DATASETS_CACHE")),
+        (Path(constants.HF_HOME), "the Hugging Face cache", elsewhere("HF_HOME")),
+    ]
+
+
+def inside(path: str, folder: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(folder.expanduser()))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Versions, the device, the caches and their sizes, the packaged models, the relea
 found without importing torch, transformers, datasets or a plugin: importing torch alone takes seconds, and a
 broken plugin or a broken torch must not stop the command that a bug report about them needs. So the versions
 come from the installed distributions' metadata, CUDA from torch's build tag and the NVIDIA driver, MPS from
-the platform (Apple silicon), and the plugins from their entry points (listed, never loaded).
+the platform (Apple silicon), and the plugins from their entry points (listed, and their source files compiled to
+find one that cannot load, never run).
 """
 
 from __future__ import annotations
@@ -254,10 +255,67 @@ def release_data_line() -> str:
 
 
 def plugins_line() -> str:
-    """Every entry point of medprobe's plugin groups with its distribution, without loading any."""
+    """Every entry point of medprobe's plugin groups, one line each, with its distribution; one whose code cannot
+    load says why (`plugin_problem`)."""
     found = []
+    problems: dict[str, str | None] = {}  # by top-level package: a task and a prober often share one
     for group in PLUGIN_GROUPS:
         for point in metadata.entry_points(group=group):
             dist = f"{point.dist.name} {point.dist.version}" if point.dist else "unknown distribution"
-            found.append(f"{group}: {point.name} = {point.value} ({dist})")
-    return "; ".join(found) or f"none (no entry points in {' or '.join(PLUGIN_GROUPS)})"
+            line = f"{group}: {point.name} = {point.value} ({dist})"
+            top = point.value.partition(":")[0].strip().split(".")[0]
+            if top not in problems:
+                problems[top] = plugin_problem(point.value.partition(":")[0].strip())
+            if problems[top]:
+                check = f"medprobe plugin check {point.dist.name}" if point.dist else "medprobe plugin check DIST"
+                line += f": DOES NOT LOAD, {problems[top]} (`{check}` runs it)"
+            found.append(line)
+    if not found:
+        return f"none (no entry points in {' or '.join(PLUGIN_GROUPS)})"
+    return "".join(f"\n  - {line}" for line in found)
+
+
+PLUGIN_FILES = 300  # the most source files of one plugin package compiled (a plugin is a handful)
+
+
+def plugin_problem(module: str) -> str | None:
+    """Why the package of an entry point's `module` cannot load, found without running any of it: the module is
+    missing, or one of the package's source files does not compile (a SyntaxError in its task.py, which only
+    `plugin check` imports). Compiling runs nothing and writes no bytecode; an error a module raises when run (an
+    ImportError of its own dependencies) shows under `medprobe plugin check`, which imports them."""
+    import importlib.util
+
+    top = module.split(".")[0]
+    spec = importlib.util.find_spec(top)  # a top-level name: found, not imported
+    if spec is None:
+        return f"no module named {top!r} is installed"
+    locations = [Path(folder) for folder in spec.submodule_search_locations or ()]
+    if not locations:  # a single-file module
+        return compile_problem(Path(spec.origin)) if spec.origin and spec.origin.endswith(".py") else None
+    inner = module.split(".")[1:]
+    if inner and not any(
+        folder.joinpath(*inner).with_suffix(".py").is_file() or folder.joinpath(*inner, "__init__.py").is_file()
+        for folder in locations
+    ):
+        return f"no module named {module!r} is installed"
+    sources = sorted(path for folder in locations for path in folder.rglob("*.py") if "__pycache__" not in path.parts)
+    for path in sources[:PLUGIN_FILES]:
+        problem = compile_problem(path)
+        if problem:
+            return problem
+    return None
+
+
+def compile_problem(path: Path) -> str | None:
+    """`SyntaxError in FILE, line N: what` when the source file does not compile; None when it does."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # a SyntaxWarning (an invalid escape) is the plugin's to see, not the report's
+            warnings.simplefilter("ignore")
+            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    except SyntaxError as err:  # IndentationError and TabError too
+        return f"{type(err).__name__} in {path}, line {err.lineno}: {err.msg}"
+    except (ValueError, OSError) as err:  # a null byte in the source; an unreadable file
+        return f"{path} does not read as Python ({type(err).__name__}: {err})"
+    return None

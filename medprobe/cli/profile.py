@@ -14,8 +14,9 @@ DESCRIPTION = (
     "run with its chance level and floor, the skipped list, the data sources), DIR/profile.md (the table) and "
     "DIR/profile.png (needs matplotlib: without it the figure is left out and the output says so). The whole "
     "folder is written beside DIR and replaces it in one rename at the end, under a lock: a failed or interrupted "
-    "profile leaves DIR as it was, and a killed one (SIGKILL) is resumed by the next profile into DIR, which reuses "
-    "the runs whose request and data are unchanged. DIR must be new, empty or a medprobe profile (--overwrite)."
+    "profile leaves DIR as it was, and a killed one (SIGKILL), or one interrupted after finishing runs, is resumed by "
+    "the next profile into DIR, which reuses the runs whose request and data are unchanged. DIR must be new, "
+    "empty or a medprobe profile (--overwrite)."
 )
 
 

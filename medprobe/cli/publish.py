@@ -82,6 +82,13 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         help="folder of raw licensed files (e.g. your MedNLI or UMLS download) whose files must not be uploaded "
         "(repeatable; ../shared/data and $MEDPROBE_SHARED_DATA are always compared when present)",
     )
+    dataset.add_argument(
+        "--eval-yaml",
+        action="store_true",
+        help="also upload the eval.yaml that declares the dataset a Hub benchmark (a task per config, test split, as "
+        "`publish results` names them in .eval_results); refused while the Hub's list of evaluation frameworks does not "
+        "include medprobe (docs/publishing.md)",
+    )
     dataset.set_defaults(func=run_dataset)
 
     metric = commands.add_parser(
@@ -102,7 +109,10 @@ def add_publish_command(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Merge a run's overall metrics into the model card's model-index; the rest of the card is kept, and a "
             "medprobe results section gives each published run's n, 95% interval, data fingerprint, medprobe version "
-            "and the command that repeats it. Given a folder written by `medprobe profile`, every run of the model goes "
+            "and the command that repeats it. In the same commit, each whole run's headline goes into "
+            ".eval_results/medprobe_<benchmark>_<config>_<prober>.yaml (the Hub's current eval results; n and the interval "
+            "in its notes), where the dataset's eval.yaml declares the run's config and split as a task. "
+            "Given a folder written by `medprobe profile`, every run of the model goes "
             "in as eval results (floor runs, failed runs and runs on a shipped sample are left out, and the plan says so) "
             "and profile.md with those runs becomes the card's knowledge-profile section, replaced on the next publish. "
             "With --results-repo, each run's results JSON and outcomes go into a results dataset instead or as well. "

@@ -14,7 +14,7 @@ from medprobe.comparison.inputs import Input, Run, key_title
 from medprobe.contracts import UserError
 from medprobe.records.record import RunRecord
 from medprobe.registry import load, registry, task_entry
-from medprobe.stats import Estimator, Outcomes, aligned, plural
+from medprobe.stats import VARIANT_COLUMN_PREFIX, Estimator, Outcomes, aligned, plural
 
 
 @dataclass
@@ -247,6 +247,12 @@ def check_columns(pair: Pair, a: Outcomes, b: Outcomes) -> None:
     e.g. one seed against three: its value stands for every seed)."""
     for name in a.columns.keys() & b.columns.keys():
         wa, wb = a.columns[name].shape[1:], b.columns[name].shape[1:]
+        if wa != wb and name.startswith(VARIANT_COLUMN_PREFIX):  # slots of the data's variants, not seeds
+            raise UserError(
+                f"{pair.title}: {pair.reference.label} asked {wa[0]} variant slots per item ({name!r}), "
+                f"{pair.run.label} {wb[0]}: their data's variants config differs (e.g. another --synonyms N); compare "
+                "runs of one build, or runs without --variants"
+            )
         if wa != wb and 1 not in (wa[:1] + wb[:1]):
             raise UserError(
                 f"{pair.title}: {pair.reference.label} has {wa[0]} values per item in {name!r} (e.g. seeds), "

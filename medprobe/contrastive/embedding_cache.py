@@ -69,7 +69,7 @@ from pathlib import Path
 
 import numpy as np
 
-from medprobe.atomic import atomic_output, write_text_atomically
+from medprobe.atomic import DISK_ERRORS, atomic_output, write_text_atomically
 from medprobe.contracts import UserError
 from medprobe.digests import (  # noqa: F401 - the cache keys a model by its weights digest
     WEIGHT_PATTERNS,
@@ -364,7 +364,7 @@ class Space:
                 path = write_chunk(self.folder, keys, embeddings)
             except OSError as err:
                 self.writable = False
-                print(f"embedding cache: cannot write in {self.folder} ({err.strerror or err}); going on without storing")
+                say_unwritable(self.folder.parent, err)
         self.remember(path, list(keys), embeddings)
         if path is not None:
             evict(self.folder.parent, max_bytes())
@@ -411,7 +411,7 @@ def open_space(root: Path, parts: dict) -> Space:
             write_text_atomically(folder / SPACE_PARTS, json.dumps(parts, indent=2, sort_keys=True, default=str) + "\n")
     except OSError as err:
         space.writable = False
-        print(f"embedding cache: cannot write in {folder} ({err.strerror or err}); going on without storing")
+        say_unwritable(root, err)
     for path in chunk_files(folder):
         read = read_chunk(path, parts.get("width"))
         if read is None:  # truncated, corrupt or not of this space: a miss, and gone so that it is rewritten whole
@@ -420,6 +420,16 @@ def open_space(root: Path, parts: dict) -> Space:
             continue
         space.remember(path, *read)
     return space
+
+
+def say_unwritable(root: Path, err: OSError) -> None:
+    """The one warning of a cache that cannot be written (full, read-only): it is the embedding cache, a cache, so
+    the run goes on, encoding what it would have read; what to do so that the next run stores its vectors."""
+    reason = DISK_ERRORS.get(err.errno) or err.strerror or str(err)
+    print(
+        f"embedding cache {root}: cannot write in it ({reason}); going on without storing: free space there, set "
+        "MEDPROBE_EMBEDDING_CACHE to a folder on a disk with room, or pass --no-cache"
+    )
 
 
 # --- size and eviction -----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import importlib.metadata
 import json
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from medprobe.contracts import Prober, UserError, fill_mask_slot
 from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS, TEMPERATURE, RewiringReport, corpus_path
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
-from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search
+from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search_with_misses
 from medprobe.digests import json_digest, sha256_file
 from medprobe.lm.candidate_scoring import check_candidate_lists
 from medprobe.models import (
@@ -60,6 +61,9 @@ if TYPE_CHECKING:  # transformers' model code takes seconds to import: a warm pr
 
 QUERY_MAX_LENGTH = 50
 NAME_MAX_LENGTH = 25
+# a warning when float rounding picks the top k of at least this share of the queries (MiniLM --layers 3 on MedLAMA:
+# all of them; --layers 5: 2%; all layers: none)
+ROUNDING_WARN_SHARE = 0.25
 SCORE_CHUNK = 512  # queries scored against every distinct name at once (512 x 22,923 floats = 47 MB)
 
 
@@ -553,9 +557,10 @@ class ContrastiveProbe(Prober):
         self._add_time("encode_queries", start)
         timeline.mark("queries encoded; search starts")
         start = time.perf_counter()
-        top = search(query_embeddings, distinct, k, similarity=self.similarity).tolist()
-        ranked = [first_names(best, names_of_row, k) for best in top]
+        found, misses = search_with_misses(query_embeddings, distinct, k, similarity=self.similarity)
+        ranked = [first_names(best, names_of_row, k) for best in found.tolist()]
         self._add_time("search", start)
+        self.warn_if_rounding_ranks(misses, len(queries), k)
         timeline.mark("search done")
         return ranked
 
@@ -593,6 +598,21 @@ class ContrastiveProbe(Prober):
                     results.append(row_scores[[row_of[name] for name in names_of_query]])
         self._add_time("score_candidates", start)
         return results
+
+    def warn_if_rounding_ranks(self, misses: int, queries: int, k: int) -> None:
+        """Say so when float rounding, not the model, picks the top k of many queries (`search.below_resolution`):
+        such a ranking, and its acc@k, changes with the CPU's matrix kernels, the library versions and the dtype."""
+        self.timings["queries_ranked_below_float32_resolution"] = (
+            self.timings.get("queries_ranked_below_float32_resolution", 0) + misses
+        )
+        if queries and misses / queries >= ROUNDING_WARN_SHARE:
+            layers = f" with its first {self.layers} layers" if self.layers else ""
+            warnings.warn(
+                f"{self.model_name}{layers}: for {misses:,} of {queries:,} queries the {k}th and {k + 1}th best names score "
+                "less than one float32 step apart, so rounding, not the model, picks their top "
+                f"{k}; acc@{k} will differ on another CPU or library version (the [CLS] vectors barely differ between texts)",
+                stacklevel=2,
+            )
 
     def _add_time(self, phase: str, start: float) -> None:
         self.timings[phase] = self.timings.get(phase, 0.0) + time.perf_counter() - start

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from huggingface_hub import HfApi, constants, get_token
-from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
+from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError
 
 from medprobe.hub.checks import (
     FileEntry,
@@ -215,6 +215,16 @@ def hub_errors(token: str, repo_id: str | None = None) -> Iterator[None]:
         raise PublishError(redact(f"{target} failed: {describe_hub_failure(err)}", token)) from None
 
 
+def download_text(api: HfApi, repo_id: str, filename: str, revision: str | None, repo_type: str = "model") -> str | None:
+    """A text file of the repo at `revision`, or None when it has none (read into a throwaway folder)."""
+    with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
+        try:
+            path = api.hf_hub_download(repo_id, filename, repo_type=repo_type, revision=revision, cache_dir=tmp)
+        except EntryNotFoundError:
+            return None
+        return Path(path).read_text(encoding="utf-8")
+
+
 def run_plan(plan: Plan, token: str) -> None:
     api = hub_api(token)
     with hub_errors(token, plan.repo_id):
@@ -259,7 +269,9 @@ def data_file_patterns(files: list[FileEntry]) -> list[str]:
     ]
 
 
-def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] | None) -> Plan:
+def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] | None, eval_yaml: Path | None = None) -> Plan:
+    """The plan of a dataset publish; with `eval_yaml` (a staging folder), also the benchmark's eval.yaml, written there
+    and uploaded after the data (medprobe.hub.eval_yaml: refused where the Hub's format does not allow it)."""
     check_repo_id(repo_id, "--repo")
     check = check_dataset_folder(folder, raw_data_dirs(raw_dirs))
     access = access_for(check, private)
@@ -274,7 +286,28 @@ def dataset_plan(folder: str, repo_id: str, private: bool, raw_dirs: list[str] |
         "deleted in the same commit (a rebuild names its data files by their content)"
     )
     notes += [f"raw licensed file allowed only because the repo is gated/private: {f}" for f in check.raw_findings]
-    return Plan("dataset", repo_id, "dataset", visibility, [*before, upload, *after], check.files, notes)
+    files, extra = list(check.files), []
+    if eval_yaml is not None:
+        from medprobe.hub.eval_yaml import write_eval_yaml
+
+        path = write_eval_yaml(check.folder / "README.md", check.rows, eval_yaml)
+        files.append(FileEntry("eval.yaml", path.stat().st_size))
+        message = "Declare the benchmark's tasks (eval.yaml)"
+        extra.append(
+            HubCall(
+                "upload_file",
+                dict(
+                    path_or_fileobj=str(path),
+                    path_in_repo="eval.yaml",
+                    repo_id=repo_id,
+                    repo_type="dataset",
+                    commit_message=message,
+                ),
+            )
+        )
+        notes.append("eval.yaml (the benchmark's tasks, for the Hub's eval results; uploaded after the data):")
+        notes += ["  " + line for line in path.read_text(encoding="utf-8").splitlines()]
+    return Plan("dataset", repo_id, "dataset", visibility, [*before, upload, *extra, *after], files, notes)
 
 
 def metric_plan(name: str, repo_id: str, private: bool, staging: Path) -> Plan:
@@ -300,8 +333,9 @@ def metric_plan(name: str, repo_id: str, private: bool, staging: Path) -> Plan:
 
 
 def run_publish_dataset(args: argparse.Namespace) -> int:
-    plan = dataset_plan(args.folder, args.repo, args.private, args.raw_data)
-    return finish(plan, args)
+    with tempfile.TemporaryDirectory(prefix="medprobe-eval-yaml-") as staging:
+        plan = dataset_plan(args.folder, args.repo, args.private, args.raw_data, Path(staging) if args.eval_yaml else None)
+        return finish(plan, args)
 
 
 def run_publish_metric(args: argparse.Namespace) -> int:

@@ -21,16 +21,24 @@ version and the command that repeats it), and commits on top of that head.
 from __future__ import annotations
 
 import argparse
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import CommitOperationAdd, HfApi, constants
-from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError
+from huggingface_hub.errors import RepositoryNotFoundError
 
 from medprobe.hub.checks import PublishError
-from medprobe.hub.publish import REPO_ID, check_repo_id, hub_api, hub_errors, load_profile, require_token, token_status
+from medprobe.hub.publish import (
+    REPO_ID,
+    check_repo_id,
+    download_text,
+    hub_api,
+    hub_errors,
+    load_profile,
+    require_token,
+    token_status,
+)
 
 
 def results_dataset_id(explicit: str | None, run_dataset: str, benchmark: str | None = None) -> str:
@@ -74,9 +82,12 @@ def repeat_lines(record: Any, dataset_id: str, repo_id: str, label: str = "") ->
     ]
 
 
-def card_calls(repo_id: str, args: argparse.Namespace, what: str, dataset_ids: list[str]) -> list[str]:
-    """The plan's Hub calls of a card publish; model_info also fetches the file metadata of the weights check, and
-    the cards of `dataset_ids` are read for the data check."""
+def card_calls(
+    repo_id: str, args: argparse.Namespace, what: str, dataset_ids: list[str], entries: list | None = None
+) -> list[str]:
+    """The plan's Hub calls of a card publish; model_info also fetches the file metadata of the weights check, the
+    cards of `dataset_ids` are read for the data check, and the eval.yaml of each dataset of `entries`
+    (medprobe.hub.eval_entries.EntryFile) for the tasks it declares."""
     checked = not args.model_mismatch_ok
     metadata = ", files_metadata=True" if checked else ""
     purpose = ", and its files' sizes and sha256 for the weights check" if checked else ""
@@ -87,8 +98,14 @@ def card_calls(repo_id: str, args: argparse.Namespace, what: str, dataset_ids: l
             "medprobe_build record states the sha256 of its data files"
             for dataset_id in dataset_ids
         ),
+        *(
+            f"hf_hub_download(repo_id={dataset_id!r}, repo_type='dataset', filename='eval.yaml'): the tasks the benchmark "
+            "declares (an .eval_results entry of another task is not written)"
+            for dataset_id in dict.fromkeys(found.entry.dataset_id for found in entries or [])
+        ),
         f"hf_hub_download(repo_id={repo_id!r}, filename='README.md'): the card at that commit, kept and merged",
-        f"create_commit(repo_id={repo_id!r}, operations=['README.md'], create_pr={args.create_pr}): {what}",
+        f"create_commit(repo_id={repo_id!r}, operations={['README.md', *(found.path for found in entries or [])]}, "
+        f"create_pr={args.create_pr}): {what}",
     ]
     return ["  calls:", *(f"    {number}. {call}" for number, call in enumerate(calls, 1))]
 
@@ -97,6 +114,8 @@ def publish_results(args: argparse.Namespace) -> int:
     from medprobe.hub import data_check
     from medprobe.hub.card_sections import run_block, with_results_section
     from medprobe.hub.data_check import ProbedData, refuse_sample
+    from medprobe.hub.eval_entries import FOLDER, entry_files
+    from medprobe.hub.eval_entries import plan_lines as entry_plan_lines
     from medprobe.hub.eval_results import dataset_label, eval_results_for, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
     from medprobe.hub.subsets import refuse_subsets, subset_config, subset_phrase
@@ -128,7 +147,10 @@ def publish_results(args: argparse.Namespace) -> int:
     block = run_block(record, dataset_label(record, subset), dataset_id, repo_id, [r.metric_type for r in results], subset)
     block = with_review(block, args.results)
     model_name = repo_id.split("/")[1]
-    what = f"{len(results)} eval result(s) merged into its model-index, the run's block in its medprobe results section"
+    entries, left_out = entry_files([(record, dataset_id, args.results, subset)], repo_id, args)
+    what = f"{len(results)} eval result(s) merged into its model-index, the run's block in its medprobe results section" + (
+        f", {len(entries)} {FOLDER} file(s)" if entries else ""
+    )
     lines = [
         "medprobe publish results",
         f"  repo:    {repo_id} (model) -> {constants.ENDPOINT}/{repo_id}",
@@ -137,10 +159,11 @@ def publish_results(args: argparse.Namespace) -> int:
         *plan_lines(probed, repo_id, args.model_mismatch_ok),
         *data_check.plan_lines(data, args.dataset_mismatch_ok),
         *repeat_lines(record, dataset_id, repo_id),
-        *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
+        *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok), entries),
         f"  eval results ({dataset_id}, {f'config {config}' if config else 'the default config'}, split {record.split}, "
         f"prober {record.prober}):",
         *("    " + line for line in model_index_yaml(results, model_name).splitlines()),
+        *entry_plan_lines(entries, left_out),
         "  card text (its block in the medprobe results section):",
         *("    " + line for line in block.splitlines()),
     ]
@@ -153,7 +176,7 @@ def publish_results(args: argparse.Namespace) -> int:
         return with_results_section(merge_into_card(existing, results, model_name, dataset_id), [block])
 
     message = f"Add {record.benchmark} eval results ({record.prober}) with medprobe"
-    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok else probed, data)
+    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok else probed, data, entries)
     print(f"published {len(results)} eval result(s) to {url}")
     return 0
 
@@ -167,12 +190,20 @@ def with_review(block: str, results: str) -> str:
 
 
 def commit_card(
-    args: argparse.Namespace, repo_id: str, message: str, make_card, probed: list | None = None, data: list | None = None
+    args: argparse.Namespace,
+    repo_id: str,
+    message: str,
+    make_card,
+    probed: list | None = None,
+    data: list | None = None,
+    entries: list | None = None,
 ) -> str:
     """Read the model card at the repo's head, commit `make_card(existing text or None)` on top of it;
     with `probed` (model_match.Probed), first check that the repo holds the weights that were probed, and with
-    `data` (data_check.ProbedData), that each run read the data its Hub dataset's card states."""
+    `data` (data_check.ProbedData), that each run read the data its Hub dataset's card states; `entries`
+    (eval_entries.EntryFile) go into the same commit where their dataset's eval.yaml declares their task."""
     from medprobe.hub import data_check
+    from medprobe.hub.eval_entries import declared, operations, read_eval_yaml
     from medprobe.hub.model_match import check_repo
 
     token = require_token(args.token)
@@ -190,10 +221,14 @@ def commit_card(
         if data and not args.dataset_mismatch_ok:
             read = data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)
             print(data_check.check_hub(data, {dataset_id: download_dataset_card(api, dataset_id) for dataset_id in read}))
+        eval_yamls = {dataset_id: read_eval_yaml(api, dataset_id) for dataset_id in {f.entry.dataset_id for f in entries or []}}
+        kept, notes = declared(entries or [], eval_yamls)
+        for note in notes:
+            print(f"medprobe: {note}")
         card = make_card(download_card(api, repo_id, info.sha))
         commit = api.create_commit(
             repo_id,
-            operations=[CommitOperationAdd("README.md", str(card).encode("utf-8"))],
+            operations=[CommitOperationAdd("README.md", str(card).encode("utf-8")), *operations(kept)],
             commit_message=message,
             parent_commit=info.sha,  # the Hub refuses the commit if the card changed since we read it
             create_pr=args.create_pr,
@@ -202,13 +237,8 @@ def commit_card(
 
 
 def download_card(api: HfApi, repo_id: str, revision: str | None, repo_type: str = "model") -> str | None:
-    """The repo's README.md at `revision`, or None when it has none (read into a throwaway folder)."""
-    with tempfile.TemporaryDirectory(prefix="medprobe-card-") as tmp:
-        try:
-            path = api.hf_hub_download(repo_id, "README.md", repo_type=repo_type, revision=revision, cache_dir=tmp)
-        except EntryNotFoundError:
-            return None
-        return Path(path).read_text(encoding="utf-8")
+    """The repo's README.md at `revision`, or None when it has none."""
+    return download_text(api, repo_id, "README.md", revision, repo_type)
 
 
 def download_dataset_card(api: HfApi, dataset_id: str) -> str | None:
@@ -319,6 +349,8 @@ def publish_profile(args: argparse.Namespace) -> int:
     from medprobe.hub import data_check
     from medprobe.hub.card_sections import run_block, with_profile_section
     from medprobe.hub.data_check import ProbedData
+    from medprobe.hub.eval_entries import FOLDER, entry_files
+    from medprobe.hub.eval_entries import plan_lines as entry_plan_lines
     from medprobe.hub.eval_results import dataset_label, merge_into_card, model_index_yaml
     from medprobe.hub.model_match import Probed, check_offline, plan_lines
     from medprobe.hub.subsets import refuse_subsets
@@ -339,9 +371,13 @@ def publish_profile(args: argparse.Namespace) -> int:
         for run in runs
     ]
     model_name = repo_id.split("/")[1]
+    entries, left_out = entry_files(
+        [(run.record, run.dataset_id, f"{name} run {run.label}", run.subset) for run in runs], repo_id, args
+    )
     what = (
         f"{len(results)} eval result(s) merged into its model-index, profile.md ({len(table.splitlines())} lines) and a "
         f"block per run ({len(blocks)}) as its knowledge-profile section"
+        + (f", {len(entries)} {FOLDER} file(s)" if entries else "")
     )
     lines = [
         "medprobe publish results (a profile)",
@@ -352,10 +388,11 @@ def publish_profile(args: argparse.Namespace) -> int:
         *(plan_lines(probed, repo_id, args.model_mismatch_ok) if probed else []),
         *data_check.plan_lines(data, args.dataset_mismatch_ok),
         *(line for run in runs for line in repeat_lines(run.record, run.dataset_id, repo_id, f"{run.label}: ")),
-        *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok)),
+        *card_calls(repo_id, args, what, data_check.dataset_ids_to_read(data, args.dataset_mismatch_ok), entries),
         *(f"  note: {note}" for note in notes),
         "  eval results:",
         *("    " + line for line in (model_index_yaml(results, model_name).splitlines() if results else ["(none)"])),
+        *entry_plan_lines(entries, left_out),
         "  card text (the blocks of the runs, after profile.md):",
         *("    " + line for block in blocks for line in [*block.splitlines(), ""]),
     ]
@@ -368,6 +405,6 @@ def publish_profile(args: argparse.Namespace) -> int:
         return with_profile_section(merge_into_card(existing, results, model_name, dataset_ids), table, blocks)
 
     message = f"Add the medprobe knowledge profile ({len(results)} eval results)"
-    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok or not probed else probed, data)
+    url = commit_card(args, repo_id, message, make_card, None if args.model_mismatch_ok or not probed else probed, data, entries)
     print(f"published the knowledge profile and {len(results)} eval result(s) to {url}")
     return 0

@@ -24,12 +24,18 @@ logits give its log-probability), and the rows of several queries fill one batch
 scoring call checks once, on made-up tokens, that the tree gives this model's plain scores (its
 attention takes a custom 4D mask and position ids); where it does not, each candidate runs in its
 own padded row over the repeated cache (`score_query`), with a warning.
+
+With `memorisation=True` the prober also answers `memorisation_scores(texts)`: Min-K%++ of each text
+(medprobe.lm.mink, k = `mink_percent`), one forward pass per batch of texts; a task asks for it on each
+query filled with a gold answer (`filled`), as a membership signal, never a contamination verdict
+(medprobe.tasks.memorisation).
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -41,6 +47,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
 from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, check_model, model_device, position_limit
+from medprobe.lm.mink import mink_plus_plus, text_tokens
 from medprobe.lm.tree_scoring import Group, TreePasses, make_group, plan_batches
 from medprobe.models import dtype_name
 from medprobe.progress import progress_bar
@@ -68,10 +75,15 @@ class CausalLMProbe(FromPretrained, Prober):
         literal_template: bool = False,
         batch_size: int = 64,
         progress: bool = True,
+        memorisation: bool = False,
+        mink_percent: float = 20.0,
     ):
         check_model(model, "causal-lm", model_name)
         if length_normalization not in NORMALIZATIONS:
             raise UserError(f"length_normalization must be one of {NORMALIZATIONS}, got {length_normalization!r}")
+        if not 0 < mink_percent <= 100:
+            raise UserError(f"--mink-percent must be in (0, 100], got {mink_percent}")
+        self.memorisation, self.mink_percent = memorisation, float(mink_percent)
         self.model, self.tokenizer, self.model_name = model.eval(), tokenizer, model_name
         self.length_normalization, self.score_suffix = length_normalization, score_suffix
         self.literal_template = literal_template
@@ -99,6 +111,27 @@ class CausalLMProbe(FromPretrained, Prober):
 
     def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
         return rank_by_scores(self, queries, candidates, k)
+
+    def template_parts(self, query: str) -> tuple[str, str]:
+        """The text before and after the query's slot, as a candidate is put between them (the white space
+        before a punctuation mark right after the slot removed unless `literal_template`)."""
+        fill_mask_slot(query, "")  # checks the slot
+        prefix, suffix = query.split(MASK_SLOT, 1)
+        return prefix, suffix if self.literal_template else SPACE_BEFORE_PUNCTUATION.sub("", suffix)
+
+    def filled(self, query: str, name: str) -> str:
+        """The query with `name` in its slot, the text this prober scores for that candidate."""
+        prefix, suffix = self.template_parts(query)
+        return prefix + name + suffix
+
+    def memorisation_scores(self, texts: Sequence[str]) -> np.ndarray:
+        """Min-K%++ of each text (k = `mink_percent`; medprobe.lm.mink), NaN where no token is scored."""
+        start = time.perf_counter()
+        sequences = text_tokens(self.tokenizer, texts, self.limit, self.model_name)
+        with progress_bar(total=len(texts), desc="Min-K%++", unit="text", disable=not self.progress) as bar:
+            scores = mink_plus_plus(self.model, sequences, self.mink_percent, self.batch_size, self.pad_id, bar.update)
+        self.timings["memorisation"] = self.timings.get("memorisation", 0.0) + time.perf_counter() - start
+        return scores
 
     def score_candidates(self, queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """One float array per query, aligned with its candidates: higher = more likely."""
@@ -163,10 +196,7 @@ class CausalLMProbe(FromPretrained, Prober):
         self, query: str, names: Sequence[str]
     ) -> tuple[dict[tuple[int, ...], list[int]], list[tuple[list[int], list[bool]]]]:
         """({context ids: indices of the candidates after it}, (continuation ids, scored) per candidate)."""
-        fill_mask_slot(query, "")  # checks the slot
-        prefix, suffix = query.split(MASK_SLOT, 1)
-        if not self.literal_template:
-            suffix = SPACE_BEFORE_PUNCTUATION.sub("", suffix)
+        prefix, suffix = self.template_parts(query)
         encoded = self.tokenizer(
             [prefix + name + suffix for name in names], return_offsets_mapping=True, return_special_tokens_mask=True
         )

@@ -36,8 +36,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import shutil
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
@@ -65,7 +67,7 @@ from medprobe.models import (
     resolve_dtype,
     resolve_model,
 )
-from medprobe.progress import library_bars_shown, progress_bar
+from medprobe.progress import library_bars_hidden, library_bars_shown, progress_bar
 
 MASK_SLOT = "[MASK]"  # how the benchmark marks the slot; replaced by the model's own mask token
 IGNORE_INDEX = -100
@@ -154,15 +156,16 @@ def default_training_args(
 
 @contextlib.contextmanager
 def quiet_transformers() -> Iterator[None]:
-    """Hide the load report and weight-loading bars of from_pretrained (a missing head is expected)."""
+    """Hide the load report and weight-loading bars of from_pretrained (a missing head is expected), both put back
+    as they were after (the bars through the progress policy: switching them on unasked warned "Cannot enable
+    progress bars" under the CLI, which keeps them off through HF_HUB_DISABLE_PROGRESS_BARS)."""
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
     try:
-        yield
+        with library_bars_hidden():
+            yield
     finally:
         hf_logging.set_verbosity(verbosity)
-        hf_logging.enable_progress_bar()
 
 
 def head_of(model: PreTrainedModel) -> tuple[nn.Module, str]:
@@ -246,7 +249,10 @@ class MLMHeadProbe(Prober):
         self._cache: dict[tuple[str, int], torch.Tensor] = {}  # (text, masks) -> [masks, hidden]
         self._choice_ids: dict[str, list[int]] = {}
         self._head_checked = False
-        self._output_dir = tempfile.TemporaryDirectory(prefix="medprobe-mlm-head-")  # the Trainer's; nothing is saved
+        # the Trainer's output_dir (nothing is saved there), removed with the probe or at exit; a TemporaryDirectory
+        # left to the garbage collector says so with a ResourceWarning
+        self._output_dir = tempfile.mkdtemp(prefix="medprobe-mlm-head-")
+        weakref.finalize(self, shutil.rmtree, self._output_dir, ignore_errors=True)
         # "score_choices", not "score": a run's own "score" phase is the metric's
         self.timings = {"load": 0.0, "encode": 0.0, "train": 0.0, "score_choices": 0.0}
         if not scratch:
@@ -326,7 +332,7 @@ class MLMHeadProbe(Prober):
                 self.seed,
                 self.device.type == "cpu",
                 self.trainer_progress,
-                self._output_dir.name,
+                self._output_dir,
                 self.epochs,
                 self.learning_rate,
                 self.dtype,

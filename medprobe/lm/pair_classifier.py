@@ -37,6 +37,7 @@ from transformers.utils import logging as transformers_logging
 from medprobe.contracts import Prober, UserError
 from medprobe.distributed import pin_training_device
 from medprobe.models import dtype_name, load_tokenizer, resolve_device, resolve_dtype, resolve_model
+from medprobe.progress import library_bars_hidden
 
 HYPOTHESES = ("canonical", "full")
 
@@ -54,15 +55,13 @@ class PairSplits(Protocol):
 def quiet_transformers():
     """Silence what transformers repeats for every disease (the new-head notice, checkpoint
     loading and saving bars): one progress bar over the diseases says more."""
-    verbosity, bars = transformers_logging.get_verbosity(), transformers_logging.is_progress_bar_enabled()
+    verbosity = transformers_logging.get_verbosity()
     transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
     try:
-        yield
+        with library_bars_hidden():  # put back as they were, by the one progress policy
+            yield
     finally:
         transformers_logging.set_verbosity(verbosity)
-        if bars:
-            transformers_logging.enable_progress_bar()
 
 
 @dataclass

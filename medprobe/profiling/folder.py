@@ -30,8 +30,8 @@ else is refused unless `--overwrite`. `medprobe publish results OUT` checks the 
 Resume (the run journal, medprobe.journal): `progress.json` in the staging folder (beside `out/`, never
 swapped in) lists every finished run with its key, the sha256 of its request (paths as in OUT), its data source, the content of its
 dataset folder and medprobe's version. A profile into OUT that finds the staging folder a killed
-profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM remove their own) takes from it the runs
-whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
+profile left (SIGKILL, a power cut; Ctrl-C and SIGTERM leave theirs only when it holds finished runs)
+takes from it the runs whose key equals its own and whose files are unchanged, and runs the rest. Datasets are rebuilt
 (a build of the same data gives the same bytes, hence the same keys).
 """
 
@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from medprobe import distributed
+from medprobe.atomic import signals_deferred
 from medprobe.atomic_folder import StagedFolder, files_under, foreign_files, listing, staged_folder
 from medprobe.building.cards import package_version
 from medprobe.contracts import UserError
@@ -286,9 +287,14 @@ class ProfileFolder:
 
     def finished(self, entry: dict, request: Any, source: dict) -> None:
         """A run is done: its entry and results JSON name OUT's paths, its files' sha256 go into the
-        entry, and it is journaled (with the key of its `request`) for a profile that resumes this one."""
+        entry, and it is journaled (with the key of its `request`) for a profile that resumes this one.
+        Ctrl-C and SIGTERM wait until it is (milliseconds): a finished run is not lost to the signal."""
         if not self.main:
             return
+        with signals_deferred():
+            self.journal_finished(entry, request, source)
+
+    def journal_finished(self, entry: dict, request: Any, source: dict) -> None:
         from medprobe.records import load_record_file
 
         entry.update(self.logical({name: entry[name] for name in ("request", "results", "predictions", "record")}))
@@ -324,7 +330,8 @@ def open_folder(out: Path, overwrite: bool = False, print_fn: Callable[[str], No
     """Lock OUT, check it may be replaced, stage the new profile beside it; swap it in when the block ends
     (medprobe.atomic_folder.staged_folder, resuming from the staging folder a killed profile left).
 
-    An error, Ctrl-C or SIGTERM removes the staging folder and leaves OUT as it was. Under a launch only
+    An error removes the staging folder and leaves OUT as it was; Ctrl-C or SIGTERM too, but for a staging
+    folder holding finished runs, which is kept for the next profile into OUT to resume. Under a launch only
     the main process locks, checks and swaps; every process gets the same staging folder.
     """
     if not distributed.is_main_process():

@@ -160,6 +160,9 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
         started = time.perf_counter()
         try:
             record = run(request, print_fn=print_fn, entries=found)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the profile stops here, resumable from its journal
+            journal_if_written(folder, entry, request, profile.data[item.benchmark], started)
+            raise
         except RUN_ERRORS as err:  # a run a user can fix: recorded, and the others still run
             entry["seconds"] = round(time.perf_counter() - started, 1)
             error = folder.logical(str(err))  # naming files as in OUT, not in the staging folder
@@ -183,6 +186,24 @@ def profile_runs(options: ProfileOptions, folder: Any, print_fn: Callable[[str],
     folder.seal(profile)
     write_profile(profile, folder.out, into=folder.staged)
     return profile
+
+
+def journal_if_written(folder: Any, entry: dict, request: Any, source: dict, started: float) -> None:
+    """A run stopped by Ctrl-C or SIGTERM after its files were written is journaled as a finished one, so that the
+    profile resuming this one takes it: a signal that comes while the files are renamed into place takes effect
+    once they all are (medprobe.atomic.signals_deferred), so its results JSON, renamed last, is there only when
+    every file of the run is."""
+    from medprobe.records import RecordError, load_record_file
+
+    results = Path(request.out)
+    if not results.is_file():  # stopped before its files were written: run again by the next profile
+        return
+    try:
+        record = load_record_file(results)
+    except (RecordError, OSError):
+        return
+    entry["record"], entry["seconds"] = asdict(record), round(time.perf_counter() - started, 1)
+    folder.finished(entry, request, source)
 
 
 def read_model_kind(options: ProfileOptions) -> tuple[str, str]:

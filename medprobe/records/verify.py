@@ -28,7 +28,7 @@ from medprobe.contracts import UserError
 from medprobe.digests import sha256_bytes, sha256_file
 from medprobe.local_paths import missing_message
 from medprobe.records.record import RunRecord
-from medprobe.stats import Estimator, Outcomes, estimate, intervals
+from medprobe.stats import VARIANT_COLUMN_PREFIX, Estimator, Outcomes, estimate, intervals
 
 RERUN = "run the probe again"
 
@@ -307,11 +307,17 @@ def verify_numbers(record: RunRecord, outcomes: Outcomes, path: Path) -> None:
     verify_intervals(record, outcomes, estimators, path, unit)
 
 
+def seed_columns(outcomes: Outcomes) -> list[str]:
+    """The 2-D outcome columns that hold one value per seed (items, seeds): every 2-D column but the variant ones."""
+    return [name for name, array in outcomes.columns.items() if array.ndim > 1 and not name.startswith(VARIANT_COLUMN_PREFIX)]
+
+
 def per_seed(outcomes: Outcomes, estimator: Estimator, seeds: int) -> list[float]:
-    """The metric of each seed alone: every 2-D column (items, seeds) cut to one seed's column."""
+    """The metric of each seed alone: every seed column (items, seeds) cut to one seed's column."""
     values = []
+    cut = set(seed_columns(outcomes))
     for seed in range(seeds):
-        columns = {name: array[:, seed : seed + 1] if array.ndim > 1 else array for name, array in outcomes.columns.items()}
+        columns = {name: array[:, seed : seed + 1] if name in cut else array for name, array in outcomes.columns.items()}
         one = Outcomes(outcomes.ids, outcomes.groups, columns, outcomes.starts, outcomes.group_names, outcomes.contents)
         values.append(estimate(one, estimator))
     return values
@@ -321,7 +327,7 @@ def verify_seed_spread(
     record: RunRecord, outcomes: Outcomes, estimators: dict[str, Estimator], spread: str, path: Path, unit: str
 ) -> None:
     """`<metric>_std` of a task trained with several seeds: the std of the metric of each seed alone."""
-    widths = {array.shape[1] for array in outcomes.columns.values() if array.ndim > 1}
+    widths = {outcomes.columns[name].shape[1] for name in seed_columns(outcomes)}
     if not spread or len(widths) != 1:
         return
     (seeds,) = widths

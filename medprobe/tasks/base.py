@@ -44,6 +44,10 @@ class BenchmarkTask:
     # so that a reader recomputes it from the per-seed outcome columns (medprobe.records)
     seed_spread: ClassVar[str] = ""
     outcome_fields: dict[str, str] = {}  # each outcome column, described for the outcomes file's readers  # noqa: RUF012
+    # the overall metrics where a lower value is better (every other one: higher), and the range every overall metric
+    # lies in: what an export to another schema states of each metric (`medprobe export eee`)
+    lower_is_better: ClassVar[frozenset[str]] = frozenset()
+    score_range: ClassVar[tuple[float, float]] = (0.0, 1.0)
     plot_metric: str = ""
 
     def __init__(self) -> None:
@@ -71,10 +75,14 @@ class BenchmarkTask:
 
     @classmethod
     def metric(cls) -> Any:
-        """The task's evaluate module (METRIC), loaded from its folder as any Hub user loads it."""
+        """The task's evaluate module (METRIC), loaded from its folder as any Hub user loads it.
+
+        It computes in memory: by default evaluate writes each compute's predictions to an Arrow file in its
+        cache (HF_METRICS_CACHE) and reads them back, a transient file that a full disk or `ulimit -f` made a
+        traceback of (the scores are the same either way)."""
         from medprobe.resources import import_evaluate, metric_path
 
-        return import_evaluate().load(metric_path(cls.METRIC))
+        return import_evaluate().load(metric_path(cls.METRIC), keep_in_memory=True)
 
     @staticmethod
     def jsonl_writer(path: str | Path | None, records: Callable[[], Iterable[dict]]) -> Writers:

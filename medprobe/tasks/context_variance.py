@@ -61,6 +61,8 @@ class ContextVarianceTask(BenchmarkTask):
     GROUP_BY = "relation"
     plot_metric = "understand"
     outcome_unit = "instance"
+    # a step whose added correct object leaves the rank as it was (confuse) or makes it worse (misunderstand)
+    lower_is_better = frozenset({"confuse", "misunderstand", "macro_confuse", "macro_misunderstand"})
     outcome_fields = {
         **{share: f"steps of the instance whose added object is correct and that count as {share}" for share in SHARES},
         "steps": "steps of the instance whose added object is correct (the UCM steps)",

@@ -30,7 +30,14 @@ from medprobe.registry import parse_diseases
 from medprobe.stats import Estimator, Outcomes, Sample, always_positive_f1
 from medprobe.tasks import Scored
 from medprobe.tasks.base import BenchmarkTask
-from medprobe.tasks.disknE_splits import DISKNE_FIELDS, DiseaseSplits, check_disknE_fields, disease_splits, eligible_diseases
+from medprobe.tasks.disknE_splits import (
+    DISKNE_FIELDS,
+    DiseaseSplits,
+    check_disknE_fields,
+    disease_splits,
+    eligible_diseases,
+    normalised_id,
+)
 
 if TYPE_CHECKING:  # imported where used, so that importing the task stays light
     import datasets
@@ -201,6 +208,11 @@ def choose_diseases(
         return eligible
     if isinstance(wanted, int):
         return eligible[:wanted]
+    asked = [normalised_id(cui) for cui in wanted]  # as the ids of the rows are (a CUI pasted with a zero-width space)
+    if not all(asked):
+        empty = next(cui for cui, found in zip(wanted, asked) if not found)
+        raise UserError(f"--diseases: {empty!r} names no disease (empty once white space and format characters are removed)")
+    wanted = asked
     unknown = [cui for cui in wanted if cui not in eligible]
     if unknown:
         reasons = "; ".join(f"{cui}: {skipped.get(cui, 'not a target disease of this config')}" for cui in unknown)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -68,6 +69,29 @@ def check_disknE_fields(ds: datasets.Dataset, what: str, fields: tuple[str, ...]
         raise UserError(
             f"{what} is not a DisKnE dataset: it lacks the field(s) {', '.join(absent)} (built by `medprobe build disknE`)"
         )
+
+
+def normalised_id(text: str) -> str:
+    """A disease id as the disease_f1 metric counts it (metrics/disease_f1, which keeps its own copy: a Hub Space
+    imports nothing of medprobe): without format characters (Unicode category Cf), NFC, white space trimmed and
+    each inner run of it one space."""
+    visible = "".join(character for character in text if unicodedata.category(character) != "Cf")
+    return " ".join(unicodedata.normalize("NFC", visible).split())
+
+
+def check_disease_ids(columns: dict[str, list], names: tuple[str, ...] = ("target_cui", "disease_cui")) -> None:
+    """Every disease id of the rows as the metric will count it: the build writes them so, and a dataset made or
+    edited otherwise would have the metric merge ("C0011849 " and "C0011849") what the splits keep apart. The
+    first id that is empty or not normalised is a UserError naming its row."""
+    for name in names:
+        for row, value in enumerate(columns[name]):
+            found = normalised_id(value) if isinstance(value, str) else ""
+            if found != value:
+                fix = f"the metric counts it as {found!r}" if found else "it names no disease"
+                raise UserError(
+                    f"the dataset's row {row}: {name} is {value!r}; expected a disease id without invisible format "
+                    f"characters or stray white space ({fix}); rebuild it with `medprobe build disknE`"
+                )
 
 
 def _check_category(ds: datasets.Dataset, category: str | None) -> None:
@@ -172,7 +196,10 @@ def eligible_diseases(
     """
     check_disknE_fields(ds, "the dataset")
     _check_category(ds, category)
-    columns = ds.select_columns(["premise", "hypothesis", "label", "category", "target_cui", "in_target_list"]).to_dict()
+    columns = ds.select_columns(
+        ["premise", "hypothesis", "label", "category", "target_cui", "disease_cui", "in_target_list"]
+    ).to_dict()
+    check_disease_ids(columns)
     positives: dict[str, set[tuple[str, str]]] = {}
     names = ("premise", "hypothesis", "label", "category", "target_cui", "in_target_list")
     for premise, hypothesis, label, row_category, cui, listed in zip(*(columns[n] for n in names)):

@@ -14,6 +14,7 @@ head and answer name, sorted), or only the answers of the query's relation. Scor
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
 from medprobe.registry import registry
 from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
-from medprobe.tasks import Scored
+from medprobe.tasks import Scored, memorisation
+from medprobe.tasks import variants as variants_module
 from medprobe.tasks.base import BenchmarkTask, Writers
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
@@ -46,6 +48,7 @@ class MedLAMAData:
     rows: datasets.Dataset  # the rows probed (all, or the first --per-relation N of each relation)
     candidates: Candidates
     shortlists: dict[str, list[str]] | None = None  # query -> names, with --rerank
+    variants: variants_module.VariantPlan | None = None  # the variant queries of the rows, with --variants
 
 
 @dataclass
@@ -53,6 +56,8 @@ class MedLAMAOutputs:
     predictions: list[list[str]]  # the top-k names of every probed row, best first
     unanswered: int  # rows that got no name at all (scored as misses)
     settings: dict  # what predicting added to the record (the --rerank shortlist)
+    variant_predictions: list[list[str]] | None = None  # the top-k names of every variant query, with --variants
+    memorised: memorisation.Measured | None = None  # issue 39 §4: Min-K%++ per row (--memorisation), else None
 
 
 class MedLAMATask(BenchmarkTask):
@@ -74,6 +79,7 @@ class MedLAMATask(BenchmarkTask):
         predictions: str | None = None,
         rerank: str | None = None,
         rerank_top: int = 100,
+        variants: str = "none",
     ):
         cutoffs = sorted(set(k))
         if not cutoffs or cutoffs[0] < 1:
@@ -83,13 +89,15 @@ class MedLAMATask(BenchmarkTask):
         for flag, value in (("--per-relation", per_relation), ("--rerank-top", rerank_top)):
             if value is not None and value < 1:
                 raise UserError(f"{flag} must be a positive integer, got {value}")
+        variants_module.check_options(variants, rerank)
         super().__init__()
         self.k, self.candidates, self.per_relation, self.exclude_head = cutoffs, candidates, per_relation, exclude_head
-        self.predictions, self.rerank, self.rerank_top = predictions, rerank, rerank_top
+        self.predictions, self.rerank, self.rerank_top, self.variants = predictions, rerank, rerank_top, variants
         self.plot_metric = f"acc@{max(cutoffs)}"
         self.outcome_fields = {
             "rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
-            f"null: none in the top {max(cutoffs)}"
+            f"null: none in the top {max(cutoffs)}",
+            **(variants_module.OUTCOME_FIELDS if variants != "none" else {}),
         }
 
     def load(self, dataset: str, config: str | None, split: str) -> MedLAMAData:
@@ -107,7 +115,7 @@ class MedLAMATask(BenchmarkTask):
                 "queries",
                 f"probing the first {self.per_relation} queries of each relation: {rows.num_rows:,} of {ds.num_rows:,} queries",
             )
-        data = MedLAMAData(rows, candidates)
+        data = MedLAMAData(rows, candidates, variants=variants_module.load_variants(dataset, split, rows, self.variants))
         if self.rerank:
             data.shortlists = load_rerank_shortlists(self.rerank, self.rerank_top, data)
         return data
@@ -115,11 +123,20 @@ class MedLAMATask(BenchmarkTask):
     def predict(self, prober: RankingProber, data: MedLAMAData, seed: int | None = None) -> MedLAMAOutputs:
         """The top max(k) names of every row; with --rerank, the prober scores only each row's shortlist."""
         settings: dict = {}
+        # issue 39 §4, the memorisation signal (medprobe.tasks.memorisation): None unless the prober was asked
+        memorised = memorisation.measure(prober, column(data.rows, "query"), column(data.rows, "answers"))
         if self.rerank:
             prober = self.shortlist_prober(prober, data)
             settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
         predictions = rank_queries(prober, data.rows, max(self.k), data.candidates, exclude_head=self.exclude_head)
-        return MedLAMAOutputs(predictions, report_unanswered(column(data.rows, "id"), predictions), settings)
+        unanswered = report_unanswered(column(data.rows, "id"), predictions)
+        outputs = MedLAMAOutputs(predictions, unanswered, settings, memorised=memorised)
+        if data.variants is not None:  # every variant query in one rank call, with the same prober and candidates
+            start = time.perf_counter()
+            ranking = functools.partial(rank_queries, prober, candidates=data.candidates)
+            outputs.variant_predictions = variants_module.rank_variants(data.variants, ranking, max(self.k), self.exclude_head)
+            self.timings["rank_variants"] = time.perf_counter() - start
+        return outputs
 
     def shortlist_prober(self, prober: Any, data: MedLAMAData) -> Any:
         from medprobe.lm.candidate_scoring import ShortlistProber
@@ -136,14 +153,30 @@ class MedLAMATask(BenchmarkTask):
     def score(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Scored:
         scores = score_ranking(data.rows, outputs.predictions, self.k)
         candidates = data.candidates
-        ranks = best_gold_ranks(outputs.predictions, column(data.rows, "answers"))
-        return Scored(
-            metrics={key: value for key, value in scores.items() if key != "per_group"},
-            per_group=scores["per_group"],
+        answers = column(data.rows, "answers")
+        ranks = best_gold_ranks(outputs.predictions, answers)
+        outcomes = Outcomes.build(
+            column(data.rows, "id"),
+            column(data.rows, "relation"),
+            {
+                "rank": ranks,
+                **memorisation.columns(outputs.memorised),  # issue 39 §4: + mink_pp
+                **variants_module.variant_columns(data.variants, outputs.predictions, answers, outputs.variant_predictions),
+            },
+            row_digests(data.rows, CONTENT_FIELDS),
+        )
+        metrics = {key: value for key, value in scores.items() if key != "per_group"}
+        metrics, per_group, settings, counts = variants_module.with_variants(
+            data.variants, outcomes, self.k, metrics, scores["per_group"]
+        )
+        scored = Scored(
+            metrics=metrics,
+            per_group=per_group,
             counts={
                 "queries": data.rows.num_rows,
                 "candidates": len(candidates) if isinstance(candidates, list) else sum(map(len, candidates.values())),
                 "queries_without_predictions": outputs.unanswered,
+                **counts,
             },
             settings={
                 "k": self.k,
@@ -151,12 +184,13 @@ class MedLAMATask(BenchmarkTask):
                 "exclude_head": self.exclude_head,
                 "per_relation": self.per_relation,
                 **outputs.settings,
+                **settings,
             },
-            outcomes=Outcomes.build(
-                column(data.rows, "id"), column(data.rows, "relation"), {"rank": ranks}, row_digests(data.rows, CONTENT_FIELDS)
-            ),
+            outcomes=outcomes,
             chance=self.chance(data),
         )
+        memorisation.record(scored, outputs.memorised, self.k, self.outcome_fields)  # issue 39 §4
+        return scored
 
     @staticmethod
     def estimators(settings: dict) -> dict[str, Estimator]:
@@ -165,6 +199,9 @@ class MedLAMATask(BenchmarkTask):
         for k in settings["k"]:
             estimators[f"acc@{k}"] = Estimator(functools.partial(micro_hits, k=k), "query")
             estimators[f"macro_acc@{k}"] = Estimator(functools.partial(macro_hits, k=k), "query", stratified=True)
+        if variants_module.measured(settings):  # consistency@k, consistency_top1, robust_acc@k
+            estimators.update(variants_module.variant_estimators(settings["k"]))
+        estimators.update(memorisation.estimators(settings))  # issue 39 §4: acc@k per Min-K%++ tertile
         return estimators
 
     def chance(self, data: MedLAMAData) -> dict[str, dict]:

@@ -13,6 +13,8 @@
 # limitations under the License.
 """Per-disease F1 of the positive class, with macro and weighted averages (DisKnE)."""
 
+import unicodedata
+
 import datasets
 import evaluate
 import numpy as np
@@ -36,9 +38,12 @@ _KWARGS_DESCRIPTION = """
 Args:
     predictions (`list` of `int`): predicted labels, 0 or 1, one per row.
     references (`list` of `int`): gold labels, 0 or 1, one per row.
-    diseases (`list` of `str`, required): the disease (e.g. target CUI) each row belongs to, a non-empty str
-        ("" or whitespace only, such as " ", is a ValueError naming the row). It is
-        an input feature like `predictions`, so evaluate's distributed mode (`num_process`,
+    diseases (`list` of `str`, required): the disease (e.g. target CUI) each row belongs to, a non-empty str.
+        Ids are compared normalised: invisible format characters (Unicode category Cf, such as
+        the zero-width space) removed, NFC, white space at the ends removed and inside runs of
+        it made one space, so "a ", "a\u200b" and "a" are one disease, reported as "a". An id
+        empty once normalised ("", " ", "\u200b") is a ValueError naming the row. It is an
+        input feature like `predictions`, so evaluate's distributed mode (`num_process`,
         `process_id`) gathers it with them.
     average (`str`, optional):
         - `"standard"` (default): F1 of the positive class per disease, `macro_f1` and
@@ -195,12 +200,24 @@ def _checked_batch(predictions, references, diseases):
         raise ValueError(
             f"diseases has {len(diseases)} entries but there are {len(predictions)} predictions; give one disease per row"
         )
+    ids = []
     for index, disease in enumerate(diseases):
-        if not isinstance(disease, str) or not disease.strip():  # '' or ' ' would be a disease of its own, named by nothing
+        found = _disease_id(disease) if isinstance(disease, str) else ""
+        if not found:  # '', ' ' or '\u200b' would be a disease of its own, named by nothing
             raise ValueError(
-                f"diseases[{index}] is {_shown(disease)}; expected a non-empty str, not blank (the disease of the row, e.g. its CUI)"
+                f"diseases[{index}] is {_shown(disease)}; expected a non-empty str, not blank once white space and "
+                "invisible format characters are removed (the disease of the row, e.g. its CUI)"
             )
-    return {"predictions": predictions, "references": references, "diseases": diseases}
+        ids.append(found)
+    return {"predictions": predictions, "references": references, "diseases": ids}
+
+
+def _disease_id(text):
+    """The id a disease is counted under: without format characters (Unicode category Cf: zero-width spaces and
+    joiners, the byte-order mark), NFC (one code point sequence for one spelling), without white space at the ends
+    and with each inner run of it one space. Ids that print alike are one disease; "" when nothing is left."""
+    visible = "".join(character for character in text if unicodedata.category(character) != "Cf")
+    return " ".join(unicodedata.normalize("NFC", visible).split())
 
 
 def _check_options(average, zero_division):

@@ -49,20 +49,34 @@ class PluginNames:
 
 
 def check_name(name: str) -> PluginNames:
-    """The names of a new plugin, none of them taken by an entry of the registry."""
-    from medprobe.registry import registry
-
+    """The names of a new plugin (its task NAME and prober NAME_order), none of them like a name the registry
+    holds, of either kind: `plugin init contrastive` would make `--task contrastive` a plugin's and `--prober
+    contrastive` medprobe's. Names are compared with - and _ alike (`mlm_head` is the prober mlm-head)."""
     if not NAME.fullmatch(name):
         raise UserError(
             f"plugin name {name!r}: use 2 to 40 lower-case letters, digits and _, starting with a letter (e.g. drug_class)"
         )
     names = PluginNames.of(name)
-    found = registry()
-    if name in found.tasks or name in found.benchmarks():
-        raise UserError(f"a benchmark or task named {name!r} is registered already; choose another NAME")
-    if names.prober in found.probers:
-        raise UserError(f"a prober named {names.prober!r} is registered already; choose another NAME")
+    for new, what in ((names.name, "benchmark and task"), (names.prober, "prober")):
+        taken = registered_like(new)
+        if taken:
+            raise UserError(
+                f"plugin name {name!r}: its {what} {new!r} would be named like the registered {taken}; choose another NAME"
+            )
     return names
+
+
+def registered_like(new: str) -> str | None:
+    """The registered benchmark, task or prober named like `new` (- and _ alike), as "prober 'mlm-head'"; or None."""
+    from medprobe.registry import registry
+
+    found = registry()
+    kinds = (("benchmark", found.benchmarks()), ("task", list(found.tasks)), ("prober", list(found.probers)))
+    for kind, names in kinds:
+        for taken in names:
+            if taken.replace("-", "_") == new:
+                return f"{kind} {taken!r}"
+    return None
 
 
 def write_skeleton(name: str, out: str | Path | None = None) -> tuple[Path, PluginNames]:
