@@ -208,16 +208,7 @@ class MedLAMATask(BenchmarkTask):
         """acc@k of a uniformly random ranking of each query's candidates, exactly (medprobe.stats.hit_chance):
         a query with g of its gold answers among its c candidates is a hit at k with 1 - C(c-g, k)/C(c, k)."""
         sizes, golds = candidate_counts(data, self.exclude_head)
-        method = "expected acc@k of a uniformly random order of each query's candidates (exact)"
-        chance = {}
-        for k in self.k:
-            per_query = hit_chance(sizes, golds, k)
-            by_relation: dict[str, list[float]] = {}
-            for relation, value in zip(column(data.rows, "relation"), per_query.tolist()):
-                by_relation.setdefault(relation, []).append(value)
-            chance[f"acc@{k}"] = {"value": float(np.mean(per_query)), "method": method}
-            chance[f"macro_acc@{k}"] = {"value": float(np.mean([np.mean(v) for v in by_relation.values()])), "method": method}
-        return chance
+        return chance_levels(self.k, column(data.rows, "relation"), sizes, golds)
 
     def table(self, record: RunRecord) -> str:
         return format_table(record, [f"acc@{k}" for k in self.k], group_label="relation")
@@ -390,6 +381,21 @@ def best_gold_ranks(predictions: list[list[str]], answers: list[list[str]]) -> n
         wanted = set(gold)
         ranks[row] = next((position for position, name in enumerate(names, start=1) if name in wanted), np.nan)
     return ranks
+
+
+def chance_levels(cutoffs: Sequence[int], relations: list[str], sizes: np.ndarray, golds: np.ndarray) -> dict[str, dict]:
+    """acc@k and macro_acc@k of a uniformly random order of each query's candidates: `sizes` of them, `golds` gold
+    (also what `medprobe import lm-eval` records of a run lm-eval scored)."""
+    method = "expected acc@k of a uniformly random order of each query's candidates (exact)"
+    chance = {}
+    for k in cutoffs:
+        per_query = hit_chance(sizes, golds, k)
+        by_relation: dict[str, list[float]] = {}
+        for relation, value in zip(relations, per_query.tolist()):
+            by_relation.setdefault(relation, []).append(value)
+        chance[f"acc@{k}"] = {"value": float(np.mean(per_query)), "method": method}
+        chance[f"macro_acc@{k}"] = {"value": float(np.mean([np.mean(v) for v in by_relation.values()])), "method": method}
+    return chance
 
 
 def micro_hits(sample: Sample, k: int) -> np.ndarray:
