@@ -12,49 +12,14 @@ compare` refuses runs whose data or items differ) and a published number names i
 from __future__ import annotations
 
 import functools
-import re
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from medprobe.digests import sha256_text
+from medprobe.loading import dataset_fingerprint, files_digest  # re-exported: what a run read (they live in the data layer)
 
-HUB_REVISION = re.compile(r"^hf://datasets/(?P<repo>[^@]+)@(?P<revision>[0-9a-f]{40})/")
-
-
-def dataset_fingerprint(dataset: str, probed: Sequence[tuple[str | None, str]]) -> dict:
-    """The content of the config/split pairs a run read, as `load_dataset(dataset, config, split=split)` resolves them.
-
-    Local data files: {"sha256": over each file's name and sha256, "files": {name: sha256}}; files of a
-    Hub dataset: {"hub": repo id, "revision": the commit they were read at, "sha256": of those}.
-    """
-    import datasets
-
-    from medprobe.digests import sha256_file
-
-    files: dict[str, str] = {}
-    revisions: dict[str, str] = {}
-    for config, split in probed:
-        builder = datasets.load_dataset_builder(dataset, config)
-        for path in map(str, (builder.config.data_files or {}).get(split, [])):
-            hub = HUB_REVISION.match(path)
-            name = f"{builder.config.name}/{split}/{Path(path).name}"
-            if hub:
-                revisions[hub["repo"]] = hub["revision"]
-                files[name] = f"{hub['repo']}@{hub['revision']}"
-            else:
-                files[name] = sha256_file(Path(path))
-    fingerprint: dict = {"sha256": files_digest(files), "files": dict(sorted(files.items()))}
-    if revisions:
-        fingerprint["hub"] = ", ".join(sorted(revisions))
-        fingerprint["revision"] = ", ".join(revisions[repo] for repo in sorted(revisions))
-    return fingerprint
-
-
-def files_digest(files: dict[str, str]) -> str:
-    """One sha256 over data files' names (`<config>/<split>/<file>`) and digests: a dataset fingerprint's `sha256`
-    (also derived from a dataset card's build record by `medprobe publish results`)."""
-    return sha256_text("".join(f"{name}|{digest}\n" for name, digest in sorted(files.items())))
+__all__ = ["dataset_fingerprint", "files_digest", "items_digest", "model_identity", "source_identity"]
 
 
 def items_digest(ids: Iterable[str]) -> str:

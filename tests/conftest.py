@@ -16,6 +16,13 @@ if _WORKERS > 1:
 # inherit this): another distribution's task or prober cannot change what a test expects. The plugin
 # tests build their own registries (tests/test_plugins.py).
 os.environ.setdefault("MEDPROBE_DISABLE_PLUGINS", "1")  # "" (set on purpose): the installed plugins too
+# Ctrl-C as a terminal delivers it: a shell without job control starts background commands (`cmd &`, nohup) with
+# SIGINT ignored, which Python and every process it starts then keep; the interrupt tests would see nothing.
+# (A handler, unlike SIG_IGN, is reset by exec: the processes the tests start get Python's own again.)
+import signal  # noqa: E402
+
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from hashlib import sha1  # noqa: E402
 from pathlib import Path  # noqa: E402

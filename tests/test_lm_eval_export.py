@@ -56,7 +56,9 @@ def test_mst_export_writes_a_task_per_config_a_group_and_utils(mst_folder, tmp_p
     template = (out / "_medprobe_mst_template_yaml").read_text()
     assert f'dataset_path: "{mst_folder.resolve()}"' in template  # absolute: lm_eval runs from any folder
     assert "doc_to_text: !function utils.mst_text" in template and 'target_delimiter: ""' in template
-    assert (out / "utils.py").read_text() == (REPO_ROOT / "medprobe" / "tasks" / "lm_eval_utils.py").read_text()
+    utils = (out / "utils.py").read_text()
+    assert utils.startswith((REPO_ROOT / "medprobe" / "tasks" / "lm_eval_utils.py").read_text())
+    assert "def process_docs_sorting(dataset):" in utils and "EXPORTED['medprobe_mst_sorting'] = ('test', '" in utils
     assert 'dataset_name: "sorting"' in (out / "medprobe_mst_sorting.yaml").read_text()
     assert "weight_by_size: false" in (out / "_medprobe_mst.yaml").read_text()
     printed = capsys.readouterr().out
@@ -126,7 +128,7 @@ def test_medlama_export_writes_per_relation_tasks_and_macro_and_micro_groups(tmp
     ]
     assert "medprobe_medlama_hard_may_treat" in report.tasks
     assert "weight_by_size: true" in (out / "_medprobe_medlama_hard_micro.yaml").read_text()
-    assert "def process_docs_may_treat(dataset):" in (out / "utils.py").read_text()
+    assert "def process_docs_hard_may_treat(dataset):" in (out / "utils.py").read_text()
     # requests = rows x the size of their relation's candidate list, summed
     import datasets
 

@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     from medprobe.cli.demo import add_demo_command
     from medprobe.cli.env import add_env_command
     from medprobe.cli.export import add_export_command
+    from medprobe.cli.imports import add_import_command
     from medprobe.cli.leaderboard import add_leaderboard_command
     from medprobe.cli.plugin import add_plugin_command
     from medprobe.cli.probe import add_probe_command
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_umls_names_command(subparsers)
     add_demo_command(subparsers)
     add_export_command(subparsers)
+    add_import_command(subparsers)
     add_cite_command(subparsers)
     add_reproduce_command(subparsers)
     add_review_command(subparsers)

@@ -118,12 +118,16 @@ def check_slots(dataset: str, config: str, texts: list[str], ids: list[str], slo
 # --- the YAMLs ----------------------------------------------------------------------------------
 
 
+TASK_VERSION = 1.0  # lm-eval's version of every exported task: what a task computes changed when it changes
+
+
 def task_metrics(*metrics: str) -> list[str]:
-    """The closing lines of a task YAML: its metrics (mean over documents, higher is better) and version."""
+    """The closing lines of a task YAML: its metrics (mean over documents, higher is better) and version (each task's
+    own YAML repeats the version in its `metadata`, beside what medprobe reads back: `task_metadata`)."""
     lines = ["metric_list:"]
     for metric in metrics:
         lines += [f"  - metric: {metric}", "    aggregation: mean", "    higher_is_better: true"]
-    return [*lines, "metadata:", "  version: 1.0", ""]
+    return [*lines, "metadata:", f"  version: {TASK_VERSION}", ""]
 
 
 def identifier(name: str) -> str:
@@ -142,12 +146,73 @@ def check_identifiers(dataset: str, config: str, relations: list[str]) -> None:
             )
 
 
+# --- what `medprobe import lm-eval` reads back: the items and data of each task -------------------
+
+METADATA_FORMAT = 1  # of the `medprobe` block of a task's metadata; `medprobe import lm-eval` reads this one
+
+
+@dataclass(frozen=True)
+class RecordPlan:
+    """The medprobe record an imported run of some exported tasks becomes: its config (None: every config, as MST's
+    run of all its tasks), the tasks it is made of and their items (a run of fewer is a subset)."""
+
+    config: str | None
+    tasks: tuple[str, ...]
+    items: int
+
+
+def task_metadata(
+    benchmark: str,
+    dataset: str,
+    location: str,
+    config: str,
+    split: str,
+    items: tuple[int, str],
+    record: RecordPlan,
+    **more: object,
+) -> dict:
+    """A task YAML's `metadata`: lm-eval's version of the task, and what medprobe needs to read its logged run back
+    (`medprobe import lm-eval`): the benchmark and registry task, the data (as given, where lm-eval reads it, and the
+    fingerprint of its files, as a run of medprobe records them), the items (their count and digest, utils.items_sha256
+    of their `(id, digest)` pairs, also checked by the exported utils.py before lm-eval scores) and the record they go
+    into."""
+    from medprobe import __version__
+    from medprobe.loading import dataset_fingerprint
+
+    return {
+        "version": TASK_VERSION,
+        "medprobe": {
+            "format": METADATA_FORMAT,
+            "exported_by": f"medprobe {__version__}",
+            "benchmark": benchmark,
+            "dataset": dataset,
+            "dataset_path": location,
+            "config": config,
+            "split": split,
+            "items": items[0],
+            "items_sha256": items[1],
+            "data_fingerprint": dataset_fingerprint(dataset, [(config, split)]),
+            "record": {"config": record.config, "tasks": list(record.tasks), "items": record.items},
+            **more,
+        },
+    }
+
+
+def exported_items(exported: dict[str, tuple[str, str]]) -> str:
+    """utils.py's `EXPORTED` entries (task -> (split, items_sha256)), which its `stamp` checks the data against."""
+    return "".join(f"EXPORTED[{task!r}] = ({split!r}, {digest!r})\n" for task, (split, digest) in sorted(exported.items()))
+
+
 # --- the files -----------------------------------------------------------------------------------
 
 
-def yaml_lines(entries: dict[str, str]) -> str:
-    """`key: value` lines; values are quoted as JSON strings (valid YAML) except `!function` tags."""
-    return "".join(f"{key}: {value if value.startswith('!function ') else json.dumps(value)}\n" for key, value in entries.items())
+def yaml_lines(entries: dict[str, str | dict]) -> str:
+    """`key: value` lines; values are written as JSON (strings, and mappings such as `metadata`: valid YAML) except
+    `!function` tags."""
+    return "".join(
+        f"{key}: {value if isinstance(value, str) and value.startswith('!function ') else json.dumps(value)}\n"
+        for key, value in entries.items()
+    )
 
 
 def group_yaml(group: str, tasks: list[str], metrics: tuple[str, ...], weight_by_size: bool) -> str:

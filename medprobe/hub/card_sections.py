@@ -120,6 +120,9 @@ def source_text(source: dict) -> str:
     text = f"medprobe {source['version']}"
     if source.get("commit"):
         text += f" (commit `{source['commit'][:12]}`{', with uncommitted changes' if source.get('dirty') else ''})"
+    if source.get("scored_by") == "lm-eval":  # a run `medprobe import lm-eval` read back: lm-eval computed its numbers
+        version = (source.get("lm_eval") or {}).get("lm_eval_version")
+        return f"lm-evaluation-harness{f' {version}' if version else ''} (scored by lm-eval, imported and checked by {text})"
     return text
 
 
@@ -130,6 +133,8 @@ def public_command(command: str, dataset_id: str, model_repo: str) -> str:
     except ValueError:
         return ""
     replaced = {"--dataset": dataset_id, "--model": model_repo}
+    if words[:1] == ["lm_eval"]:  # an imported lm-eval run: --model is the backend, the model is its args' pretrained=
+        replaced = {"--model_args": lm_eval_model_args(words, model_repo)}
     for i, word in enumerate(words[1:], start=1):
         flag = words[i - 1]
         if flag in replaced:
@@ -137,6 +142,12 @@ def public_command(command: str, dataset_id: str, model_repo: str) -> str:
         elif flag.startswith("--") and not word.startswith("--") and ("/" in word or "\\" in word or word.startswith("~")):
             words[i] = PurePath(word.replace("\\", "/")).name  # a local file: its name, not where it lives
     return shlex.join(words)
+
+
+def lm_eval_model_args(words: list[str], model_repo: str) -> str:
+    """An lm_eval command's --model_args with the published model as `pretrained`."""
+    args = words[words.index("--model_args") + 1].split(",") if "--model_args" in words[:-1] else []
+    return ",".join(f"pretrained={model_repo}" if arg.startswith("pretrained=") else arg for arg in args)
 
 
 def run_block(record: RunRecord, label: str, dataset_id: str, model_repo: str, metrics: list[str], subset: str | None) -> str:

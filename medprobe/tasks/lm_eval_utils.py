@@ -13,14 +13,26 @@ choice then covers the answer and the words after it, which is what tells a righ
 from a wrong one. The white space before the slot belongs to the choice (lm-eval moves it there
 too), and, as medprobe does by default, the white space between the slot and a punctuation
 mark right after it is dropped (`might treat [Y] .` reads `might treat fever.`).
+
+Each doc of the evaluated split is stamped with its medprobe id and content digest (`medprobe_id`,
+`medprobe_item`, the ones medprobe's own runs record for the same row) by the task's `process_docs`,
+after checking that the split holds exactly the items the export was written for (`EXPORTED`, which
+the export appends below): lm-eval stops at once on other data, and `medprobe import lm-eval` pairs
+the logged docs with medprobe's runs by id and digest.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 
 SPACE_BEFORE_PUNCTUATION = re.compile(r"^\s+(?=[.,;:!?])")
 MEDLAMA_CUTOFFS = (1, 10)
+# medprobe.stats.ITEM_JSON, repeated: this file runs where medprobe is not installed (a test keeps the two equal)
+ITEM_JSON = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str, separators=(",", ":"))
+# lm-eval task -> (the evaluated split, items_sha256 of its rows), written by `medprobe export lm-eval` below
+EXPORTED: dict[str, tuple[str, str]] = {}
 
 
 def split_at_slot(text: str, slot: str, row: object) -> tuple[str, str, str]:
@@ -38,6 +50,50 @@ def fill_choices(text: str, slot: str, row: object, choices: list[str]) -> list[
     return [space + choice + suffix for choice in choices]
 
 
+# --- the items: medprobe's id and content digest of each doc ---------------------------------------
+
+
+def item_digest(*parts: object) -> str:
+    """medprobe.stats.item_digest: the first 16 hex digits of the sha256 of the parts as compact JSON."""
+    return hashlib.sha256(ITEM_JSON.encode(parts).encode("utf-8")).hexdigest()[:16]
+
+
+def items_sha256(items) -> str:
+    """One sha256 over a task's items, `(id, digest)` pairs in any order: what the export recorded of its rows."""
+    return hashlib.sha256("".join(f"{item} {digest}\n" for item, digest in sorted(items)).encode("utf-8")).hexdigest()
+
+
+def mst_identity(config: str, index: int, doc: dict) -> tuple[str, str]:
+    """(id, digest) of an MST row as medprobe's MST task records it: `<config>/<row index>`, and the config, text,
+    choices and label."""
+    return f"{config}/{index}", item_digest(config, doc["text"], doc["choices"], doc["label"])
+
+
+def medlama_identity(doc: dict) -> tuple[str, str]:
+    """(id, digest) of a MedLAMA query as medprobe's MedLAMA task records it: its id, and its relation, query and
+    gold answers."""
+    return doc["id"], item_digest(doc["relation"], doc["query"], doc["answers"])
+
+
+def stamp(dataset, task: str, identity):
+    """The docs of `task`'s evaluated split with their `medprobe_id` and `medprobe_item`; `identity(index, doc)` gives
+    both. Any other split (the few-shot examples) is left as it is. Raises when the split holds other items than the
+    export recorded (another build, edited data), before lm-eval scores anything."""
+    split, expected = EXPORTED[task]
+    if str(getattr(dataset, "split", "")) != split:
+        return dataset
+    items = [identity(index, doc) for index, doc in enumerate(dataset)]
+    found = items_sha256(items)
+    if found != expected:
+        raise ValueError(
+            f"medprobe: task {task} reads other data than it was exported for: its {split} split holds {len(items)} "
+            f"rows of items digest {found[:12]}, the export recorded {expected[:12]}; export the tasks again from the "
+            "data lm-eval reads (`medprobe export lm-eval`)"
+        )
+    stamped = dataset.add_column("medprobe_id", [item for item, _ in items])
+    return stamped.add_column("medprobe_item", [digest for _, digest in items])
+
+
 # --- MST: `text` with [MASK], `choices`, `label` ----------------------------------------------------
 
 
@@ -53,12 +109,19 @@ def mst_choices(doc: dict) -> list[str]:
 # --- MedLAMA: `query` with [Y], `answers` (one or more gold names), `relation` ---------------------
 
 
-def medlama_docs(dataset, relation: str):
-    """The rows of one relation, each given the relation's candidates: the sorted union of the
-    answers of its rows in this split (medprobe's `--candidates relation`)."""
+def mst_docs(dataset, config: str, task: str):
+    """The rows of an MST config, stamped (`stamp`)."""
+    return stamp(dataset, task, lambda index, doc: mst_identity(config, index, doc))
+
+
+def medlama_docs(dataset, relation: str, task: str = ""):
+    """The rows of one relation, stamped (`stamp`, when `task` is given), each given the relation's candidates: the
+    sorted union of the answers of its rows in this split (medprobe's `--candidates relation`)."""
     rows = dataset.filter(lambda row: row["relation"] == relation)
     if rows.num_rows == 0:
         raise ValueError(f"no row of relation {relation!r} in this split")
+    if task:
+        rows = stamp(rows, task, lambda index, doc: medlama_identity(doc))
     names = sorted({name for answers in rows["answers"] for name in answers})
     return rows.map(lambda row: {"candidates": names})
 

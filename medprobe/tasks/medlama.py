@@ -276,16 +276,7 @@ class MedLAMATask(BenchmarkTask):
         a query with g of its gold answers among its c candidates is a hit at k with 1 - C(c-g, k)/C(c, k)."""
         rows = data.rows if rows is None else rows
         sizes, golds = candidate_counts(data, rows, self.exclude_head)
-        method = "expected acc@k of a uniformly random order of each query's candidates (exact)"
-        chance = {}
-        for k in self.k:
-            per_query = hit_chance(sizes, golds, k)
-            by_relation: dict[str, list[float]] = {}
-            for relation, value in zip(column(rows, "relation"), per_query.tolist()):
-                by_relation.setdefault(relation, []).append(value)
-            chance[f"acc@{k}"] = {"value": float(np.mean(per_query)), "method": method}
-            chance[f"macro_acc@{k}"] = {"value": float(np.mean([np.mean(v) for v in by_relation.values()])), "method": method}
-        return chance
+        return chance_levels(self.k, column(rows, "relation"), sizes, golds)
 
     def table(self, record: RunRecord) -> str:
         return format_table(record, [f"acc@{k}" for k in self.k], group_label="relation")
@@ -394,6 +385,21 @@ def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
 
 
 # --- per-query outcomes and chance ------------------------------------------------------------------
+
+
+def chance_levels(cutoffs: Sequence[int], relations: list[str], sizes: np.ndarray, golds: np.ndarray) -> dict[str, dict]:
+    """acc@k and macro_acc@k of a uniformly random order of each query's candidates: `sizes` of them, `golds` gold
+    (also what `medprobe import lm-eval` records of a run lm-eval scored)."""
+    method = "expected acc@k of a uniformly random order of each query's candidates (exact)"
+    chance = {}
+    for k in cutoffs:
+        per_query = hit_chance(sizes, golds, k)
+        by_relation: dict[str, list[float]] = {}
+        for relation, value in zip(relations, per_query.tolist()):
+            by_relation.setdefault(relation, []).append(value)
+        chance[f"acc@{k}"] = {"value": float(np.mean(per_query)), "method": method}
+        chance[f"macro_acc@{k}"] = {"value": float(np.mean([np.mean(v) for v in by_relation.values()])), "method": method}
+    return chance
 
 
 def candidate_counts(data: MedLAMAData, rows: datasets.Dataset, exclude_head: bool) -> tuple[np.ndarray, np.ndarray]:
