@@ -5,7 +5,7 @@ declares which of these Protocols it implements (`Prober.kinds`); a task accepts
 use (see `medprobe.registry`), and every registered class, a plugin's too, is tested against the
 Protocols it declares on a tiny model.
 
-- `RankingProber.rank(queries, candidates, k)`: the top-k names per cloze query (MedLAMA).
+- `RankingProber.rank(queries, candidates, k)`: the top-k (name, score) pairs per cloze query, best first (MedLAMA).
 - `CandidateScorer.score_candidates(queries, candidate_lists)`: one score per candidate of each
   query, higher is better (context variance, re-ranking; a scorer gets `rank` for free).
 - `ChoiceScorer.score_choices(texts, choices)`: one score per choice of each cloze text, after
@@ -20,6 +20,7 @@ or nothing) through `fill_mask_slot`.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MASK_SLOT",
+    "Ranked",
     "PROTOCOLS",
     "CandidateScorer",
     "ChoiceScorer",
@@ -36,6 +38,7 @@ __all__ = [
     "RankingProber",
     "UserError",
     "fill_mask_slot",
+    "names_and_scores",
 ]
 
 MASK_SLOT = "[Y]"
@@ -48,6 +51,39 @@ class UserError(ValueError):
     """
 
 
+def names_and_scores(ranked: Sequence[Sequence[Any]], who: str) -> tuple[list[list[str]], list[list[float]] | None]:
+    """The names of every query's `rank` result, and their scores (None: the prober returned plain names, the
+    contract before scores, which still runs without the facets that need them). Anything else is a prober's bug,
+    said in one line naming it (`who`)."""
+    names: list[list[str]] = []
+    scores: list[list[float]] = []
+    kinds = set()
+    for row in ranked:
+        if isinstance(row, (str, bytes)) or not isinstance(row, Sequence):
+            raise UserError(f"{who}.rank returned {row!r} for a query; expected a list of (name, score) pairs")
+        row_names, row_scores = [], []
+        for entry in row:
+            if isinstance(entry, str):
+                kinds.add("name")
+                row_names.append(entry)
+            elif isinstance(entry, Sequence) and len(entry) == 2 and isinstance(entry[0], str) and is_real(entry[1]):
+                kinds.add("pair")
+                row_names.append(entry[0])
+                row_scores.append(float(entry[1]))
+            else:
+                raise UserError(f"{who}.rank returned {entry!r} in a query's list; expected a (name, score) pair")
+        names.append(row_names)
+        scores.append(row_scores)
+    if len(kinds) > 1:
+        raise UserError(f"{who}.rank mixed plain names and (name, score) pairs; return (name, score) pairs")
+    return names, (None if kinds == {"name"} else scores)
+
+
+def is_real(value: Any) -> bool:
+    """A score: a real number (numpy's floats too), not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 def fill_mask_slot(query: str, mask: str) -> str:
     """Put a model's mask token (or sentinel) into the [Y] slot of a query."""
     if MASK_SLOT not in query:
@@ -55,10 +91,16 @@ def fill_mask_slot(query: str, mask: str) -> str:
     return query.replace(MASK_SLOT, mask)
 
 
+Ranked = list[tuple[str, float]]  # one query's top k: (name, score) pairs, best first, higher = better
+
+
 @runtime_checkable
 class RankingProber(Protocol):
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        """Top-k candidates per query, best first, with ties broken by candidate order."""
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
+        """Per query, its top-k (name, score) pairs, best first (scores non-increasing), ties broken by candidate
+        order. The scores give each run its confidence facets (the top-1 margin; with `Prober.probabilities`, the
+        top-1 probability). A prober written before scores were part of the contract returns plain names: it
+        still runs, without those facets (`names_and_scores`)."""
         ...
 
 
@@ -107,6 +149,9 @@ class Prober:
 
     name: ClassVar[str] = ""
     kinds: ClassVar[tuple[str, ...]] = ()
+    # True: rank's scores are natural-log probabilities (exp(score) is the name's probability: over the candidates it
+    # ranked, or the model's own probability of a generated answer), so a run reports calibration (ECE, Brier)
+    probabilities: ClassVar[bool] = False
 
     @property
     def timings(self) -> dict[str, float]:

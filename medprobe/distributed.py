@@ -128,8 +128,9 @@ def train_in_shares(
     return gather(local)
 
 
-def rank_in_shards(prober: Any, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-    """`prober.rank(queries, candidates, k)`, each process ranking its share of the queries."""
+def rank_in_shards(prober: Any, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Any]:
+    """`prober.rank(queries, candidates, k)` (per query its (name, score) pairs, or an older prober's names), each
+    process ranking its share of the queries."""
     if not launched() or getattr(prober, "collective", False):
         return prober.rank(queries, candidates, k)
     return map_split(lambda share: prober.rank(share, candidates, k), list(queries))

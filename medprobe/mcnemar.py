@@ -183,7 +183,7 @@ def discordant_counts(hits: np.ndarray) -> np.ndarray:
 def item_scores(outcomes: Outcomes, estimator: Estimator) -> np.ndarray | None:
     """Each item's score when the metric is the plain mean of them (checked on the items and on one resample), else
     None (a macro average, F1, a share of steps)."""
-    if estimator.stratified or not len(outcomes):
+    if estimator.stratified or estimator.weighted is not None or not len(outcomes):  # weighted: AURC, ECE, no means
         return None
     try:
         values = np.asarray(estimator.compute(Sample(outcomes, np.arange(len(outcomes))[:, None])), dtype=np.float64)

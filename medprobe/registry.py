@@ -242,6 +242,44 @@ PER_RELATION = Option(
     subset=True,
     subset_text="first {} queries per relation",
 )
+# the validity facets of a ranking task (medprobe.tasks.facets): MedLAMA's, and a plugin's ranking task may take them too
+RANKING_FACET_OPTIONS = (
+    Option(
+        "--no-control",
+        "control",
+        "leave out the prompt-bias control (one query per relation and template, its subject replaced by a placeholder, "
+        "ranked over the same candidates: control_acc@k, above_bias@k)",
+        switch=True,
+        invert=True,
+        default=True,
+    ),
+    Option(
+        "--control-placeholder",
+        "control_placeholder",
+        "the neutral subject of the control query",
+        default="X",
+        metavar="TEXT",
+    ),
+    Option(
+        "--only-control-misses",
+        "only_control_misses",
+        "score only the queries whose control has no gold answer in its top k (LAMA-UHN style; a subset)",
+        switch=True,
+        default=False,
+        subset=True,
+        subset_text="queries the prompt-bias control misses",
+    ),
+    Option(
+        "--shuffled-control",
+        "shuffled_control",
+        "also rank each query with another subject of its relation (seeded by --seed): shuffled_acc@k, above_shuffled@k",
+        switch=True,
+        default=False,
+    ),
+    Option(
+        "--ece-bins", "ece_bins", "equal-mass bins of the calibration error (ECE)", type=positive_int, default=10, metavar="B"
+    ),
+)
 ONLY_CANDIDATES = Option(
     "--only-candidates", "only_candidates", "drop generated answers that are not in the candidate set", switch=True, default=False
 )
@@ -565,6 +603,7 @@ BUILTIN_TASKS: tuple[TaskEntry, ...] = (
                 choices=("none", "templates", "synonyms", "all"),
                 default="none",
             ),
+            *RANKING_FACET_OPTIONS,
         ),
         citations=("meng-etal-2022-rewire", "bodenreider-2004-unified"),
         # what a hit is; the cut-offs need not agree (acc@k of every cut-off both runs report comes from the ranks)

@@ -37,7 +37,8 @@ from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_intervals, plot_format
 from medprobe.records.write import save_run
 from medprobe.registry import REMOVED_PROBERS, ProberEntry, TaskEntry, load, registry
-from medprobe.stats import RESAMPLES, Estimator, estimate, intervals
+from medprobe.stats import RESAMPLES, Estimator, estimate
+from medprobe.validity import intervals
 
 if TYPE_CHECKING:  # the run reaches tasks through the registry, never by import (tests/test_import_layers.py)
     from medprobe.tasks import Scored, Task
@@ -303,7 +304,7 @@ def describe_measurement(record: RunRecord, request: RunRequest, task: Task, sco
     subset_options = {
         option.dest: request.task_options[option.dest]
         for option in entries.task.options
-        if option.subset and request.task_options.get(option.dest) is not None
+        if option.subset and request.task_options.get(option.dest) not in (None, False)  # a switch left off: no subset
     }
     record.subset = {"subset": bool(subset_options), "options": subset_options}
     if subset_options and task.subset_of:  # e.g. {"probed": 190, "total": 15329, "unit": "queries"}

@@ -52,7 +52,9 @@ class Outcomes:
     `predictions` (n, seeds) for a task trained with several seeds. Missing values are NaN.
     `contents` holds each item's content digest (`item_digest` of what was asked: a query's text and
     gold answers, an instance's fields), so that two runs pair an item only when its id and its
-    content agree; empty when the run did not record them.
+    content agree; empty when the run did not record them. `clusters` holds each item's cluster (items
+    that are not independent: a query's subject), which a clustered interval resamples whole
+    (medprobe.validity); empty when the run did not record them.
     """
 
     ids: tuple[str, ...]
@@ -61,6 +63,7 @@ class Outcomes:
     starts: np.ndarray = field(repr=False)  # index of the first item of each group
     group_names: tuple[str, ...] = ()
     contents: tuple[str, ...] = ()
+    clusters: tuple[str, ...] = ()
 
     @classmethod
     def build(
@@ -69,6 +72,7 @@ class Outcomes:
         groups: Sequence[str],
         columns: Mapping[str, Sequence],
         contents: Sequence[str] | None = None,
+        clusters: Sequence[str] | None = None,
     ) -> Outcomes:
         """Outcomes of items given in any order; they are sorted by group (first appearance), stably."""
         ids, groups = [str(i) for i in ids], [str(g) for g in groups]
@@ -81,6 +85,8 @@ class Outcomes:
                 raise ValueError(f"outcome column {name!r} has {len(array)} rows for {len(ids)} items")
         if contents is not None and len(contents) != len(ids):
             raise ValueError(f"{len(contents)} item contents for {len(ids)} items")
+        if clusters is not None and len(clusters) != len(ids):
+            raise ValueError(f"{len(clusters)} item clusters for {len(ids)} items")
         order_of = {group: index for index, group in enumerate(dict.fromkeys(groups))}
         order = sorted(range(len(ids)), key=lambda i: order_of[groups[i]])
         sorted_groups = [groups[i] for i in order]
@@ -93,6 +99,7 @@ class Outcomes:
             starts=starts,
             group_names=names,
             contents=tuple(str(contents[i]) for i in order) if contents is not None else (),
+            clusters=tuple(str(clusters[i]) for i in order) if clusters is not None else (),
         )
 
     def __len__(self) -> int:
@@ -110,6 +117,7 @@ class Outcomes:
             [self.groups[r] for r in rows],
             {name: array[rows] for name, array in self.columns.items()},
             [self.contents[r] for r in rows] if self.contents else None,
+            [self.clusters[r] for r in rows] if self.clusters else None,
         )
 
     def group(self, name: str) -> Outcomes:
@@ -123,6 +131,7 @@ class Outcomes:
             starts=np.zeros(1, dtype=np.int64),
             group_names=(name,),
             contents=self.contents[start:stop],
+            clusters=self.clusters[start:stop],
         )
 
     def sizes(self) -> np.ndarray:
@@ -150,6 +159,7 @@ class Sample:
         self.outcomes = outcomes
         self.index = index  # (resamples, items) rows of `outcomes`, or None: every item once
         self._columns = dict(columns or {})
+        self.given = bool(columns)  # columns given per resample (a paired permutation's swapped outcomes)
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in self._columns:
@@ -174,8 +184,13 @@ class Sample:
         return function(*(self.outcomes.columns[name] for name in names))[self.index]
 
     def group_sum(self, values: np.ndarray) -> np.ndarray:
-        """Per-group sums over the item axis (axis 1): (resamples, groups, ...)."""
-        return np.add.reduceat(values, self.outcomes.starts, axis=1)
+        """Per-group sums over the item axis (axis 1): (resamples, groups, ...). Whole numbers (hits) are summed
+        group by group over contiguous slices, four times faster than reduceat along axis 1 and exact either way;
+        floats as they always were (reduceat's order of summation)."""
+        if values.dtype.kind not in "biu":
+            return np.add.reduceat(values, self.outcomes.starts, axis=1)
+        spans = zip(self.outcomes.starts.tolist(), self.outcomes.sizes().tolist())
+        return np.stack([values[:, start : start + size].sum(axis=1) for start, size in spans], axis=1)
 
     def group_mean(self, values: np.ndarray) -> np.ndarray:
         shape = (1, -1) + (1,) * (values.ndim - 2)
@@ -190,12 +205,24 @@ class Estimator:
     metric averages over groups, so resampling keeps the groups (macro scores). `count` gives the number of
     items a metric is a share of when that is not every item (e.g. consistency: the items that have a variant),
     the interval's n; None: all of them.
+
+    Optional, for metrics medprobe.validity can compute from how often each item is in each resample (its fast
+    bootstrap shares one pass among them, and its clustered intervals need them; `compute` gives the same numbers):
+    `mean_of(columns)` gives each item's value, elementwise over the outcome columns (NaN: the item does not count),
+    when the metric is their mean (or, stratified, the mean of the groups' means); `weighted(counts, columns)` gives
+    the metric from a (resamples, items) matrix of multiplicities. `facet` names the validity facet a metric measures
+    ("" for a task's own metrics) and `scale` how it reads ("" a share shown in %, "count", "score"): both are written
+    beside its interval, for every reader.
     """
 
     compute: Callable[[Sample], np.ndarray]
     unit: str
     stratified: bool = False
     count: Callable[[Outcomes], int] | None = None
+    mean_of: Callable[[Mapping[str, np.ndarray]], np.ndarray] | None = None
+    weighted: Callable[[np.ndarray, Mapping[str, np.ndarray]], np.ndarray] | None = None
+    facet: str = ""
+    scale: str = ""
 
 
 def plural(unit: str) -> str:
@@ -243,13 +270,18 @@ def shared_draws() -> Iterator[None]:
 
 
 def bootstrap_distribution(
-    outcomes: Outcomes, estimators: Mapping[str, Estimator], resamples: int = RESAMPLES, seed: int = SEED
+    outcomes: Outcomes,
+    estimators: Mapping[str, Estimator],
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    sample_of: Callable[[Outcomes, np.ndarray], Sample] = Sample,
 ) -> dict[str, np.ndarray]:
     """Each metric over `resamples` bootstrap resamples of the items (one index matrix per scheme and chunk).
 
     The index matrices are drawn one ahead, in a thread, in the order they always are: drawing
     (numpy's generator lets go of the GIL) overlaps computing the metrics on the previous one, and the
-    draws, hence the intervals, do not change. Inside `shared_draws()` they are drawn once per shape."""
+    draws, hence the intervals, do not change. Inside `shared_draws()` they are drawn once per shape.
+    `sample_of(outcomes, index)` makes each resample's Sample (medprobe.validity's shares work among metrics)."""
     rng = np.random.default_rng(seed)
     # both schemes drawn every chunk: the draws do not depend on which metrics exist
     plan = [(min(CHUNK, resamples - done), stratified) for done in range(0, resamples, CHUNK) for stratified in (False, True)]
@@ -273,7 +305,7 @@ def bootstrap_distribution(
                 drawn.append(index)
             if step + 1 < len(plan):
                 pending = drawer.submit(draw, step + 1)
-            sample = Sample(outcomes, index)
+            sample = sample_of(outcomes, index)
             for name, estimator in estimators.items():
                 if estimator.stratified == stratified:
                     values[name].append(np.asarray(estimator.compute(sample), dtype=np.float64))
@@ -298,10 +330,16 @@ def intervals(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     level: float = LEVEL,
+    sample_of: Callable[[Outcomes, np.ndarray], Sample] = Sample,
+    distributions: dict[str, np.ndarray] | None = None,
 ) -> dict[str, dict]:
     """`{metric: {"low", "high", "level", "n", "method", ...}}`: percentile bootstrap intervals, in the
-    metric's own units (a share stays a share)."""
-    distributions = bootstrap_distribution(outcomes, estimators, resamples, seed)
+    metric's own units (a share stays a share); `facet` and `scale` where the estimator names them. A dict given
+    as `distributions` receives each metric's resampled values."""
+    found = bootstrap_distribution(outcomes, estimators, resamples, seed, sample_of)
+    if distributions is not None:
+        distributions.update(found)
+    distributions = found
     result = {}
     for name, estimator in estimators.items():
         low, high = percentile_interval(distributions[name], level)
@@ -318,6 +356,7 @@ def intervals(
         }
         if estimator.stratified:
             entry["groups"] = len(outcomes.starts)
+        entry.update({key: value for key, value in (("facet", estimator.facet), ("scale", estimator.scale)) if value})
         result[name] = entry
     return result
 

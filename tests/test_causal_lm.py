@@ -12,6 +12,7 @@ from medprobe.lm import tree_scoring
 from medprobe.lm.candidate_scoring import ShortlistProber, top_k
 from medprobe.lm.causal_lm import CausalLMProbe
 from medprobe.lm.prefix_tree import ancestor_mask, build_tree, cut_rows
+from ranked_names import names_of
 from tiny_models import byte_bpe_tokenizer, tiny_random_bert_mlm, tiny_random_gpt2, tiny_random_llama, tiny_random_t5
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
@@ -81,14 +82,30 @@ def test_rank_uses_the_scores_and_batch_size_changes_nothing_tiny_random_llama()
     large = probe.score_candidates(QUERIES, [CANDIDATES] * 2)
     for a, b in zip(small, large):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    assert probe.rank(QUERIES, CANDIDATES, 3) == [top_k(CANDIDATES, row, 3) for row in large]
+    assert names_of(probe.rank(QUERIES, CANDIDATES, 3)) == [top_k(CANDIDATES, row, 3) for row in large]
+
+
+def test_rank_scores_are_log_probabilities_over_the_candidates_ranked_tiny_random_gpt2():
+    """The causal LM's rank scores are its log-likelihoods normalised over the candidates it ranked (softmax): the
+    run's confidence is a probability; a shortlist normalises over the shortlist."""
+    tokenizer = byte_bpe_tokenizer()
+    probe = CausalLMProbe(tiny_random_gpt2(tokenizer), tokenizer, progress=False)
+    assert probe.probabilities
+    raw = probe.score_candidates(QUERIES, [CANDIDATES] * 2)
+    for row, ranked in zip(raw, probe.rank(QUERIES, CANDIDATES, len(CANDIDATES))):
+        assert sum(np.exp(score) for _, score in ranked) == pytest.approx(1.0, abs=1e-12)
+        shift = {name: float(row[CANDIDATES.index(name)]) - score for name, score in ranked}  # one constant per query
+        assert max(shift.values()) - min(shift.values()) < 1e-9
+    shortlist = ShortlistProber(probe, {QUERIES[0]: ["cough", "fever"]}).rank(QUERIES[:1], CANDIDATES, k=1)
+    [[(_, best)]] = shortlist
+    assert np.exp(best) >= 0.5  # the better of two
 
 
 def test_shortlist_prober_scores_only_the_shortlisted_candidates_tiny_random_gpt2():
     tokenizer = byte_bpe_tokenizer()
     probe = CausalLMProbe(tiny_random_gpt2(tokenizer), tokenizer, progress=False)
     shortlists = {QUERIES[0]: ["cough", "not a candidate", "fever"], QUERIES[1]: ["alphazine"]}
-    ranked = ShortlistProber(probe, shortlists, source="test").rank(QUERIES, CANDIDATES, k=10)
+    ranked = names_of(ShortlistProber(probe, shortlists, source="test").rank(QUERIES, CANDIDATES, k=10))
     [scores] = probe.score_candidates(QUERIES[:1], [["cough", "fever"]])
     assert ranked == [top_k(["cough", "fever"], scores, 10), ["alphazine"]]
     with pytest.raises(ValueError, match="no shortlist for the query"):

@@ -20,6 +20,7 @@ from medprobe.contrastive.encoding import (
     tokenize_keeping_mask,
 )
 from medprobe.contrastive.search import search_with_misses, top_k_sorting_ties, top_k_with_ties_by_index
+from ranked_names import names_of
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus
 
 # --- pairs from raw sentences -------------------------------------------------------------------
@@ -126,7 +127,7 @@ def test_rewiring_with_the_same_seed_is_reproducible_plumbing_tiny_random_bert(t
     runs = []
     for seed in (7, 7, 8):
         probe, report = rewire_tiny(tmp_path / str(len(runs)), steps=5, seed=seed)
-        runs.append((report.losses, probe.rank(queries, names, 3), probe.encode_names(names)))
+        runs.append((report.losses, names_of(probe.rank(queries, names, 3)), probe.encode_names(names)))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1] and torch.equal(runs[0][2], runs[1][2])
     assert runs[0][0] != runs[2][0]
 
@@ -237,7 +238,7 @@ def test_a_candidate_equal_to_the_query_is_ranked_first_plumbing_tiny_random_ber
     ]
     for similarity in ("cos", "l2"):
         probe.similarity = similarity
-        ranked = probe.rank(queries, names, 4)
+        ranked = names_of(probe.rank(queries, names, 4))
         assert [r[0] for r in ranked] == [q.replace("[Y]", "[MASK]") for q in queries]
         assert all(len(r) == 4 and len(set(r)) == 4 for r in ranked)
 
@@ -247,7 +248,7 @@ def test_names_that_tokenize_alike_tie_and_keep_answer_space_order_plumbing_tiny
     names = ["Aspirin", "asthma", "aspirin", "gout", "ASPIRIN"]  # uncased vocabulary: three spellings, one text
     embeddings = probe.encode_names(names)
     assert torch.equal(embeddings[0], embeddings[2]) and torch.equal(embeddings[0], embeddings[4])
-    for ranked in probe.rank(["aspirin might treat [Y] .", "gout may cause [Y] ."], names, 5):
+    for ranked in names_of(probe.rank(["aspirin might treat [Y] .", "gout may cause [Y] ."], names, 5)):
         where = [ranked.index(n) for n in ("Aspirin", "aspirin", "ASPIRIN")]
         assert where == sorted(where) and where[2] - where[0] == 2  # adjacent, in answer-space order
 
@@ -263,7 +264,11 @@ def test_score_candidates_ranks_as_rank_does_plumbing_tiny_random_bert():
     names = [*toy_corpus(12), "Aspirin", "aspirin", "ASPIRIN"]  # three spellings, one embedding: exact ties
     for similarity in ("cos", "l2"):
         probe.similarity = similarity
-        assert rank_by_scores(probe, queries, names, 8) == probe.rank(queries, names, 8)
+        assert names_of(rank_by_scores(probe, queries, names, 8)) == names_of(probe.rank(queries, names, 8))
+        # rank's scores are score_candidates' (the similarity), to float noise of their terms (l2: |q|^2 + |n|^2)
+        terms = float((probe.encode_queries(queries) ** 2).sum(-1).max() + (probe.encode_names(names) ** 2).sum(-1).max())
+        for by_scores, ranked in zip(rank_by_scores(probe, queries, names, 8), probe.rank(queries, names, 8)):
+            assert [s for _, s in ranked] == pytest.approx([s for _, s in by_scores], abs=float32_atol(terms))
     # its own candidates per query, in their order, each name encoded once
     lists = [["gout", "lung"], ["lung"], [], ["heart", "gout", "lung"]]
     scores = probe.score_candidates(queries, lists)

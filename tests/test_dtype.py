@@ -7,6 +7,7 @@ import torch
 from medprobe.contracts import UserError
 from medprobe.contrastive import ContrastiveProbe
 from medprobe.models import DTYPES, resolve_dtype
+from ranked_names import names_of
 from tiny_bert import tiny_bert, tiny_tokenizer, toy_corpus
 
 CPU = torch.device("cpu")
@@ -35,7 +36,7 @@ def test_a_tiny_encoder_probed_in_bfloat16_ranks_and_records_its_dtype_plumbing_
     names = toy_corpus(20)
     half = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False, dtype="bfloat16")
     assert next(half.model.parameters()).dtype is torch.bfloat16 and half.settings["dtype"] == "bfloat16"
-    ranked = half.rank(queries, names, 5)
+    ranked = names_of(half.rank(queries, names, 5))
     assert len(ranked) == 3 and all(len(r) == 5 and set(r) <= set(names) for r in ranked)
     assert half.encode_queries(queries).dtype is torch.float32  # search runs on float32 embeddings
     full = ContrastiveProbe(tiny_bert(), tiny_tokenizer(), device="cpu", show_progress=False)

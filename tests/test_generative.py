@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from medprobe.lm.seq2seq import GenerativeProbe
+from ranked_names import names_of
 from tiny_models import tiny_random_bart, tiny_random_bert_mlm, tiny_random_t5, word_level_tokenizer
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
@@ -56,10 +57,10 @@ def test_bart_answers_are_named_by_the_candidates_tiny_random_bart():
     with torch.no_grad():  # "</s>" or "fever </s>" are the likely outputs, whatever the input
         model.final_logits_bias[0, tokenizer.convert_tokens_to_ids(["fever", "</s>"])] += torch.tensor([20.0, 21.0])
     probe = GenerativeProbe(model, tokenizer, beam_size=4, num_return=3, max_new_tokens=6, progress=False)
-    ranked = probe.rank(QUERIES, ["Fever", "Cough"], k=10)
+    ranked = names_of(probe.rank(QUERIES, ["Fever", "Cough"], k=10))
     assert [r[0] for r in ranked] == ["Fever", "Fever"] and all(len(r) <= 3 for r in ranked)
     only = GenerativeProbe(model, tokenizer, beam_size=4, num_return=3, max_new_tokens=6, only_candidates=True, progress=False)
-    assert only.rank(QUERIES, ["Fever", "Cough"], k=10) == [["Fever"], ["Fever"]]
+    assert names_of(only.rank(QUERIES, ["Fever", "Cough"], k=10)) == [["Fever"], ["Fever"]]
 
 
 def test_wrong_models_and_tokenizers_are_errors_that_name_the_model():

@@ -6,6 +6,7 @@ import torch
 
 from medprobe.lm.candidate_scoring import top_k
 from medprobe.lm.mask_average import MaskAverageProbe
+from ranked_names import names_of
 from tiny_models import tiny_random_bert_mlm
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
@@ -46,7 +47,7 @@ def test_batched_scores_equal_direct_per_candidate_computation_tiny_random_bert(
 def test_rank_is_built_on_the_scores_tiny_random_bert():
     model, tokenizer = tiny_random_bert_mlm(seed=3)
     probe = MaskAverageProbe(model, tokenizer, progress=False)
-    ranked = probe.rank(QUERIES, CANDIDATES, k=4)
+    ranked = names_of(probe.rank(QUERIES, CANDIDATES, k=4))
     scores = probe.score_candidates(QUERIES, [CANDIDATES] * 2)
     assert ranked == [top_k(CANDIDATES, row, 4) for row in scores]
     assert [len(r) for r in ranked] == [4, 4] and all(len(set(r)) == 4 for r in ranked)
@@ -58,9 +59,9 @@ def test_output_bias_makes_the_known_multi_token_candidate_win_tiny_random_bert(
         model.get_output_embeddings().bias[tokenizer.convert_tokens_to_ids(["heart", "failure"])] += 30.0
     probe = MaskAverageProbe(model, tokenizer, progress=False)
     candidates = ["fever", "heart attack", "renal failure", "heart failure", "cough"]  # winner neither first nor last
-    assert [r[0] for r in probe.rank(QUERIES, candidates, k=2)] == ["heart failure", "heart failure"]
+    assert [r[0] for r in names_of(probe.rank(QUERIES, candidates, k=2))] == ["heart failure", "heart failure"]
     # heart attack and renal failure each hold one boosted token: they come next, ahead of fever and cough
-    assert set(probe.rank(QUERIES[:1], candidates, k=3)[0][1:]) == {"heart attack", "renal failure"}
+    assert set(names_of(probe.rank(QUERIES[:1], candidates, k=3))[0][1:]) == {"heart attack", "renal failure"}
 
 
 def test_equal_scores_keep_candidate_order_bias_only_bert():
@@ -69,7 +70,7 @@ def test_equal_scores_keep_candidate_order_bias_only_bert():
         model.get_output_embeddings().weight.zero_()
         model.get_output_embeddings().bias.zero_()
     probe = MaskAverageProbe(model, tokenizer, progress=False)
-    assert probe.rank(QUERIES[:1], CANDIDATES, k=len(CANDIDATES)) == [CANDIDATES]
+    assert names_of(probe.rank(QUERIES[:1], CANDIDATES, k=len(CANDIDATES))) == [CANDIDATES]
 
 
 def test_bad_candidates_are_errors_that_name_the_model_tiny_random_bert():

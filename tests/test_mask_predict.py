@@ -3,11 +3,13 @@
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from medprobe.lm.answer_pooling import normalise_answer, pool_predictions
 from medprobe.lm.mask_predict import INIT_METHODS, MaskPredictProbe
+from ranked_names import names_of
 from tiny_models import tiny_random_bert_mlm
 
 QUERIES = ["aspirin may treat [Y] .", "the gene has [Y] , the disease is alpha ."]
@@ -102,10 +104,15 @@ def test_forward_passes_follow_the_decoding_method_tiny_random_bert(init_method)
 def test_candidates_name_the_answers_and_can_restrict_them_bias_only_bert():
     model, tokenizer, _ = bias_only_bert()
     candidates = ["Cough", "The fever", "Heart failure"]
-    ranked = MaskPredictProbe(model, tokenizer, num_masks=2, progress=False).rank(QUERIES[:1], candidates, k=3)
+    ranked = names_of(MaskPredictProbe(model, tokenizer, num_masks=2, progress=False).rank(QUERIES[:1], candidates, k=3))
     assert ranked == [["The fever", "Cough", "fever fever"]]  # p = .11, .03, .013
+    [scored] = MaskPredictProbe(model, tokenizer, num_masks=2, progress=False).rank(QUERIES[:1], candidates, k=3)
+    # its scores are the answers' log-probabilities (MaskPredictProbe.probabilities): exp gives p
+    assert MaskPredictProbe.probabilities and np.exp([score for _, score in scored]) == pytest.approx(
+        [0.11, 0.03, 0.013], abs=0.006
+    )
     only = MaskPredictProbe(model, tokenizer, num_masks=2, only_candidates=True, progress=False)
-    assert only.rank(QUERIES[:1], candidates, k=4) == [["The fever", "Cough"]]
+    assert names_of(only.rank(QUERIES[:1], candidates, k=4)) == [["The fever", "Cough"]]
 
 
 def test_pooling_merges_normalised_duplicates_and_keeps_the_best_score():

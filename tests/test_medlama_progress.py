@@ -7,7 +7,8 @@ from datasets import Dataset
 from medprobe.contracts import Prober
 from medprobe.lm.candidate_scoring import ShortlistProber
 from medprobe.lm.causal_lm import CausalLMProbe
-from medprobe.tasks.medlama import rank_queries, relation_answer_spaces
+from medprobe.tasks.medlama import relation_answer_spaces
+from medprobe.tasks.ranking import rank_queries
 from tiny_models import byte_bpe_tokenizer, tiny_random_gpt2
 
 ROWS = {
@@ -57,7 +58,7 @@ def test_causal_lm_per_relation_has_one_bar_over_all_queries_and_the_same_predic
     assert [bar.total for bar in bars] == [2, 3]  # one bar per relation, the old way
     bars.clear()
 
-    assert rank_queries(probe, ds, 2, candidates) == expected
+    assert rank_queries(probe, ds["query"], ds["relation"], candidates, 2) == expected
     assert len(bars) == 1 and bars[0].total == ds.num_rows and bars[0].n == ds.num_rows  # one bar, every query once
     assert probe.progress is True and probe.progress_bar is None  # the prober's own bar is back for later calls
 
@@ -67,7 +68,7 @@ def test_rerank_scorer_advances_the_one_bar_per_query(bars):
     candidates = relation_answer_spaces(ds)
     shortlists = {query: names for query, relation in zip(ds["query"], ds["relation"]) for names in [candidates[relation]]}
     prober = ShortlistProber(causal_probe(), shortlists)
-    rank_queries(prober, ds, 2, candidates)
+    rank_queries(prober, ds["query"], ds["relation"], candidates, 2)
     assert len(bars) == 1 and bars[0].n == ds.num_rows
 
 
@@ -88,7 +89,7 @@ class QuietableProber(Prober):
 def test_other_probers_have_their_bars_off_during_the_run_and_back_after(bars):
     ds = Dataset.from_dict(ROWS)
     prober = QuietableProber()
-    predictions = rank_queries(prober, ds, 1, relation_answer_spaces(ds))
+    predictions = rank_queries(prober, ds["query"], ds["relation"], relation_answer_spaces(ds), 1)
     assert predictions == [["fever"], ["fever"], ["airway"], ["fever"], ["airway"]]  # the first of each sorted list
     assert prober.seen == [False, False] and prober.show_progress is True
     assert len(bars) == 1 and bars[0].n == ds.num_rows
@@ -96,5 +97,5 @@ def test_other_probers_have_their_bars_off_during_the_run_and_back_after(bars):
 
 def test_no_bar_when_the_prober_was_asked_for_none(bars):
     ds = Dataset.from_dict(ROWS)
-    rank_queries(causal_probe(progress=False), ds, 1, relation_answer_spaces(ds))
+    rank_queries(causal_probe(progress=False), ds["query"], ds["relation"], relation_answer_spaces(ds), 1)
     assert bars == []  # neither the run's bar nor the prober's

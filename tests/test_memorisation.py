@@ -198,9 +198,10 @@ def runs(synthetic_medlama_hub, gpt2_dir, tmp_path_factory) -> dict[str, Path]:
 
 def test_memorisation_adds_the_column_metrics_and_method_and_changes_nothing_else(runs):
     off, on = load_run(runs["off"]), load_run(runs["on"])
-    assert off.outcomes.columns.keys() == {"rank"}  # the option off: the record as before
+    facets = {"rank", "margin", "confidence", "control_rank"}  # every causal-lm run's columns (medprobe.tasks.facets)
+    assert off.outcomes.columns.keys() == facets  # the option off: the record as before
     assert not any("mink" in key or "memoris" in key for key in [*off.record.settings, *off.record.metrics, *off.record.counts])
-    assert on.outcomes.columns.keys() == {"rank", "mink_pp"} and np.isfinite(on.outcomes.columns["mink_pp"]).all()
+    assert on.outcomes.columns.keys() == facets | {"mink_pp"} and np.isfinite(on.outcomes.columns["mink_pp"]).all()
     np.testing.assert_array_equal(on.outcomes.columns["rank"], off.outcomes.columns["rank"])
     assert runs["on"].with_suffix(".jsonl").read_bytes() == runs["off"].with_suffix(".jsonl").read_bytes()
     assert {key: on.record.metrics[key] for key in off.record.metrics} == off.record.metrics

@@ -86,6 +86,12 @@ def test_perfect_prober_scores_one_and_the_results_file_has_the_contract(hub, tm
         "exclude_head": False,
         "per_relation": None,
         "kind": "lookup",
+        # the validity facets measured (medprobe.tasks.facets): this prober returns plain names, so no confidence
+        "confidence": None,
+        "control_placeholder": "X",
+        "shuffled_control_seed": None,
+        "control_misses_only": False,
+        "clusters": "subject: head_cui, else head_name",
     }
     assert "torch" in record["versions"]
     assert {"load_dataset", "load_model", "probe", "score"} <= set(record["timings"])
@@ -133,8 +139,9 @@ def test_relation_candidates_give_each_relation_its_own_answers(hub, tmp_path, m
     prober = LookupProber({})
     run_with(monkeypatch, prober, hub, tmp_path, candidates="relation")
     spaces = relation_answer_spaces(ds)
-    assert len(prober.seen_candidates) == 19
+    assert len(prober.seen_candidates) == 2 * 19  # each relation's queries, then its control query (one call more)
     assert prober.seen_candidates[0] == spaces[ds[0]["relation"]]
+    assert prober.seen_candidates[19:] == prober.seen_candidates[:19]  # the control ranks the same candidates
     record = json.loads((tmp_path / "results.json").read_text())
     assert record["counts"]["candidates"] == sum(map(len, spaces.values()))
 
@@ -168,7 +175,8 @@ def test_task_steps_without_the_run_loop(hub):
     outputs = task.predict(LookupProber({}), data, seed=None)
     scored = task.score(data, outputs)
     assert task.k == [1, 3] and task.plot_metric == "acc@3"
-    assert set(scored.metrics) == {"acc@1", "acc@3", "macro_acc@1", "macro_acc@3"}
+    facets = {f"{name}@{k}" for name in ("control_acc", "above_bias", "answerable_from_template") for k in (1, 3)}
+    assert set(scored.metrics) == {"acc@1", "acc@3", "macro_acc@1", "macro_acc@3", *facets}
     assert all(len(names) == 3 and head not in names for names, head in zip(outputs.predictions, data.rows["head_name"]))
     assert [path for path, _ in task.writers(data, outputs)] == [None]
 

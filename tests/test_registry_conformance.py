@@ -128,7 +128,7 @@ class ToyTask:
         return ds.select(range(min(self.limit, len(ds)))) if self.limit else ds
 
     def predict(self, prober, data, seed: int | None) -> list[str]:
-        return [prober.rank([row["query"]], row["candidates"], k=1)[0][0] for row in data]
+        return [prober.rank([row["query"]], row["candidates"], k=1)[0][0][0] for row in data]  # the top (name, score)
 
     def score(self, data, outputs: list[str]) -> Scored:
         hits = sum(top == label for top, label in zip(outputs, data["label"]))
@@ -156,8 +156,8 @@ class ToyProber(Prober):
     def create(cls, model: str, *, device: str = "auto", seed: int | None = None, **options) -> ToyProber:
         return cls(model, **options)
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        return [sorted(candidates, reverse=self.reverse)[:k] for _ in queries]
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
+        return [[(name, -float(i)) for i, name in enumerate(sorted(candidates, reverse=self.reverse)[:k])] for _ in queries]
 
 
 TOY_TASK = TaskEntry(

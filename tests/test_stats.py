@@ -21,8 +21,9 @@ from medprobe.stats import (
 )
 from medprobe.tasks.context_variance import ContextVarianceTask
 from medprobe.tasks.disknE import DisKnETask
-from medprobe.tasks.medlama import MedLAMATask, best_gold_ranks
+from medprobe.tasks.medlama import MedLAMATask
 from medprobe.tasks.mst import MSTTask
+from medprobe.tasks.ranking import best_gold_ranks
 
 
 def ranking_outcomes(n: int, hit_rate: float, seed: int, groups: int = 19) -> Outcomes:

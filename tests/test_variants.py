@@ -28,6 +28,11 @@ SAMPLE = REPO_ROOT / "medprobe" / "demo_data" / "medlama_sample"
 HEADS = {"Alphazine": ["Betaitis", "Gammaosis"], "Deltoma": ["Deltoma of skin"], "Waldenström epsilon": ["Zetapathy"]}
 
 
+def scored(names: list[str]) -> list[tuple[str, float]]:
+    """A ranked list as `rank` returns it: (name, score) pairs, best first (the variants read their names)."""
+    return [(name, -float(position)) for position, name in enumerate(names)]
+
+
 class SubjectProber(Prober):
     """Knows the answers of two of the three heads, whatever the query's words around the head: a fact looked up by
     its subject (the synthetic release gives every relation the same three heads and answers)."""
@@ -39,7 +44,7 @@ class SubjectProber(Prober):
         ranked = []
         for query in queries:
             gold = next((HEADS[head] for head in self.known if head in query), [])
-            ranked.append((gold + [c for c in candidates if c not in gold])[:k])
+            ranked.append(scored((gold + [c for c in candidates if c not in gold])[:k]))
         return ranked
 
 
@@ -52,7 +57,7 @@ class TemplateProber(Prober):
         ranked = []
         for query in queries:
             gold = [g for head, names in HEADS.items() if head in query and "is related to" in query for g in names]
-            ranked.append((gold + [c for c in candidates if c not in gold])[:k])
+            ranked.append(scored((gold + [c for c in candidates if c not in gold])[:k]))
         return ranked
 
 
@@ -110,7 +115,8 @@ def test_without_variants_the_record_is_as_before(synthetic_medlama_hub, tmp_pat
     record = probe(monkeypatch, SubjectProber(), synthetic_medlama_hub, tmp_path / "r.json")
     assert not any(name.startswith(("consistency", "robust")) for name in record.metrics)
     assert "variants" not in record.settings and "variant_queries" not in record.counts
-    assert set(outcome_lines(tmp_path / "r.json")[0]) == {"id", "group", "item", "rank"}
+    # the columns of the facets every ranking run has (medprobe.tasks.facets), and no variant column
+    assert set(outcome_lines(tmp_path / "r.json")[0]) == {"id", "group", "item", "cluster", "rank", "control_rank", "margin"}
 
 
 # --- the metrics, brute force -----------------------------------------------------------------------------------

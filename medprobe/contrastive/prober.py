@@ -39,11 +39,11 @@ import torch
 
 import medprobe.contrastive.embedding_cache as embedding_cache
 from medprobe import distributed, timeline
-from medprobe.contracts import Prober, UserError, fill_mask_slot
+from medprobe.contracts import Prober, Ranked, UserError, fill_mask_slot
 from medprobe.contrastive.corpora import MASK_RATIO, MAX_LENGTH, PAPER_SETTINGS, TEMPERATURE, RewiringReport, corpus_path
 from medprobe.contrastive.encoding import check_layers, encode_cls, tokenize_keeping_mask, tokenize_truncated
 from medprobe.contrastive.pairs import build_pairs, read_sentences
-from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search_with_misses
+from medprobe.contrastive.search import SIMILARITIES, prepare_candidates, scores, search_scored
 from medprobe.digests import json_digest, sha256_file
 from medprobe.lm.candidate_scoring import check_candidate_lists
 from medprobe.models import (
@@ -541,8 +541,9 @@ class ContrastiveProbe(Prober):
             show_progress=self.show_progress,
         )
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        """The `k` candidates closest to each query, best first; ties go to the earlier candidate."""
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
+        """The `k` candidates closest to each query with their similarity, best first; ties go to the earlier
+        candidate."""
         if not candidates:
             raise UserError("the answer space is empty: there are no candidate names to rank")
         start = time.perf_counter()
@@ -557,8 +558,8 @@ class ContrastiveProbe(Prober):
         self._add_time("encode_queries", start)
         timeline.mark("queries encoded; search starts")
         start = time.perf_counter()
-        found, misses = search_with_misses(query_embeddings, distinct, k, similarity=self.similarity)
-        ranked = [first_names(best, names_of_row, k) for best in found.tolist()]
+        top, found, misses = search_scored(query_embeddings, distinct, k, similarity=self.similarity)
+        ranked = [first_names(best, names_of_row, k, row) for best, row in zip(top.tolist(), found.tolist())]
         self._add_time("search", start)
         self.warn_if_rounding_ranks(misses, len(queries), k)
         timeline.mark("search done")
@@ -642,11 +643,12 @@ class ContrastiveProbe(Prober):
         return settings
 
 
-def first_names(rows: list[int], names_of_row: list[list[str]], k: int) -> list[str]:
-    """The first `k` names of the rows found, in order (a row holds every name that tokenizes alike)."""
-    names: list[str] = []
-    for row in rows:
-        names += names_of_row[row]
+def first_names(rows: list[int], names_of_row: list[list[str]], k: int, scores: list[float]) -> Ranked:
+    """The first `k` names of the rows found, in order, each with its row's score (a row holds every name that
+    tokenizes alike: they share one embedding, hence one score)."""
+    names: Ranked = []
+    for row, score in zip(rows, scores):
+        names += [(name, score) for name in names_of_row[row]]
         if len(names) >= k:
             break
     return names[:k]

@@ -116,21 +116,8 @@ def search_with_misses(
 ) -> tuple[torch.Tensor, int]:
     """Indices of the `k` nearest candidates of every query (shape queries x k), best first, and how many
     queries' top k is decided by rounding (`below_resolution`)."""
-    if candidates.shape[0] == 0:
-        raise UserError("the candidate set is empty: there is nothing to rank")
-    k = min(k, candidates.shape[0])
-    prepared, squared_norms = prepare_candidates(candidates, similarity)
-    results, misses = [], 0
-    with torch.inference_mode():
-        block = torch.empty((min(chunk_size, queries.shape[0]), prepared.shape[0]), dtype=prepared.dtype, device=prepared.device)
-        for start in range(0, queries.shape[0], chunk_size):
-            chunk = queries[start : start + chunk_size]
-            row_scores = scores(chunk, prepared, squared_norms, similarity, out=block[: chunk.shape[0]])
-            results.append(top_k_with_ties_by_index(row_scores, k))
-            misses += below_resolution(row_scores, k)
-    if not results:
-        return torch.empty((0, k), dtype=torch.long), 0
-    return torch.cat(results), misses
+    found, _, misses = search_scored(queries, candidates, k, similarity=similarity, chunk_size=chunk_size)
+    return found, misses
 
 
 def search(
@@ -142,4 +129,37 @@ def search(
     chunk_size: int = 512,
 ) -> torch.Tensor:
     """Indices of the `k` nearest candidates of every query (shape queries x k), best first."""
-    return search_with_misses(queries, candidates, k, similarity=similarity, chunk_size=chunk_size)[0]
+    return search_scored(queries, candidates, k, similarity=similarity, chunk_size=chunk_size)[0]
+
+
+def search_scored(
+    queries: torch.Tensor,
+    candidates: torch.Tensor,
+    k: int,
+    *,
+    similarity: str = "cos",
+    chunk_size: int = 512,
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """`search`'s indices (queries x k, best first), their scores (the cosine similarity, or with "l2" the negative
+    squared distance, the row's -||q||^2, which orders nothing, added back; float32), and how many queries' top k is
+    decided by rounding (`below_resolution`)."""
+    if candidates.shape[0] == 0:
+        raise UserError("the candidate set is empty: there is nothing to rank")
+    k = min(k, candidates.shape[0])
+    prepared, squared_norms = prepare_candidates(candidates, similarity)
+    results, values, misses = [], [], 0
+    with torch.inference_mode():
+        block = torch.empty((min(chunk_size, queries.shape[0]), prepared.shape[0]), dtype=prepared.dtype, device=prepared.device)
+        for start in range(0, queries.shape[0], chunk_size):
+            chunk = queries[start : start + chunk_size]
+            row_scores = scores(chunk, prepared, squared_norms, similarity, out=block[: chunk.shape[0]])
+            top = top_k_with_ties_by_index(row_scores, k)
+            found = row_scores.gather(1, top)
+            if similarity == "l2":
+                found = found - (chunk * chunk).sum(-1, keepdim=True)
+            results.append(top)
+            values.append(found.float().cpu())
+            misses += below_resolution(row_scores, k)
+    if not results:
+        return torch.empty((0, k), dtype=torch.long), torch.empty((0, k), dtype=torch.float32), 0
+    return torch.cat(results), torch.cat(values), misses

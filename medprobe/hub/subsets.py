@@ -33,6 +33,8 @@ def option_phrase(option: Option | None, dest: str, value: object) -> str:
     """`first 10 queries per relation` for an option with a `subset_text` and a number, else `per-relation 10`."""
     if option is not None and option.subset_text and isinstance(value, int) and not isinstance(value, bool):
         return option.subset_text.format(value)
+    if option is not None and option.subset_text and option.switch and value is True:  # e.g. --only-control-misses
+        return option.subset_text
     flag = option.flag.lstrip("-") if option is not None else dest.replace("_", "-")
     return f"{flag} {show_default(value)}"
 

@@ -7,7 +7,10 @@ A candidate scorer answers
 with one candidate list per query (each query holds the `[Y]` slot) and one float array per
 query, aligned with its candidates, higher = better. `rank` is always derived from those
 scores (so the two never disagree) and breaks ties by candidate order, which for the answer
-space is sorted order: the same winners on every run.
+space is sorted order: the same winners on every run. A scorer whose scores are log-likelihoods
+(`probabilities = True`: the causal LM) ranks with them normalised over the candidates it ranked
+(each score minus the log-sum-exp of all of them), so exp(score) is the name's probability among
+those candidates; the order is the same.
 
 `ShortlistProber` restricts a scorer to the top-N names another prober wrote with
 `medprobe probe --predictions`, so that an expensive scorer re-ranks a cheap one's shortlist.
@@ -21,20 +24,33 @@ from pathlib import Path
 
 import numpy as np
 
-from medprobe.contracts import CandidateScorer, Prober, UserError
+from medprobe.contracts import CandidateScorer, Prober, Ranked, UserError
 
 
 def top_k(candidates: Sequence[str], scores: np.ndarray, k: int) -> list[str]:
     """The k best candidates, best first; equal scores keep candidate order (stable sort)."""
-    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")[:k]
-    return [candidates[i] for i in order]
+    return [name for name, _ in top_k_scored(candidates, scores, k)]
 
 
-def rank_by_scores(scorer: CandidateScorer, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-    """`rank` for a scorer: every query ranks the same candidate list."""
+def top_k_scored(candidates: Sequence[str], scores: np.ndarray, k: int, normalise: bool = False) -> Ranked:
+    """The k best (candidate, score) pairs, best first; equal scores keep candidate order (stable sort). With
+    `normalise`, the scores are log-likelihoods made log-probabilities over all the candidates given (minus their
+    log-sum-exp): the order is the same."""
+    row = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-row, kind="stable")[:k]
+    if normalise and len(row):
+        top = row.max()
+        row = row - (top + np.log(np.exp(row - top).sum()))
+    return [(candidates[i], float(row[i])) for i in order]
+
+
+def rank_by_scores(scorer: CandidateScorer, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
+    """`rank` for a scorer: every query ranks the same candidate list; the scores are normalised over that list
+    when the scorer's are log-likelihoods (`probabilities`)."""
     candidates = list(candidates)
     scores = scorer.score_candidates(queries, [candidates] * len(queries))
-    return [top_k(candidates, row, k) for row in scores]
+    normalise = bool(getattr(scorer, "probabilities", False))
+    return [top_k_scored(candidates, row, k, normalise) for row in scores]
 
 
 def check_candidate_lists(queries: Sequence[str], candidates: Sequence[Sequence[str]]) -> None:
@@ -157,12 +173,13 @@ class ShortlistProber(Prober):
         self.shortlist_size = max(map(len, shortlists.values()), default=0)
         self.timings = getattr(scorer, "timings", {})
         self.collective = getattr(scorer, "collective", False)  # spread as its scorer is (medprobe.distributed)
+        self.probabilities = bool(getattr(scorer, "probabilities", False))  # normalised over each shortlist it ranks
 
     @property
     def settings(self) -> dict:
         return {**getattr(self.scorer, "settings", {}), "shortlist": self.source, "shortlist_size": self.shortlist_size}
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
         allowed = set(candidates)
         lists = []
         for query in queries:
@@ -173,4 +190,4 @@ class ShortlistProber(Prober):
                 raise UserError(f"the shortlist of the query {query!r} holds none of the candidates")
             lists.append(names)
         scores = self.scorer.score_candidates(queries, lists)
-        return [top_k(names, row, k) for names, row in zip(lists, scores)]
+        return [top_k_scored(names, row, k, self.probabilities) for names, row in zip(lists, scores)]

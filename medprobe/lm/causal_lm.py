@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
+from medprobe.contracts import MASK_SLOT, Prober, Ranked, UserError, fill_mask_slot
 from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, check_model, model_device, position_limit
 from medprobe.lm.mink import mink_plus_plus, text_tokens
@@ -63,6 +63,7 @@ class CausalLMProbe(FromPretrained, Prober):
     name = "causal-lm"
     kinds = ("ranking", "candidate-scoring")
     model_kind = "causal-lm"
+    probabilities = True  # rank's scores: log-probabilities over the candidates ranked (softmax of the log-likelihoods)
 
     def __init__(
         self,
@@ -109,7 +110,8 @@ class CausalLMProbe(FromPretrained, Prober):
             f"{' and suffix' if self.score_suffix else ''} tokens given the prompt before the slot",
         }
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
+        """The top k (name, log-probability) pairs: each score minus the log-sum-exp of every candidate's score."""
         return rank_by_scores(self, queries, candidates, k)
 
     def template_parts(self, query: str) -> tuple[str, str]:

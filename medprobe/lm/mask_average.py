@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.contracts import Prober, UserError, fill_mask_slot
+from medprobe.contracts import Prober, Ranked, UserError, fill_mask_slot
 from medprobe.lm.candidate_scoring import check_candidate_lists, rank_by_scores
 from medprobe.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from medprobe.models import dtype_name, require_mask_token
@@ -59,7 +59,7 @@ class MaskAverageProbe(FromPretrained, Prober):
             "dtype": dtype_name(self.model.dtype),
         }
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
         return rank_by_scores(self, queries, candidates, k)
 
     def candidate_token_ids(self, names: Sequence[str]) -> dict[str, list[int]]:

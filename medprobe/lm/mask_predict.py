@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.contracts import Prober, UserError, fill_mask_slot
+from medprobe.contracts import Prober, Ranked, UserError, fill_mask_slot
 from medprobe.lm.answer_pooling import pool_predictions
 from medprobe.lm.loading import FromPretrained, SelectedLogits, check_model, model_device, position_limit
 from medprobe.models import dtype_name, require_mask_token
@@ -46,6 +46,7 @@ class MaskPredictProbe(FromPretrained, Prober):
     name = "mask-predict"
     kinds = ("ranking",)
     model_kind = "masked-lm"
+    probabilities = True  # rank's scores: log of the answer's probability (the product of its token probabilities)
 
     def __init__(
         self,
@@ -92,8 +93,9 @@ class MaskPredictProbe(FromPretrained, Prober):
             "scoring": "product of token probabilities, answers of 1..M masks pooled",
         }
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        return [[name for name, _ in answers[:k]] for answers in self.generate_answers(queries, candidates)]
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
+        """The k best pooled (answer, log-probability) pairs of each query."""
+        return [answers[:k] for answers in self.generate_answers(queries, candidates)]
 
     def generate_answers(self, queries: Sequence[str], candidates: Sequence[str] = ()) -> list[list[tuple[str, float]]]:
         """Per query, the pooled (answer, log-probability) pairs, best first."""

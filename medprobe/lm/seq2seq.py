@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from medprobe.contracts import MASK_SLOT, Prober, UserError, fill_mask_slot
+from medprobe.contracts import MASK_SLOT, Prober, Ranked, UserError, fill_mask_slot
 from medprobe.lm.answer_pooling import pool_predictions
 from medprobe.lm.loading import FromPretrained, check_model, model_device
 from medprobe.models import dtype_name
@@ -85,8 +85,9 @@ class GenerativeProbe(FromPretrained, Prober):
             "scoring": "beam score: sum of token log-probabilities / length ** length_penalty",
         }
 
-    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[list[str]]:
-        return [[name for name, _ in answers[:k]] for answers in self.generate_answers(queries, candidates)]
+    def rank(self, queries: Sequence[str], candidates: Sequence[str], k: int) -> list[Ranked]:
+        """The k best merged (answer, beam score) pairs of each query (beam scores are not probabilities)."""
+        return [answers[:k] for answers in self.generate_answers(queries, candidates)]
 
     def generate_answers(self, queries: Sequence[str], candidates: Sequence[str] = ()) -> list[list[tuple[str, float]]]:
         """Per query, the merged (answer, beam score) pairs, best first."""

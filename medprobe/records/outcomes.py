@@ -1,5 +1,6 @@
 """The per-item outcomes file beside a results JSON (RUN.outcomes.jsonl): one JSON line per item with its id, its
-group, its content digest (`item`) and its outcome columns; medprobe.records.verify reads it back.
+group, its content digest (`item`), its cluster (`cluster`: e.g. the query's subject, where the task records one) and
+its outcome columns; medprobe.records.verify reads it back.
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ def plain(value: float) -> int | float | None:
 
 
 def outcomes_jsonl(outcomes: Outcomes) -> str:
-    """One JSON line per item: its id, its group, its content digest (`item`, when recorded) and each outcome
-    column (a list for a 2-D column)."""
+    """One JSON line per item: its id, its group, its content digest (`item`, when recorded), its cluster (`cluster`,
+    when recorded) and each outcome column (a list for a 2-D column)."""
     lines = []
     for row, (item, group) in enumerate(zip(outcomes.ids, outcomes.groups)):
         line: dict = {"id": item, "group": group}
         if outcomes.contents:
             line["item"] = outcomes.contents[row]
+        if outcomes.clusters:
+            line["cluster"] = outcomes.clusters[row]
         for name, column in outcomes.columns.items():
             value = column[row]
             line[name] = [plain(v) for v in value] if column.ndim > 1 else plain(value)

@@ -26,7 +26,8 @@ def interval_text(record: RunRecord, metric: str, scale: float = 100.0, digits: 
 
 
 def format_intervals(record: RunRecord) -> str:
-    """One line per overall metric with its 95% interval, its n and what was resampled."""
+    """One line per overall metric with its 95% interval, its n and what was resampled; then the validity table of
+    the facets (`format_validity`)."""
     if not record.intervals:
         return ""
     first = next(iter(record.intervals.values()))
@@ -35,13 +36,69 @@ def format_intervals(record: RunRecord) -> str:
     lines = [
         f"95% intervals ({first['resamples']:,} bootstrap resamples of {first['n']:,} {plural(first['unit'])}; values in %):"
     ]
-    width = max(map(len, record.intervals))
-    for metric, found in record.intervals.items():
+    plain = {metric: found for metric, found in record.intervals.items() if not found.get("facet")}
+    width = max(map(len, plain), default=0)
+    for metric, found in plain.items():
         chance = record.chance.get(metric, {}).get("value")
         extra = f"  chance {100 * chance:.2f}" if isinstance(chance, (int, float)) else ""
         strata = f"  (within {found['groups']} groups)" if found.get("groups") else ""
         seeds = f"  seed std {100 * found['seed_std']:.2f} over {found['seeds']} seeds" if found.get("seeds") else ""
         lines.append(f"  {metric:<{width}}  {interval_text(record, metric)}{extra}{strata}{seeds}")
+    validity = format_validity(record)
+    return "\n".join(lines) + (f"\n\n{validity}" if validity else "")
+
+
+def scaled(value: float | None, scale: str) -> str:
+    """A facet's number as it reads: a share in %, a count whole, a score (Brier) as it is."""
+    if not isinstance(value, (int, float)):
+        return "—"
+    if scale == "count":
+        return f"{value:,.0f}"
+    return f"{value:.4f}" if scale == "score" else f"{100 * value:.2f}"
+
+
+def span(entry: dict | None, scale: str) -> str:
+    if not entry or entry.get("low") is None:
+        return "—"
+    return f"[{scaled(entry['low'], scale)}, {scaled(entry['high'], scale)}]"
+
+
+def format_validity(record: RunRecord) -> str:
+    """Is it knowledge? One row per facet metric (and per metric with a clustered interval): its value, 95% interval
+    (item-level), clustered interval and design effect, n; shares in %, counts whole, Brier as it is."""
+    rows = [
+        (metric, found)
+        for metric, found in record.intervals.items()
+        if found.get("facet") or (found.get("clustered") or {}).get("by_group")  # facets, and the headline's clustering
+    ]
+    if not rows:
+        return ""
+    table = [("facet", "metric", "value", "95% interval", "clustered", "deff", "n")]
+    for metric, found in rows:
+        scale = found.get("scale", "")
+        clustered = found.get("clustered") or {}
+        effect = clustered.get("design_effect")
+        table.append(
+            (
+                found.get("facet") or "headline",
+                metric,
+                scaled(record.metrics.get(metric), scale),
+                span(found, scale),
+                span(clustered, scale),
+                f"{effect:.2f}" if isinstance(effect, (int, float)) else "—",
+                f"{found['n']:,}",
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    clusters = next((found["clustered"]["clusters"] for _, found in rows if found.get("clustered")), None)
+    head = "validity facets (shares in %; 95% intervals item-level; clustered: resampling "
+    head += f"{clusters:,} clusters, deff = design effect)" if clusters else "no clusters recorded)"
+    lines = [head]
+    for number, row in enumerate(table):
+        cells = [cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  " + "  ".join(cells))
+        if number == 0:
+            lines.append("  " + "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 

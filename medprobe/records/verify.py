@@ -28,7 +28,8 @@ from medprobe.contracts import UserError
 from medprobe.digests import sha256_bytes, sha256_file
 from medprobe.local_paths import missing_message
 from medprobe.records.record import RunRecord
-from medprobe.stats import VARIANT_COLUMN_PREFIX, Estimator, Outcomes, estimate, intervals
+from medprobe.stats import VARIANT_COLUMN_PREFIX, Estimator, Outcomes, estimate
+from medprobe.validity import intervals
 
 RERUN = "run the probe again"
 
@@ -176,7 +177,8 @@ def read_run_outcomes(record: RunRecord, path: str | Path) -> Outcomes:
 
 def parse_outcomes(data: bytes, path: Path) -> Outcomes:
     """Outcomes from the bytes of an outcomes file: one JSON object a line with id, group, the item digest
-    (`item`, from medprobe 0.2 on) and numeric columns (numbers, null, or lists of them)."""
+    (`item`, from medprobe 0.2 on), the item's cluster (`cluster`, where the task records one) and numeric columns
+    (numbers, null, or lists of them)."""
     try:
         lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
@@ -194,7 +196,7 @@ def parse_outcomes(data: bytes, path: Path) -> Outcomes:
                 raise RecordError(f"{path}, line {number}: not an outcomes line ({err})") from None
     if not rows:
         raise RecordError(f"{path} holds no outcomes")
-    names = [key for key in rows[0] if key not in ("id", "group", "item")]
+    names = [key for key in rows[0] if key not in TEXT_FIELDS]
     expected = set(rows[0])
     for number, row in enumerate(rows, start=1):
         if set(row) != expected:
@@ -205,7 +207,7 @@ def parse_outcomes(data: bytes, path: Path) -> Outcomes:
     for label, values in (
         ("id", ids),
         ("group", groups),
-        *((("item", [row["item"] for row in rows]),) if "item" in expected else ()),
+        *((label, [row[label] for row in rows]) for label in ("item", "cluster") if label in expected),
     ):
         if {type(value) for value in values} != {str}:
             bad = next(number for number, value in enumerate(values, start=1) if not isinstance(value, str))
@@ -216,12 +218,19 @@ def parse_outcomes(data: bytes, path: Path) -> Outcomes:
         check_numbers(values, name, path)
         columns[name] = values
     try:
-        return Outcomes.build(ids, groups, columns, [row["item"] for row in rows] if "item" in expected else None)
+        return Outcomes.build(
+            ids,
+            groups,
+            columns,
+            [row["item"] for row in rows] if "item" in expected else None,
+            [row["cluster"] for row in rows] if "cluster" in expected else None,
+        )
     except ValueError as err:  # a repeated id, ragged columns
         raise RecordError(f"{path}: {err}") from None
 
 
 NUMBER_TYPES = {int, float, type(None)}
+TEXT_FIELDS = ("id", "group", "item", "cluster")  # an outcomes line's strings; every other field is a numeric column
 
 
 def check_numbers(values: list, name: str, path: Path) -> None:
@@ -299,7 +308,7 @@ def verify_numbers(record: RunRecord, outcomes: Outcomes, path: Path) -> None:
     estimators = estimators_of(record, task, path)
     for name, estimator in estimators.items():
         if name in record.metrics:
-            value = estimate(outcomes, estimator)
+            value = estimate_from(outcomes, estimator, name, path)
             if not same(record.metrics[name], value):
                 raise disagreement(path, name, record.metrics[name], value, outcomes, unit)
     verify_seed_spread(record, outcomes, estimators, getattr(task, "seed_spread", ""), path, unit)
@@ -318,9 +327,19 @@ def per_seed(outcomes: Outcomes, estimator: Estimator, seeds: int) -> list[float
     cut = set(seed_columns(outcomes))
     for seed in range(seeds):
         columns = {name: array[:, seed : seed + 1] if name in cut else array for name, array in outcomes.columns.items()}
-        one = Outcomes(outcomes.ids, outcomes.groups, columns, outcomes.starts, outcomes.group_names, outcomes.contents)
+        one = Outcomes(
+            outcomes.ids, outcomes.groups, columns, outcomes.starts, outcomes.group_names, outcomes.contents, outcomes.clusters
+        )
         values.append(estimate(one, estimator))
     return values
+
+
+def estimate_from(outcomes: Outcomes, estimator: Estimator, name: str, path: Path) -> float:
+    """The metric on the outcomes; an outcomes file without a column it reads is one line, not a traceback."""
+    try:
+        return estimate(outcomes, estimator)
+    except KeyError as err:
+        raise RecordError(f"{path}: its outcomes have no {err.args[0]!r} column, which {name} needs; {RERUN}") from None
 
 
 def verify_seed_spread(
@@ -358,7 +377,8 @@ def verify_per_group(record: RunRecord, outcomes: Outcomes, estimators: dict[str
                 raise disagreement(path, f"{name} of {group!r}", values[name], value, outcomes, unit)
 
 
-INTERVAL_KEYS = ("low", "high", "level", "n", "method", "resamples", "seed", "unit", "groups")
+INTERVAL_KEYS = ("low", "high", "level", "n", "method", "resamples", "seed", "unit", "groups", "facet", "scale")
+CLUSTERED_KEYS = ("low", "high", "clusters", "design_effect", "method")
 
 
 def verify_intervals(record: RunRecord, outcomes: Outcomes, estimators: dict[str, Estimator], path: Path, unit: str) -> None:
@@ -385,10 +405,31 @@ def verify_intervals(record: RunRecord, outcomes: Outcomes, estimators: dict[str
                 raise disagreement(
                     path, f"the 95% interval's {key} of {name}", stated.get(key), found[name].get(key), outcomes, unit
                 )
+        verify_clustered(path, name, stated.get("clustered"), found[name].get("clustered"), outcomes, unit)
         if "seed_std" in stated and not same(stated["seed_std"], record.metrics.get(f"{name}_std")):
             raise disagreement(
                 path, f"the seed spread of {name}", stated["seed_std"], record.metrics.get(f"{name}_std"), outcomes, unit
             )
+
+
+def verify_clustered(path: Path, name: str, stated: Any, found: dict | None, outcomes: Outcomes, unit: str) -> None:
+    """The clustered interval beside an item-level one (medprobe.validity), recomputed: both present or both absent."""
+    if stated is None or found is None:
+        if stated is not found:
+            what = "records a clustered interval its outcomes give none of" if found is None else "lacks its clustered interval"
+            raise RecordError(f"{path}: {name} {what}; {RERUN}")
+        return
+    if not isinstance(stated, dict):
+        raise RecordError(f"{path}: the clustered interval of {name} is not an object; {RERUN}")
+    for key in CLUSTERED_KEYS:
+        if not same(stated.get(key), found.get(key)):
+            raise disagreement(path, f"the clustered interval's {key} of {name}", stated.get(key), found.get(key), outcomes, unit)
+    groups = stated.get("by_group")
+    if (groups is None) != (found.get("by_group") is None) or (groups is not None and not isinstance(groups, dict)):
+        raise RecordError(f"{path}: the design effects by group of {name} are not the ones its outcomes give; {RERUN}")
+    for group, value in (found.get("by_group") or {}).items():
+        if group not in groups or not same(groups[group], value):
+            raise disagreement(path, f"the design effect of {name} in {group!r}", groups.get(group), value, outcomes, unit)
 
 
 # --- the loader -----------------------------------------------------------------------------------

@@ -14,24 +14,34 @@ head and answer name, sorted), or only the answers of the query's relation. Scor
 from __future__ import annotations
 
 import functools
+import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from medprobe import distributed
 from medprobe.contracts import CandidateScorer, RankingProber, UserError
+from medprobe.counted import mean_estimator
 from medprobe.loading import column, row_digests
 from medprobe.records.record import RunRecord
 from medprobe.records.tables import format_table
 from medprobe.registry import registry
-from medprobe.stats import Estimator, Outcomes, Sample, hit_chance
+from medprobe.stats import Estimator, Outcomes, estimate, hit_chance
 from medprobe.tasks import Scored, memorisation
 from medprobe.tasks import variants as variants_module
 from medprobe.tasks.base import BenchmarkTask, Writers
+from medprobe.tasks.facets import (
+    CONTROL_PLACEHOLDER,
+    ECE_BINS,
+    FacetOptions,
+    RankingRows,
+    facet_estimators,
+    rank_with_facets,
+    template_problem,
+)
+from medprobe.tasks.ranking import Candidates, rank_queries
 
 if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --help` stays fast
     import datasets
@@ -39,8 +49,6 @@ if TYPE_CHECKING:  # datasets and evaluate are imported where used: `medprobe --
 MEDLAMA_FIELDS = ("id", "relation", "head_name", "query", "answers")
 CANDIDATE_SETS = ("set", "relation")
 CONTENT_FIELDS = ("relation", "query", "answers")  # what a query asks: its item digest (outcomes pair on id and digest)
-
-Candidates = list[str] | dict[str, list[str]]  # one list for every query, or one per relation
 
 
 @dataclass
@@ -53,11 +61,15 @@ class MedLAMAData:
 
 @dataclass
 class MedLAMAOutputs:
-    predictions: list[list[str]]  # the top-k names of every probed row, best first
+    rows: datasets.Dataset  # the rows scored (with --only-control-misses, those the control misses)
+    predictions: list[list[str]]  # the top-k names of every scored row, best first
     unanswered: int  # rows that got no name at all (scored as misses)
-    settings: dict  # what predicting added to the record (the --rerank shortlist)
-    variant_predictions: list[list[str]] | None = None  # the top-k names of every variant query, with --variants
-    memorised: memorisation.Measured | None = None  # issue 39 §4: Min-K%++ per row (--memorisation), else None
+    settings: dict  # what predicting added to the record (the --rerank shortlist, the facets and variants measured)
+    # per-item outcome columns (medprobe.tasks.facets; variant_ranks, variant_top1_same with --variants;
+    # mink_pp with --memorisation), of the scored rows
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # each column described
+    memorised: memorisation.Measured | None = None  # issue 39 §4: Min-K%++ per scored row (--memorisation), else None
 
 
 class MedLAMATask(BenchmarkTask):
@@ -68,6 +80,8 @@ class MedLAMATask(BenchmarkTask):
     METRIC = "acc_at_k"
     GROUP_BY = "relation"
     outcome_unit = "query"
+    # selective answering and calibration: lower is better (what an export states of each metric)
+    lower_is_better = frozenset({"aurc", "aurc_oracle", "aurc_random", "ece", "brier"})
 
     def __init__(
         self,
@@ -80,19 +94,41 @@ class MedLAMATask(BenchmarkTask):
         rerank: str | None = None,
         rerank_top: int = 100,
         variants: str = "none",
+        control: bool = True,
+        control_placeholder: str = CONTROL_PLACEHOLDER,
+        only_control_misses: bool = False,
+        shuffled_control: bool = False,
+        ece_bins: int = ECE_BINS,
     ):
         cutoffs = sorted(set(k))
         if not cutoffs or cutoffs[0] < 1:
             raise UserError(f"--k needs positive integers, got {list(k)}")
         if candidates not in CANDIDATE_SETS:
             raise UserError(f"--candidates must be one of {', '.join(CANDIDATE_SETS)}, got {candidates!r}")
-        for flag, value in (("--per-relation", per_relation), ("--rerank-top", rerank_top)):
+        for flag, value in (("--per-relation", per_relation), ("--rerank-top", rerank_top), ("--ece-bins", ece_bins)):
             if value is not None and value < 1:
                 raise UserError(f"{flag} must be a positive integer, got {value}")
+        if "[" in control_placeholder or not control_placeholder.strip():
+            raise UserError(f"--control-placeholder must be text without brackets, got {control_placeholder!r}")
+        if only_control_misses and (not control or rerank):
+            raise UserError(
+                "--only-control-misses keeps the queries the prompt-bias control misses: it needs the control "
+                "(no --no-control) and no --rerank (a control query has no shortlist)"
+            )
         variants_module.check_options(variants, rerank)
         super().__init__()
         self.k, self.candidates, self.per_relation, self.exclude_head = cutoffs, candidates, per_relation, exclude_head
         self.predictions, self.rerank, self.rerank_top, self.variants = predictions, rerank, rerank_top, variants
+        self.facets = FacetOptions(
+            k=cutoffs,
+            exclude_head=exclude_head,
+            control=control and not rerank,
+            placeholder=control_placeholder,
+            shuffled=shuffled_control and not rerank,
+            ece_bins=ece_bins,
+        )
+        self.only_control_misses = only_control_misses
+        self.controls_asked = control or shuffled_control
         self.plot_metric = f"acc@{max(cutoffs)}"
         self.outcome_fields = {
             "rank": f"1-based rank of the query's best gold answer among its top {max(cutoffs)} predictions; "
@@ -118,25 +154,54 @@ class MedLAMATask(BenchmarkTask):
         data = MedLAMAData(rows, candidates, variants=variants_module.load_variants(dataset, split, rows, self.variants))
         if self.rerank:
             data.shortlists = load_rerank_shortlists(self.rerank, self.rerank_top, data)
+        if self.only_control_misses:
+            problem = template_problem(ranking_rows(rows))
+            if problem:
+                raise UserError(f"--only-control-misses needs the prompt-bias control, and {problem}")
         return data
 
     def predict(self, prober: RankingProber, data: MedLAMAData, seed: int | None = None) -> MedLAMAOutputs:
-        """The top max(k) names of every row; with --rerank, the prober scores only each row's shortlist."""
+        """The top max(k) names of every row and the facets' outcome columns; with --rerank, the prober scores only
+        each row's shortlist."""
         settings: dict = {}
         # issue 39 §4, the memorisation signal (medprobe.tasks.memorisation): None unless the prober was asked
         memorised = memorisation.measure(prober, column(data.rows, "query"), column(data.rows, "answers"))
         if self.rerank:
             prober = self.shortlist_prober(prober, data)
             settings = {"shortlist": prober.source, "shortlist_size": prober.shortlist_size}
-        predictions = rank_queries(prober, data.rows, max(self.k), data.candidates, exclude_head=self.exclude_head)
-        unanswered = report_unanswered(column(data.rows, "id"), predictions)
-        outputs = MedLAMAOutputs(predictions, unanswered, settings, memorised=memorised)
+            if self.controls_asked:
+                print("note: the prompt-bias controls are left out with --rerank: a control query has no shortlist of its own")
+        who = getattr(prober, "name", "") or type(prober).__name__
+        options = replace(self.facets, seed=seed if seed is not None else 0)
+        found = rank_with_facets(prober, ranking_rows(data.rows), data.candidates, options, who)
+        self.timings.update(found.timings)  # what the facets' queries cost, beside the prober's own timings
+        settings.update(found.settings)
+        predictions, columns = found.predictions, dict(found.columns)
         if data.variants is not None:  # every variant query in one rank call, with the same prober and candidates
             start = time.perf_counter()
-            ranking = functools.partial(rank_queries, prober, candidates=data.candidates)
-            outputs.variant_predictions = variants_module.rank_variants(data.variants, ranking, max(self.k), self.exclude_head)
+            ranking = functools.partial(rank_rows, prober, candidates=data.candidates)
+            ranked = variants_module.rank_variants(data.variants, ranking, max(self.k), self.exclude_head)
             self.timings["rank_variants"] = time.perf_counter() - start
-        return outputs
+            columns.update(variants_module.variant_columns(data.variants, predictions, column(data.rows, "answers"), ranked))
+        columns.update(memorisation.columns(memorised))  # issue 39 §4: + mink_pp
+        rows = data.rows
+        if self.only_control_misses:
+            keep = [row for row, rank in enumerate(columns["control_rank"].tolist()) if math.isnan(rank)]
+            probed = self.subset_of["total"] if self.subset_of else rows.num_rows
+            self.note_subset(
+                len(keep),
+                probed,
+                "queries",
+                f"scoring the {len(keep):,} of {rows.num_rows:,} queries whose prompt-bias control has no gold answer in its "
+                f"top {max(self.k)} (--only-control-misses)",
+            )
+            rows, predictions = rows.select(keep), [predictions[i] for i in keep]
+            columns = {name: values[keep] for name, values in columns.items()}  # variant_ranks: (items, slots)
+            if memorised is not None:
+                memorised = replace(memorised, scores=memorised.scores[keep])
+        settings["control_misses_only"] = self.only_control_misses
+        unanswered = report_unanswered(column(rows, "id"), predictions)
+        return MedLAMAOutputs(rows, predictions, unanswered, settings, columns, found.fields, memorised)
 
     def shortlist_prober(self, prober: Any, data: MedLAMAData) -> Any:
         from medprobe.lm.candidate_scoring import ShortlistProber
@@ -151,70 +216,97 @@ class MedLAMATask(BenchmarkTask):
         return ShortlistProber(prober, data.shortlists, source=f"top {self.rerank_top} of {self.rerank}")
 
     def score(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Scored:
-        scores = score_ranking(data.rows, outputs.predictions, self.k)
+        rows = outputs.rows
+        scores = score_ranking(rows, outputs.predictions, self.k)
         candidates = data.candidates
-        answers = column(data.rows, "answers")
-        ranks = best_gold_ranks(outputs.predictions, answers)
+        settings = {
+            "k": self.k,
+            "candidates": self.candidates,
+            "exclude_head": self.exclude_head,
+            "per_relation": self.per_relation,
+            **outputs.settings,
+            "clusters": "subject: head_cui, else head_name",
+        }
         outcomes = Outcomes.build(
-            column(data.rows, "id"),
-            column(data.rows, "relation"),
-            {
-                "rank": ranks,
-                **memorisation.columns(outputs.memorised),  # issue 39 §4: + mink_pp
-                **variants_module.variant_columns(data.variants, outputs.predictions, answers, outputs.variant_predictions),
-            },
-            row_digests(data.rows, CONTENT_FIELDS),
+            column(rows, "id"),
+            column(rows, "relation"),
+            outputs.columns,
+            row_digests(rows, CONTENT_FIELDS),
+            ranking_rows(rows).clusters,
         )
+        self.outcome_fields = {**self.outcome_fields, **outputs.fields}
         metrics = {key: value for key, value in scores.items() if key != "per_group"}
-        metrics, per_group, settings, counts = variants_module.with_variants(
+        metrics, per_group, variant_settings, counts = variants_module.with_variants(
             data.variants, outcomes, self.k, metrics, scores["per_group"]
         )
+        settings.update(variant_settings)
+        add_facet_values(metrics, per_group, outcomes, facet_estimators(settings, self.outcome_unit))
         scored = Scored(
             metrics=metrics,
             per_group=per_group,
             counts={
-                "queries": data.rows.num_rows,
+                "queries": rows.num_rows,
                 "candidates": len(candidates) if isinstance(candidates, list) else sum(map(len, candidates.values())),
                 "queries_without_predictions": outputs.unanswered,
                 **counts,
             },
-            settings={
-                "k": self.k,
-                "candidates": self.candidates,
-                "exclude_head": self.exclude_head,
-                "per_relation": self.per_relation,
-                **outputs.settings,
-                **settings,
-            },
+            settings=settings,
             outcomes=outcomes,
-            chance=self.chance(data),
+            chance=self.chance(data, rows),
         )
         memorisation.record(scored, outputs.memorised, self.k, self.outcome_fields)  # issue 39 §4
         return scored
 
     @staticmethod
     def estimators(settings: dict) -> dict[str, Estimator]:
-        """acc@k (micro, over queries) and macro_acc@k (the mean over relations, resampled within each)."""
+        """acc@k (micro, over queries) and macro_acc@k (the mean over relations, resampled within each), and the
+        validity facets the run measured (medprobe.tasks.facets)."""
         estimators = {}
         for k in settings["k"]:
-            estimators[f"acc@{k}"] = Estimator(functools.partial(micro_hits, k=k), "query")
-            estimators[f"macro_acc@{k}"] = Estimator(functools.partial(macro_hits, k=k), "query", stratified=True)
+            hit = functools.partial(rank_within, k=k)
+            estimators[f"acc@{k}"] = mean_estimator(hit, "query")
+            estimators[f"macro_acc@{k}"] = mean_estimator(hit, "query", stratified=True)
         if variants_module.measured(settings):  # consistency@k, consistency_top1, robust_acc@k
             estimators.update(variants_module.variant_estimators(settings["k"]))
         estimators.update(memorisation.estimators(settings))  # issue 39 §4: acc@k per Min-K%++ tertile
-        return estimators
+        return {**estimators, **facet_estimators(settings, "query")}
 
-    def chance(self, data: MedLAMAData) -> dict[str, dict]:
+    def chance(self, data: MedLAMAData, rows: datasets.Dataset | None = None) -> dict[str, dict]:
         """acc@k of a uniformly random ranking of each query's candidates, exactly (medprobe.stats.hit_chance):
         a query with g of its gold answers among its c candidates is a hit at k with 1 - C(c-g, k)/C(c, k)."""
-        sizes, golds = candidate_counts(data, self.exclude_head)
-        return chance_levels(self.k, column(data.rows, "relation"), sizes, golds)
+        rows = data.rows if rows is None else rows
+        sizes, golds = candidate_counts(data, rows, self.exclude_head)
+        return chance_levels(self.k, column(rows, "relation"), sizes, golds)
 
     def table(self, record: RunRecord) -> str:
         return format_table(record, [f"acc@{k}" for k in self.k], group_label="relation")
 
     def writers(self, data: MedLAMAData, outputs: MedLAMAOutputs) -> Writers:
-        return self.jsonl_writer(self.predictions, lambda: prediction_records(data.rows, outputs.predictions))
+        return self.jsonl_writer(self.predictions, lambda: prediction_records(outputs.rows, outputs.predictions))
+
+
+def ranking_rows(rows: datasets.Dataset) -> RankingRows:
+    """MedLAMA's rows as the facets read them: the subject is the head, clustered by head_cui (else head_name)."""
+    return RankingRows.of(rows, group="relation", subject="head_name", clusters=("head_cui", "head_name"))
+
+
+def rank_rows(prober: Any, rows: datasets.Dataset, k: int, candidates: Candidates) -> list[Any]:
+    """The `rank` results of the queries of `rows` (fields query and relation) over their candidates, as the task's
+    own queries are ranked: how --variants ranks its queries (medprobe.tasks.variants.rank_variants)."""
+    return rank_queries(prober, column(rows, "query"), column(rows, "relation"), candidates, k)
+
+
+def rank_within(columns: Any, k: int) -> np.ndarray:
+    """A query's hit at k: its best gold answer ranks k or better (null, not in the top K, never does)."""
+    return columns["rank"] <= k
+
+
+def add_facet_values(metrics: dict, per_group: dict, outcomes: Outcomes, estimators: dict[str, Estimator]) -> None:
+    """Each facet metric, overall and per group, from the outcomes (so the loader recomputes exactly these)."""
+    for name, estimator in estimators.items():
+        metrics[name] = estimate(outcomes, estimator)
+        for group in outcomes.group_names:
+            per_group.setdefault(group, {})[name] = estimate(outcomes.group(group), estimator)
 
 
 # --- the answer space and the rows ------------------------------------------------------------------
@@ -273,83 +365,6 @@ def load_rerank_shortlists(path: str, top: int, data: MedLAMAData) -> dict[str, 
 # --- ranking and scoring ----------------------------------------------------------------------------
 
 
-def rank_queries(
-    prober: RankingProber,
-    ds: datasets.Dataset,
-    k: int,
-    candidates: Candidates,
-    exclude_head: bool = False,
-) -> list[list[str]]:
-    """Rank every query of `ds`; `candidates` is one list for all, or one list per relation.
-
-    With `exclude_head`, a query's own head name is left out of its predictions (the answer
-    space holds every head name, and an encoder's nearest name to "Aspirin may treat [MASK] ."
-    is often "Aspirin"); the prober ranks k + 1 names so that k remain.
-    """
-    if exclude_head:
-        ranked = rank_queries(prober, ds, k + 1, candidates)
-        return [[name for name in names if name != head][:k] for names, head in zip(ranked, column(ds, "head_name"))]
-    if isinstance(candidates, list):
-        return distributed.rank_in_shards(prober, column(ds, "query"), candidates, k)
-    predictions: list[list[str] | None] = [None] * ds.num_rows
-    by_relation: dict[str, list[int]] = {}
-    for index, relation in enumerate(column(ds, "relation")):
-        by_relation.setdefault(relation, []).append(index)
-    missing = [relation for relation in by_relation if relation not in candidates]
-    if missing:
-        raise UserError(f"no candidate list for relation {missing[0]!r}")
-    queries = column(ds, "query")
-    # under a launch each process ranks its share of every relation's queries (rank_in_shards);
-    # the bar of the main process counts its own share
-    own = {
-        relation: len(indices) if getattr(prober, "collective", False) else len(distributed.split(indices))
-        for relation, indices in by_relation.items()
-    }
-    with overall_progress(prober, sum(own.values())) as advance:
-        for relation, indices in by_relation.items():
-            ranked = distributed.rank_in_shards(prober, [queries[i] for i in indices], candidates[relation], k)
-            for index, names in zip(indices, ranked):
-                predictions[index] = names
-            advance(own[relation])
-    return predictions  # type: ignore[return-value]
-
-
-@contextmanager
-def overall_progress(prober: Any, total: int) -> Iterator[Callable[[int], None]]:
-    """One bar over all `total` queries of a run that calls `prober.rank` once per relation.
-
-    Each rank call would otherwise draw its own bar, counting one relation's queries with an ETA
-    for that relation only. A prober (or the scorer inside a --rerank ShortlistProber) with a
-    `progress_bar` attribute advances this bar per query itself; any other has its own bars
-    (`progress`, `show_progress`) switched off meanwhile, and the bar advances per relation.
-    Yields `advance(n)`, called after each relation; a prober whose bars are off gets none here.
-    """
-    from medprobe.progress import progress_bar
-
-    inner = getattr(prober, "scorer", prober)
-    switches = [
-        (obj, name)
-        for obj in {id(prober): prober, id(inner): inner}.values()
-        for name in ("progress", "show_progress")
-        if isinstance(getattr(obj, name, None), bool)
-    ]
-    shown = all(getattr(obj, name) for obj, name in switches)
-    saved = [(obj, name, getattr(obj, name)) for obj, name in switches]
-    fine = hasattr(inner, "progress_bar")
-    if fine:
-        saved.append((inner, "progress_bar", inner.progress_bar))
-    with progress_bar(total=total, desc="ranking, relation by relation", unit="query", disable=not shown) as bar:
-        try:
-            for obj, name in switches:
-                setattr(obj, name, False)
-            if fine:
-                inner.progress_bar = bar
-            yield (lambda n: None) if fine else bar.update
-        finally:
-            for obj, name, value in saved:
-                setattr(obj, name, value)
-
-
 def score_ranking(ds: datasets.Dataset, predictions: list[list[str]], cutoffs: Sequence[int]) -> dict:
     """acc@k (micro), macro_acc@k and per-relation values from the acc_at_k evaluate module."""
     metric = MedLAMATask.metric()
@@ -372,17 +387,6 @@ def report_unanswered(ids: list[str], predictions: list[list[str]]) -> int:
 # --- per-query outcomes and chance ------------------------------------------------------------------
 
 
-def best_gold_ranks(predictions: list[list[str]], answers: list[list[str]]) -> np.ndarray:
-    """Per query, the 1-based rank of the first predicted name that is a gold answer (NaN: none is).
-
-    acc@k is exactly `rank <= k` for every k up to the number of predictions kept."""
-    ranks = np.full(len(predictions), np.nan)
-    for row, (names, gold) in enumerate(zip(predictions, answers)):
-        wanted = set(gold)
-        ranks[row] = next((position for position, name in enumerate(names, start=1) if name in wanted), np.nan)
-    return ranks
-
-
 def chance_levels(cutoffs: Sequence[int], relations: list[str], sizes: np.ndarray, golds: np.ndarray) -> dict[str, dict]:
     """acc@k and macro_acc@k of a uniformly random order of each query's candidates: `sizes` of them, `golds` gold
     (also what `medprobe import lm-eval` records of a run lm-eval scored)."""
@@ -398,20 +402,11 @@ def chance_levels(cutoffs: Sequence[int], relations: list[str], sizes: np.ndarra
     return chance
 
 
-def micro_hits(sample: Sample, k: int) -> np.ndarray:
-    return sample.map("rank", lambda rank: rank <= k).mean(axis=1)
-
-
-def macro_hits(sample: Sample, k: int) -> np.ndarray:
-    return sample.group_mean(sample.map("rank", lambda rank: rank <= k)).mean(axis=1)
-
-
-def candidate_counts(data: MedLAMAData, exclude_head: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Per query, how many names it is ranked among and how many of them are its gold answers.
+def candidate_counts(data: MedLAMAData, rows: datasets.Dataset, exclude_head: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per query of `rows`, how many names it is ranked among and how many of them are its gold answers.
 
     The candidates are the set's answer space, the relation's, or the query's --rerank shortlist;
     with --exclude-head the query's own head name is not among them."""
-    rows = data.rows
     if isinstance(data.candidates, list):
         spaces = [set(data.candidates)] * rows.num_rows
     else:

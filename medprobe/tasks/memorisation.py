@@ -27,15 +27,17 @@ from __future__ import annotations
 
 import functools
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from medprobe import distributed
 from medprobe.contracts import fill_mask_slot
+from medprobe.counted import Counts, CountSample
 from medprobe.stats import Estimator, Sample, estimate
+from medprobe.validity import once_per_columns
 
 COLUMN = "mink_pp"
 TERTILES = ("low", "mid", "high")
@@ -85,13 +87,20 @@ def metric_names(k: int) -> dict[str, str]:
 
 
 def estimators(settings: dict) -> dict[str, Estimator]:
-    """The facet's metrics for every k of the run, when it measured them (`mink_percent` in its settings)."""
+    """The facet's metrics for every k of the run, when it measured them (`mink_percent` in its settings). Each
+    also reads a resample's item counts (`weighted`), so the bootstrap of the validity facets computes it in one
+    pass over the counts and gives it an interval clustered by subject (medprobe.validity)."""
     if "mink_percent" not in settings:
         return {}
     found = {}
     for k in settings["k"]:
         for part, name in metric_names(k).items():
-            found[name] = Estimator(functools.partial(tertile_metric, k=k, part=part), "query")
+            found[name] = Estimator(
+                functools.partial(tertile_metric, k=k, part=part),
+                "query",
+                weighted=functools.partial(counted_tertile_metric, k=k, part=part),
+                facet="memorisation",
+            )
     return found
 
 
@@ -164,4 +173,120 @@ def tertile_shares(sample: Sample, k: int) -> dict[str, np.ndarray]:
 
 def tertile_metric(sample: Sample, k: int, part: str) -> np.ndarray:
     """acc@k within one third (`part` low, mid or high), or high minus low, per resample."""
+    if isinstance(sample, CountSample):  # a bootstrap that counts its items: the thirds from running counts
+        return counted_tertile_metric(sample.counts(), sample.outcomes.columns, k, part)
     return tertile_shares(sample, k)[part]
+
+
+# --- the same from item counts (a bootstrap by counts, a clustered one: medprobe.counted) -------------------------
+
+SEGMENT = 256  # scored items summed at once: a resample's running counts are kept per segment, not per item
+
+
+class ScoreOrder(NamedTuple):
+    """The items with a score in ascending order of it; per sorted position, the last position of its block of equal
+    scores (a third always takes a block whole)."""
+
+    order: np.ndarray
+    last: np.ndarray
+
+
+def score_order(scores: np.ndarray) -> ScoreOrder:
+    present = np.flatnonzero(~np.isnan(scores))
+    order = present[np.argsort(scores[present], kind="stable")]
+    ordered = scores[order]
+    ends = np.flatnonzero(np.r_[ordered[1:] != ordered[:-1], True]) if len(order) else np.zeros(0, dtype=np.intp)
+    return ScoreOrder(order, np.repeat(ends, np.diff(np.r_[-1, ends])))
+
+
+class Prefix:
+    """Running sums of each resample's counts (optionally weighted per item) in score order, at any position: the
+    segments' sums once (one pass), then one segment's items where a position falls inside it."""
+
+    def __init__(self, ordered: np.ndarray, weights: np.ndarray | None = None):
+        self.ordered, self.weights = ordered, weights
+        rows, items = ordered.shape
+        whole = items // SEGMENT
+        blocks = ordered[:, : whole * SEGMENT].reshape(rows, whole, SEGMENT)  # a view: no copy
+        # in the counts' own type: a segment's sum of whole numbers is exact there (medprobe.counted: float32 while
+        # exact), the running sums over segments in float64
+        if weights is None:
+            sums = blocks.sum(axis=2)
+        else:
+            sums = np.einsum("rgs,gs->rg", blocks, weights[: whole * SEGMENT].reshape(whole, SEGMENT))
+        tail = ordered[:, whole * SEGMENT :] if weights is None else ordered[:, whole * SEGMENT :] * weights[whole * SEGMENT :]
+        self.through = np.cumsum(np.c_[sums, tail.sum(axis=1)].astype(np.float64), axis=1)  # (rows, segments + 1)
+        self.total = self.through[:, -1]
+
+    def window(self, segment: np.ndarray) -> np.ndarray:
+        """(rows, SEGMENT): each row's items of its `segment` (0 past the last item), weighted."""
+        columns = segment[:, None] * SEGMENT + np.arange(SEGMENT)
+        inside = columns < self.ordered.shape[1]
+        columns = np.minimum(columns, self.ordered.shape[1] - 1)
+        values = np.take_along_axis(self.ordered, columns, axis=1).astype(np.float64)
+        if self.weights is not None:
+            values *= self.weights[columns]
+        return np.where(inside, values, 0.0)
+
+    def before(self, segment: np.ndarray) -> np.ndarray:
+        rows = np.arange(len(segment))
+        return np.where(segment > 0, self.through[rows, np.maximum(segment - 1, 0)], 0.0)
+
+    def at(self, position: np.ndarray) -> np.ndarray:
+        """Each row's sum over its first `position` items in score order."""
+        segment, inside = position // SEGMENT, position % SEGMENT
+        partial = np.where(np.arange(SEGMENT) < inside[:, None], self.window(segment), 0.0).sum(axis=1)
+        return self.before(segment) + partial
+
+    def reaching(self, target: np.ndarray) -> np.ndarray:
+        """Each row's first position whose running sum (through it) reaches `target` (counts: weights None)."""
+        segment = np.minimum((self.through < target[:, None]).sum(axis=1), self.through.shape[1] - 1)
+        running = self.before(segment)[:, None] + np.cumsum(self.window(segment), axis=1)
+        return np.minimum(segment * SEGMENT + (running < target[:, None]).sum(axis=1), self.ordered.shape[1] - 1)
+
+
+_ORDER = once_per_columns(lambda columns: score_order(np.asarray(columns[COLUMN], dtype=np.float64)))
+_COUNTED: weakref.WeakKeyDictionary[Counts, dict] = weakref.WeakKeyDictionary()  # per resamples' counts: as _SHARED
+
+
+def counted_tertile_metric(counts: Counts, columns: Mapping[str, np.ndarray], k: int, part: str) -> np.ndarray:
+    """`tertile_metric` from each resample's item counts, exactly (whole-number sums, then the same divisions).
+
+    With the scored items in ascending order, the ceil(m/3)-th smallest score of a resample of m scored items is
+    at the first position whose running count reaches ceil(m/3): low is every item up to the end of that position's
+    block of equal scores; likewise high is every item after the block of the position that reaches ceil(2m/3). The
+    hits of each third are the same running sums weighted by hit@k (`Prefix`): no resample's scores are sorted."""
+    shared = _COUNTED.setdefault(counts, {})
+    if "bounds" not in shared:
+        found = _ORDER(columns)
+        if not len(found.order):  # no item has a score: every third is empty
+            shared["bounds"] = None
+        else:
+            ordered = counts.take(found.order)
+            prefix = Prefix(ordered)
+            m = prefix.total
+            # the ceil(m/3)-th and ceil(2m/3)-th smallest, each block taken whole
+            bounds = [found.last[prefix.reaching(target)] + 1 for target in ((m + 2) // 3, (2 * m + 2) // 3)]
+            shared.update(bounds=bounds, ordered=ordered, order=found.order)
+            shared["sizes"] = thirds_of(prefix, bounds)
+    if k not in shared:
+        if shared["bounds"] is None:
+            empty = np.full(len(counts), np.nan)
+            shared[k] = dict.fromkeys((*TERTILES, "high_minus_low"), empty)
+        else:
+            hit = (np.asarray(columns["rank"], dtype=np.float64)[shared["order"]] <= k).astype(shared["ordered"].dtype)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                shares = {
+                    tertile: hits / size
+                    for tertile, hits, size in zip(
+                        TERTILES, thirds_of(Prefix(shared["ordered"], hit), shared["bounds"]), shared["sizes"]
+                    )
+                }
+            shared[k] = {**shares, "high_minus_low": shares["high"] - shares["low"]}
+    return shared[k][part]
+
+
+def thirds_of(prefix: Prefix, bounds: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(low, mid, high) sums: the items before the first bound, between the two, from the second on."""
+    low, upto = prefix.at(bounds[0]), prefix.at(bounds[1])
+    return low, upto - low, prefix.total - upto

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from medprobe.contracts import UserError
+from medprobe.counted import mean_estimator
 from medprobe.digests import sha256_text
 from medprobe.loading import check_fields, column, dataset_config_names, load_probe_dataset
 from medprobe.stats import VARIANT_COLUMN_PREFIX, Estimator, Outcomes, Sample, estimate
@@ -258,13 +259,37 @@ def items_with_top1(outcomes: Outcomes) -> int:
     return int(np.sum(~np.isnan(outcomes.columns[SAME_TOP1])))
 
 
+def consistent_items(columns: Any, k: int) -> np.ndarray:
+    """Per item: 1 when its hit@k is the same under its own query and every variant, 0 when not, NaN when it has
+    no variant asked (it does not count): consistency@k is their mean."""
+    variants = columns[RANKS]
+    return np.where(np.all(np.isnan(variants), axis=-1), np.nan, agrees_everywhere(columns["rank"], variants, k))
+
+
+def robust_items(columns: Any, k: int) -> np.ndarray:
+    """Per item: a hit at k under its own query and every variant it has (robust_acc@k is their mean)."""
+    return hit_everywhere(columns["rank"], columns[RANKS], k)
+
+
+def same_top1_items(columns: Any) -> np.ndarray:
+    """Per item: 1 when every variant asked has its own top-1 name, 0 when not, NaN with none asked."""
+    same = columns[SAME_TOP1]
+    return np.where(np.isnan(same), np.nan, same == 1)
+
+
 def variant_estimators(cutoffs: Sequence[int], unit: str = "query") -> dict[str, Estimator]:
-    """consistency@k and robust_acc@k for each k, and consistency_top1."""
+    """consistency@k and robust_acc@k for each k, and consistency_top1: each the mean of a per-item value (the
+    items with a variant, or every item), so the validity facets' bootstrap reads them all from one pass of item
+    counts and gives them intervals clustered by subject (medprobe.counted, medprobe.validity). On every sample
+    they equal `consistency`, `robust_acc` and `consistency_top1` (ratios of the same whole-number sums)."""
+    facet = "consistency"
     estimators = {}
     for k in cutoffs:
-        estimators[f"consistency@{k}"] = Estimator(functools.partial(consistency, k=k), unit, count=items_with_variants)
-        estimators[f"robust_acc@{k}"] = Estimator(functools.partial(robust_acc, k=k), unit)
-    estimators["consistency_top1"] = Estimator(consistency_top1, unit, count=items_with_top1)
+        estimators[f"consistency@{k}"] = mean_estimator(
+            functools.partial(consistent_items, k=k), unit, facet=facet, count=items_with_variants
+        )
+        estimators[f"robust_acc@{k}"] = mean_estimator(functools.partial(robust_items, k=k), unit, facet=facet)
+    estimators["consistency_top1"] = mean_estimator(same_top1_items, unit, facet=facet, count=items_with_top1)
     return estimators
 
 
@@ -294,5 +319,7 @@ def with_variants(
         return metrics, per_group, {}, {}
     overall, by_group = variant_metrics(outcomes, cutoffs)
     per_group = {group: {**values, **by_group.get(group, {})} for group, values in per_group.items()}
-    counts = {"variant_queries": len(plan.queries), "items_with_variants": len(set(plan.items))}
+    # of the items scored (all probed, or a subset of them such as --only-control-misses'): from their outcomes
+    asked = ~np.isnan(outcomes.columns[RANKS])
+    counts = {"variant_queries": int(asked.sum()), "items_with_variants": int(asked.any(axis=-1).sum())}
     return {**metrics, **overall}, per_group, plan.settings(), counts

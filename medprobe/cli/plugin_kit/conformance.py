@@ -29,7 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from medprobe.contracts import PROTOCOLS, Prober, UserError
+from medprobe.contracts import PROTOCOLS, Prober, UserError, is_real
 from medprobe.registry import Option, ProberEntry, Registry, TaskEntry, load, using
 
 
@@ -248,11 +248,20 @@ CANDIDATES = ["fever", "heart failure", "cough", "renal failure", "pain"]
 
 
 def check_ranking(prober: Any, candidates_scored: bool) -> None:
+    import math
+
     ranked = prober.rank(QUERIES, CANDIDATES, k=3)
     require(isinstance(ranked, list) and len(ranked) == len(QUERIES), f"rank gave {ranked!r}: one list per query")
-    for names in ranked:
-        valid = all(isinstance(n, str) and n for n in names) and len(set(names)) == len(names) <= 3
+    for row in ranked:  # the contract: (name, score) pairs, best first (medprobe.contracts.RankingProber)
+        pairs = all(isinstance(p, (tuple, list)) and len(p) == 2 and isinstance(p[0], str) and is_real(p[1]) for p in row)
+        require(pairs, f"rank gave {row!r}: (name, score) pairs (plain names leave the confidence facets out)")
+        names, scores = [name for name, _ in row], [float(score) for _, score in row]
+        valid = all(names) and len(set(names)) == len(names) <= 3
         require(valid, f"rank gave {names!r}: up to k distinct names")
+        require(all(map(math.isfinite, scores)), f"rank gave the scores {scores}: finite numbers")
+        require(scores == sorted(scores, reverse=True), f"rank gave the scores {scores}: best first, higher is better")
+        if getattr(prober, "probabilities", False):  # log-probabilities: exp(score) is a probability
+            require(all(score <= 1e-6 for score in scores), f"rank gave the log-probabilities {scores}: none above 0")
         if candidates_scored:  # a scorer ranks the candidates given, k of them; generators may return fewer
             require(len(names) == 3 and set(names) <= set(CANDIDATES), f"rank gave {names!r}: k of the candidates")
 
@@ -272,7 +281,8 @@ def check_candidate_scoring(prober: Any) -> None:
 
         full = prober.score_candidates(QUERIES, [CANDIDATES] * 2)
         expected = [top_k(CANDIDATES, np.asarray(row), 3) for row in full]
-        require(prober.rank(QUERIES, CANDIDATES, k=3) == expected, "rank is not the order of score_candidates")
+        names = [[name for name, _ in row] for row in prober.rank(QUERIES, CANDIDATES, k=3)]
+        require(names == expected, "rank is not the order of score_candidates")
 
 
 def check_choice_scoring(prober: Any) -> None:
@@ -411,7 +421,9 @@ def task_contract(checker: Checker, entry: TaskEntry) -> None:
     takers = any(set(p.kinds) & set(entry.accepts) for p in checker.registry.probers.values())
     require(takers, f"no registered prober does {' or '.join(entry.accepts)}")
     for option in entry.options:  # `publish results` names a subset in the model card with these words
-        if option.subset:
+        if option.subset and option.switch:  # a switch's words stand alone ("queries the control misses")
+            require(option.subset_text and "{}" not in option.subset_text, f"{option.flag} makes a subset: give it a subset_text")
+        elif option.subset:
             require(option.subset_text.count("{}") == 1, f"{option.flag} makes a subset: give it a subset_text with one {{}}")
 
 
