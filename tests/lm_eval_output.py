@@ -297,12 +297,14 @@ def probe_scores(probe):
     return scores
 
 
-def medprobe_run(model: str | Path, out: Path, per_relation: int | None = None) -> Path:
+def medprobe_run(model: str | Path, out: Path, per_relation: int | None = None, control: bool = True) -> Path:
     """medprobe's causal-lm prober on the MedLAMA sample's hard config as the export scores it (`--candidates relation
-    --length-normalization none`), its results JSON at `out`."""
+    --length-normalization none`), its results JSON at `out`. `control=False` (--no-control): no prompt-bias control
+    queries, which lm-eval has no counterpart of and which cost as much again as the real queries with a real model."""
     from medprobe.run import RunRequest, run
 
     options = {"candidates": "relation", **({"per_relation": per_relation} if per_relation else {})}
+    options.update({} if control else {"control": False})
     request = RunRequest(
         task="medlama",
         prober="causal-lm",

