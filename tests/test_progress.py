@@ -42,12 +42,20 @@ def test_quiet_shows_nothing_and_puts_the_library_bars_back(capsys, monkeypatch)
     from transformers.utils import logging as transformers_logging
 
     monkeypatch.setenv("MEDPROBE_PROGRESS", "lines")
-    with progress.quiet():
-        assert datasets.are_progress_bars_disabled() and not transformers_logging.is_progress_bar_enabled()
-        for _ in progress.progress_bar(range(3), desc="x"):
-            pass
-    assert capsys.readouterr().err == ""
-    assert not datasets.are_progress_bars_disabled() and transformers_logging.is_progress_bar_enabled()
+    # from the libraries' bars on, whatever an earlier test in this process left (lm-eval switches datasets' off)
+    was = (datasets.are_progress_bars_disabled(), transformers_logging.is_progress_bar_enabled())
+    datasets.enable_progress_bars()
+    transformers_logging.enable_progress_bar()
+    try:
+        with progress.quiet():
+            assert datasets.are_progress_bars_disabled() and not transformers_logging.is_progress_bar_enabled()
+            for _ in progress.progress_bar(range(3), desc="x"):
+                pass
+        assert capsys.readouterr().err == ""
+        assert not datasets.are_progress_bars_disabled() and transformers_logging.is_progress_bar_enabled()
+    finally:
+        (datasets.disable_progress_bars if was[0] else datasets.enable_progress_bars)()
+        (transformers_logging.enable_progress_bar if was[1] else transformers_logging.disable_progress_bar)()
 
 
 COMMANDS = """
