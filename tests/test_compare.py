@@ -521,7 +521,9 @@ def test_the_facets_are_paired_and_grouped_under_their_names(tmp_path):
     paths = []
     for name, control_share in (("a", 0.1), ("b", 0.4)):
         _, _, control = medlama_ranks(20, control_share, seed=2)
-        paths.append(write_run(tmp_path / f"{name}.json", ids, groups, {"rank": ranks, "control_rank": control}, settings=settings))
+        paths.append(
+            write_run(tmp_path / f"{name}.json", ids, groups, {"rank": ranks, "control_rank": control}, settings=settings)
+        )
     assert main(["compare", *map(str, paths), "--out", str(tmp_path / "cmp")]) == 0
     found = compare_json(tmp_path / "cmp")["comparisons"][0]
     assert {"control_acc@10", "above_bias@10", "answerable_from_template@10"} <= set(found["differences"])
