@@ -17,7 +17,8 @@ user makes them, `medprobe probe` and `medprobe compare` in subprocesses, with a
   with --layers 5; `medprobe compare` of the two hard runs: docs/compare.md and docs/reproducing.md;
 - docs/knowledge.md ("Is it knowledge?"): the validity facets of MiniLM contrastive on MedLAMA hard (all of it, with
   --variants templates and --shuffled-control) and of SmolLM2 causal-lm on a subset of hard (--per-relation
-  KNOWLEDGE_PER_RELATION, with --variants templates and --memorisation: the whole of hard is hours on 2 cores);
+  KNOWLEDGE_PER_RELATION, --candidates relation, with --memorisation: the whole of hard is hours on 2 cores, and
+  the set's whole answer space minutes a query);
 - docs/leaderboard.png: the runs of docs/leaderboard.md's commands (the sample's two MiniLM runs, MST
   comparison on a small build with MiniLM and its random-weight twin), `medprobe leaderboard`, a screenshot in
   headless Chromium (1280 x 1060), reduced to 128 colours.
@@ -218,10 +219,11 @@ def facet_table(record: dict) -> str:
 
 def knowledge_figures(dataset: str, work: Path, env: dict) -> tuple[list[dict], dict]:
     """docs/knowledge.md: MiniLM contrastive on all of MedLAMA hard and SmolLM2 causal-lm on a subset of it, every
-    facet the model allows (both templates, the control; the shuffled subject for MiniLM; Min-K%++ for SmolLM2)."""
+    facet the model allows: MiniLM with both templates, the control and the shuffled subject; SmolLM2 (a subset, each
+    query against its relation's answers) with the control, its probabilities' calibration and Min-K%++."""
     minilm, _ = probe(dataset, "hard", work / "knowledge_minilm.json", env, "--variants", "templates", "--shuffled-control")
     args = ["probe", "--prober", "causal-lm", "--dataset", dataset, "--config", "hard", "--model", "smollm2", "--quiet"]
-    args += ["--per-relation", str(KNOWLEDGE_PER_RELATION), "--variants", "templates", "--memorisation"]
+    args += ["--per-relation", str(KNOWLEDGE_PER_RELATION), "--candidates", "relation", "--memorisation"]
     medprobe(*args, "--out", str(work / "knowledge_smollm2.json"), env=env)
     smollm2 = json.loads((work / "knowledge_smollm2.json").read_text(encoding="utf-8"))
     clusters = minilm["intervals"]["acc@10"]["clustered"]["clusters"]
@@ -237,7 +239,7 @@ def knowledge_figures(dataset: str, work: Path, env: dict) -> tuple[list[dict], 
         figure(
             "knowledge-smollm2-size",
             "docs/knowledge.md",
-            f"SmolLM2 on a subset of MedLAMA hard (`--per-relation {KNOWLEDGE_PER_RELATION}`): "
+            f"SmolLM2 on a subset of MedLAMA hard (`--per-relation {KNOWLEDGE_PER_RELATION} --candidates relation`): "
             f"{smollm2['subset']['items']:,} queries",
             "knowledge_smollm2",
         ),
