@@ -3,6 +3,7 @@
     python scripts/docs_figures.py                         # builds the MedLAMA release from ../shared/data
     python scripts/docs_figures.py --dataset /tmp/medlama  # a built MedLAMA folder
     python scripts/docs_figures.py --only sample           # the shipped sample's figures alone (seconds)
+    python scripts/docs_figures.py --only knowledge        # docs/knowledge.md's facets (MiniLM, SmolLM2 on a subset)
 
 Each figure is the exact text a page holds (`page`, `text`), made from the runs' records; tests/test_docs_figures.py
 checks that every page holds its text, re-runs the sample's figures, and, where the release is present, checks that
@@ -14,6 +15,10 @@ user makes them, `medprobe probe` and `medprobe compare` in subprocesses, with a
   verification message, docs/troubleshooting.md, README.md;
 - MedLAMA (the release's hard and full, MiniLM contrastive, untuned): full; full with --exclude-head; hard; hard
   with --layers 5; `medprobe compare` of the two hard runs: docs/compare.md and docs/reproducing.md;
+- docs/knowledge.md ("Is it knowledge?"): the validity facets of MiniLM contrastive on MedLAMA hard (all of it, with
+  --variants templates and --shuffled-control) and of SmolLM2 causal-lm on a subset of hard (--per-relation
+  KNOWLEDGE_PER_RELATION, --candidates relation, with --memorisation: the whole of hard is hours on 2 cores, and
+  the set's whole answer space minutes a query);
 - docs/leaderboard.png: the runs of docs/leaderboard.md's commands (the sample's two MiniLM runs, MST
   comparison on a small build with MiniLM and its random-weight twin), `medprobe leaderboard`, a screenshot in
   headless Chromium (1280 x 1060), reduced to 128 colours.
@@ -48,6 +53,9 @@ sys.path.insert(0, str(REPO))  # this checkout's medprobe, as the runs' subproce
 LAYERS = (
     5  # the docs' layer-wise example: MiniLM's first 1-4 layers leave many rankings to rounding (docs/probers/contrastive.md)
 )
+
+
+KNOWLEDGE_PER_RELATION = 2  # SmolLM2's subset of MedLAMA hard: the first N queries of each of its 19 relations
 
 
 def medprobe(*args: str, env: dict) -> str:
@@ -159,6 +167,86 @@ def medlama_figures(dataset: str, work: Path, env: dict) -> tuple[list[dict], di
     return figures, {name: run_facts(record, work) for name, record in runs.items()}
 
 
+KNOWLEDGE_FACETS = (  # (metric, what it is), in the order docs/knowledge.md's tables give them
+    ("acc@10", "acc@10 (headline)"),
+    ("control_acc@10", "control acc@10 (subject replaced by a placeholder)"),
+    ("above_bias@10", "knowledge above prompt bias @10"),
+    ("answerable_from_template@10", "answerable from the template alone @10 (items)"),
+    ("shuffled_acc@10", "shuffled-subject acc@10"),
+    ("above_shuffled@10", "above the shuffled subject @10"),
+    ("consistency@10", "consistency@10 (both templates)"),
+    ("consistency_top1", "same top-1 under both templates"),
+    ("robust_acc@10", "robust acc@10 (right under both templates)"),
+    ("aurc", "AURC (top-1 errors by margin; lower is better)"),
+    ("aurc_oracle", "AURC, oracle"),
+    ("aurc_random", "AURC, random"),
+    ("ece", "ECE (10 equal-mass bins)"),
+    ("brier", "Brier score"),
+    ("mink_low_acc@10", "acc@10, lowest Min-K%++ third"),
+    ("mink_high_acc@10", "acc@10, highest Min-K%++ third"),
+    ("mink_high_minus_low@10", "acc@10 high minus low third"),
+)
+
+
+def facet_value(record: dict, metric: str) -> tuple[str, str, str]:
+    """(value, 95% interval, clustered interval) of a metric as docs/knowledge.md prints it: shares in %, counts
+    whole, scores (AURC, ECE, Brier) to four decimals; "—" for an interval the record lacks."""
+    found = record["intervals"].get(metric) or {}
+    scale = found.get("scale", "score" if metric.startswith(("aurc", "ece", "brier")) else "")
+
+    def text(value: float | None) -> str:
+        if value is None:
+            return "—"
+        return f"{value:,.0f}" if scale == "count" else f"{value:.4f}" if scale == "score" else pct(value)
+
+    def span(entry: dict) -> str:
+        return f"[{text(entry['low'])}, {text(entry['high'])}]" if entry.get("low") is not None else "—"
+
+    return text(record["metrics"][metric]), span(found), span(found.get("clustered") or {})
+
+
+def facet_table(record: dict) -> str:
+    """The markdown table of a run's facets (those it has), with the design effect of each clustered interval."""
+    lines = ["| facet | value | 95% interval | clustered (subjects) | deff |", "|---|---:|---:|---:|---:|"]
+    for metric, label in KNOWLEDGE_FACETS:
+        if metric not in record["metrics"]:
+            continue
+        value, item_level, clustered = facet_value(record, metric)
+        effect = ((record["intervals"].get(metric) or {}).get("clustered") or {}).get("design_effect")
+        lines.append(f"| {label} | {value} | {item_level} | {clustered} | {'—' if effect is None else f'{effect:.2f}'} |")
+    return "\n".join(lines)
+
+
+def knowledge_figures(dataset: str, work: Path, env: dict) -> tuple[list[dict], dict]:
+    """docs/knowledge.md: MiniLM contrastive on all of MedLAMA hard and SmolLM2 causal-lm on a subset of it, every
+    facet the model allows: MiniLM with both templates, the control and the shuffled subject; SmolLM2 (a subset, each
+    query against its relation's answers) with the control, its probabilities' calibration and Min-K%++."""
+    minilm, _ = probe(dataset, "hard", work / "knowledge_minilm.json", env, "--variants", "templates", "--shuffled-control")
+    args = ["probe", "--prober", "causal-lm", "--dataset", dataset, "--config", "hard", "--model", "smollm2", "--quiet"]
+    args += ["--per-relation", str(KNOWLEDGE_PER_RELATION), "--candidates", "relation", "--memorisation"]
+    medprobe(*args, "--out", str(work / "knowledge_smollm2.json"), env=env)
+    smollm2 = json.loads((work / "knowledge_smollm2.json").read_text(encoding="utf-8"))
+    clusters = minilm["intervals"]["acc@10"]["clustered"]["clusters"]
+    figures = [
+        figure("knowledge-minilm-table", "docs/knowledge.md", facet_table(minilm), "knowledge_minilm"),
+        figure("knowledge-smollm2-table", "docs/knowledge.md", facet_table(smollm2), "knowledge_smollm2"),
+        figure(
+            "knowledge-minilm-size",
+            "docs/knowledge.md",
+            f"MiniLM on all of MedLAMA hard: {minilm['subset']['items']:,} queries of {clusters:,} subjects",
+            "knowledge_minilm",
+        ),
+        figure(
+            "knowledge-smollm2-size",
+            "docs/knowledge.md",
+            f"SmolLM2 on a subset of MedLAMA hard (`--per-relation {KNOWLEDGE_PER_RELATION} --candidates relation`): "
+            f"{smollm2['subset']['items']:,} queries",
+            "knowledge_smollm2",
+        ),
+    ]
+    return figures, {"knowledge_minilm": run_facts(minilm, work), "knowledge_smollm2": run_facts(smollm2, work)}
+
+
 def built_medlama(dataset: str | None, work: Path, env: dict) -> str:
     if dataset:
         return dataset
@@ -219,11 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", help="a built MedLAMA folder (default: build the release in ../shared/data/medlama)")
     parser.add_argument(
-        "--only", choices=("sample", "medlama", "picture"), help="make only these figures (the file keeps the rest)"
+        "--only", choices=("sample", "medlama", "knowledge", "picture"), help="make only these figures (the file keeps the rest)"
     )
     parser.add_argument("--work", help="keep the runs in this folder (default: a temporary one)")
     args = parser.parse_args(argv)
-    parts = [args.only] if args.only else ["sample", "medlama", "picture"]
+    parts = [args.only] if args.only else ["sample", "medlama", "knowledge", "picture"]
     old = json.loads(FIGURES.read_text(encoding="utf-8")) if FIGURES.is_file() else {}
     figures, runs, seconds = [], {}, {}
     with tempfile.TemporaryDirectory(prefix="docs-figures-") as scratch:
@@ -236,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
                 made, facts = sample_figures(work, env)
             elif part == "medlama":
                 made, facts = medlama_figures(built_medlama(args.dataset, work, env), work, env)
+            elif part == "knowledge":
+                made, facts = knowledge_figures(args.dataset or built_medlama(None, work, env), work, env)
             else:
                 picture(work, env)
                 made, facts = [], {}
@@ -244,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     made_ids = {item["id"] for item in figures}
     kept = [item for item in old.get("figures", []) if item["id"] not in made_ids]
     data = {
-        "made_by": "python scripts/docs_figures.py (each part alone: --only sample, medlama or picture)",
+        "made_by": "python scripts/docs_figures.py (each part alone: --only sample, medlama, knowledge or picture)",
         "machine": machine(),
         "seconds": {**old.get("seconds", {}), **seconds},  # each part's wall time, when it was last made
         "figures": sorted([*kept, *figures], key=lambda item: (item["page"], item["id"])),

@@ -511,3 +511,34 @@ def test_compare_and_the_leaderboards_pair_page_give_one_test_one_p(tmp_path, ca
     assert (compared["r0"]["better"], compared["r0"]["worse"]) == (20, 0)
     assert compared["r0"]["p_holm"] == pytest.approx(3 * 2 * 0.5**20) and compared["r0"]["p_holm"] < 1e-3  # no 3/1,001 floor
     assert "exact McNemar (20 vs 0 discordant)" in printed and "| p | test |" in printed
+
+
+def test_the_facets_are_paired_and_grouped_under_their_names(tmp_path):
+    """issue 39 §6: compare pairs each validity facet as it pairs acc@k, and its table shows the facets' rows together
+    under their names (a count whole, never in %), after the task's own metrics."""
+    ids, groups, ranks = medlama_ranks(20, 0.5, seed=1)
+    settings = {**synthetic_settings(), "control_placeholder": "X"}
+    paths = []
+    for name, control_share in (("a", 0.1), ("b", 0.4)):
+        _, _, control = medlama_ranks(20, control_share, seed=2)
+        paths.append(
+            write_run(tmp_path / f"{name}.json", ids, groups, {"rank": ranks, "control_rank": control}, settings=settings)
+        )
+    assert main(["compare", *map(str, paths), "--out", str(tmp_path / "cmp")]) == 0
+    found = compare_json(tmp_path / "cmp")["comparisons"][0]
+    assert {"control_acc@10", "above_bias@10", "answerable_from_template@10"} <= set(found["differences"])
+    assert found["facets"]["above_bias@10"] == "prompt bias" and found["scales"]["answerable_from_template@10"] == "count"
+    table = (tmp_path / "cmp" / "compare.md").read_text()
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines() if line.startswith("| ")]
+    facets = [row[0] for row in rows if row[1].startswith(("acc@", "macro_acc@", "control_", "above_", "answerable"))]
+    assert facets == ["task", "", "", "", "prompt bias", "", "", "", "", ""]
+    a, b = (load_record_file(path) for path in paths)
+    count = b.metrics["answerable_from_template@10"] - a.metrics["answerable_from_template@10"]
+    assert f"| answerable_from_template@{10} | {a.metrics['answerable_from_template@10']:,.0f} [" in table
+    assert f"| {count:+,.0f} | [" in table  # the difference in items, not in points
+
+
+def synthetic_settings() -> dict:
+    from synthetic_runs import MEDLAMA_SETTINGS
+
+    return dict(MEDLAMA_SETTINGS)

@@ -386,3 +386,27 @@ def test_a_run_on_a_shipped_sample_says_so_in_its_records(tmp_path, capsys):
     assert names == {
         "the sample of medlama shipped with medprobe (medprobe.sample('medlama')), not the benchmark: MedLAMA (hard)"
     }
+
+
+@needs_eee
+def test_each_metric_has_its_own_range_counts_to_n_and_differences_from_minus_one(tmp_path, capsys):
+    """issue 39 §6: one range per task was wrong for the facets: answerable_from_template@k counts items (0..n), above
+    bias is a paired difference (-1..1); acc@k and control acc@k stay shares (0..1)."""
+    from synthetic_runs import MEDLAMA_SETTINGS, medlama_ranks
+
+    ids, groups, ranks = medlama_ranks(20, 0.5, seed=1)
+    control = medlama_ranks(20, 0.3, seed=2)[2]
+    settings = {**MEDLAMA_SETTINGS, "control_placeholder": "X"}
+    path = write_run(tmp_path / "facets.json", ids, groups, {"rank": ranks, "control_rank": control}, settings=settings)
+    assert main(["export", "eee", str(path), "--out", str(tmp_path / "eee")]) == 0
+    aggregates, samples = read_export(tmp_path / "eee")  # valid for the package's validator and models
+    (log,) = aggregates.values()
+    bounds = {
+        r["evaluation_result_id"]: (r["metric_config"]["min_score"], r["metric_config"]["max_score"])
+        for r in log["evaluation_results"]
+    }
+    assert bounds["acc@10"] == bounds["control_acc@10"] == (0.0, 1.0)
+    assert bounds["above_bias@10"] == (-1.0, 1.0) and bounds["answerable_from_template@10"] == (0.0, 60.0)
+    (rows,) = samples.values()
+    above = [row for row in rows if row["evaluation_result_id"] == "above_bias@10"]
+    assert above and all(row["evaluation"]["is_correct"] == (row["evaluation"]["score"] == 1) for row in above)

@@ -78,6 +78,36 @@ def test_one_discordant_item_is_a_tie_and_a_planted_difference_is_not(tmp_path, 
     assert groups["may_prevent"]["better"] == 1 and groups["may_treat"]["better"] == 0  # query 50 is a may_prevent one
 
 
+def test_a_board_shows_the_facets_its_runs_have_and_leaves_a_missing_one_empty(tmp_path):
+    """issue 39 §6: above bias beside acc@10 where runs recorded the prompt-bias control, empty (not 0) for a run
+    without it; the ranks stay those of the headline."""
+    from synthetic_runs import MEDLAMA_SETTINGS
+
+    control = {**MEDLAMA_SETTINGS, "control_placeholder": "X"}
+    hits = {"best": [1] * 80 + [0] * 20, "middle": [1] * 60 + [0] * 40, "plain": [1] * 40 + [0] * 60}
+    paths = []
+    for name, row in hits.items():
+        ids = [f"{'may_treat' if i % 2 else 'may_prevent'}-{i:04d}" for i in range(len(row))]
+        columns = {"rank": [1.0 if hit else float("nan") for hit in row]}
+        if name != "plain":  # the control gets the first 30 queries: above bias = acc@10 - 0.3
+            columns["control_rank"] = [1.0 if i < 30 else float("nan") for i in range(len(row))]
+        groups = [item.rsplit("-", 1)[0] for item in ids]
+        paths.append(
+            write_run(tmp_path / f"{name}.json", ids, groups, columns, model=name, settings=control if name != "plain" else None)
+        )
+    assert main(["leaderboard", *map(str, paths), "--out", str(tmp_path / "site")]) == 0
+    (board,) = board_json(tmp_path / "site")["boards"]
+    assert [row["run"] for row in board["rows"]] == ["best", "middle", "plain"]  # by acc@10, as without facets
+    assert board["facet_columns"] == ["above_bias@10"]  # no run has variants or margins: no such column
+    above = [row["facets"]["above_bias@10"] for row in board["rows"]]
+    assert [found and round(found["value"], 6) for found in above] == [0.5, 0.3, None]
+    assert above[0]["low"] < 0.5 < above[0]["high"]
+    page = (tmp_path / "site" / "index.html").read_text()
+    assert "<th>above_bias@10</th>" in page or ">above_bias@10<" in page
+    plain = page[page.index(">plain</th>") :]
+    assert plain[: plain.index("</tr>")].count("<td></td>") == 1  # the missing facet: an empty cell, not 0.00
+
+
 def test_runs_verified_with_shared_bootstrap_draws_give_the_numbers_of_runs_verified_alone(tmp_path):
     from medprobe.stats import intervals, shared_draws
 

@@ -164,6 +164,17 @@ def fake_record(request) -> RunRecord:
     else:
         metrics, per_group, counts = {"understand": 0.4, "confuse": 0.2}, {}, {}
     chance = {"acc@10": 0.05, "accuracy": 0.375, "understand": 0.375}
+    intervals = {
+        name: {"low": value - 0.1, "high": value + 0.1, "level": 0.95, "n": 40, "method": "made up"}
+        for name, value in metrics.items()
+    }
+    if request.task == "medlama":  # the facets a ranking run records (issue 39), made up
+        metrics.update(FACETS)
+        clustered = {"low": 0.1, "high": 0.4, "clusters": 30, "design_effect": 1.5, "method": "made up"}
+        intervals["acc@10"]["clustered"] = clustered
+        for name, value in FACETS.items():
+            scale = "count" if name.startswith("answerable") else ("score" if name == "aurc" else "")
+            intervals[name] = {**intervals["acc@10"], "low": value / 2, "high": value * 1.5, "facet": "made up", "scale": scale}
     return RunRecord(
         benchmark=request.task,
         dataset=request.dataset,
@@ -176,12 +187,13 @@ def fake_record(request) -> RunRecord:
         per_group=per_group,
         counts=counts,
         task=request.task,
-        intervals={
-            name: {"low": value - 0.1, "high": value + 0.1, "level": 0.95, "n": 40, "method": "made up"}
-            for name, value in metrics.items()
-        },
+        intervals=intervals,
         chance={name: {"value": chance[name], "method": "made-up chance"} for name in metrics if name in chance},
     )
+
+
+# facets of a made-up MedLAMA run: those at k = 1 are not beside the headline acc@10
+FACETS = {"above_bias@1": 0.01, "above_bias@10": 0.2, "answerable_from_template@10": 12.0, "robust_acc@10": 0.18, "aurc": 0.7}
 
 
 FAILING: set[str] = set()  # tasks whose stand-in run fails
@@ -248,7 +260,8 @@ def test_profile_writes_json_md_and_png_with_headline_rows(tmp_path, model_folde
     # the runs wrote into the staging folder beside OUT; profile.json names the paths they have in OUT
     assert fake_run[0].task_options["predictions"].startswith(str(tmp_path / ".profile.medprobe-tmp-"))
     predictions = str(out / "runs/medlama-full-contrastive.predictions.jsonl")
-    assert profile["runs"][0]["request"]["task_options"] == {"per_relation": 10, "predictions": predictions}
+    # every facet the data allows: the shipped sample's variants config has the other template and synonyms
+    assert profile["runs"][0]["request"]["task_options"] == {"per_relation": 10, "predictions": predictions, "variants": "all"}
     assert profile["runs"][0]["predictions"] == predictions and Path(predictions).is_file()
     assert ".medprobe-tmp-" not in (out / "profile.json").read_text() + (out / "runs/mst-mlm-head.json").read_text()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["profile"]  # no lock, no staging folder left beside OUT
@@ -284,6 +297,51 @@ def test_a_failed_run_is_listed_and_the_others_still_run(tmp_path, model_folders
     assert [item["label"] for item in result["failed"]] == ["context_variance-real-target-causal-lm"]
     assert result["headline"][-1]["note"] == "failed: made-up failure"
     assert [row["value"] for row in result["headline"][:2]] == [0.25, 0.25]
+
+
+def test_a_profile_asks_for_every_facet_the_model_and_data_allow(synthetic_medlama_hub):
+    from medprobe.profiling.plan import PlannedRun, facet_options, sample_folder
+
+    sample = str(sample_folder(task_entry("medlama").profile))
+    contrastive = PlannedRun("medlama", "medlama", "contrastive", "hard")
+    causal = PlannedRun("medlama", "medlama", "causal-lm", "hard")
+    # the shipped sample has subject synonyms; the release CSVs have none, so a build of them has the template only
+    assert facet_options(contrastive, sample) == ({"variants": "all"}, {})
+    assert facet_options(contrastive, str(synthetic_medlama_hub)) == ({"variants": "templates"}, {})
+    assert facet_options(causal, sample) == ({"variants": "all"}, {"memorisation": True})  # Min-K%++: causal LMs
+    # context variance ranks nothing: no variants option, and no memorisation signal for it
+    assert facet_options(PlannedRun("context_variance", "context_variance", "causal-lm", "real-target"), sample) == ({}, {})
+    # a floor run is the model run's baseline, asked nothing beyond the defaults
+    assert facet_options(PlannedRun("mst", "mst", "mlm-head", None, {"scratch": True}, "mst-mlm-head"), sample) == ({}, {})
+
+
+def test_the_profile_gives_each_run_a_validity_section(tmp_path, model_folders, fake_run, capsys):
+    from types import SimpleNamespace
+
+    from medprobe.profiling.profile import check_headline
+
+    out = tmp_path / "profile"
+    argv = ["profile", "--model", model_folders["causal-lm"], "--out", str(out), "--quick", "--benchmarks", "medlama"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert fake_run[0].prober_options == {"memorisation": True} and fake_run[0].task_options["variants"] == "all"
+    # the summary: the few facets at the headline's k, then the headline's clustered interval and design effect
+    assert "validity: above_bias@10 20.00 [10.00, 30.00]; robust_acc@10 18.00 [9.00, 27.00]; aurc 0.7000 " in printed
+    assert "acc@10 clustered [10.00, 40.00] (30 subjects, deff 1.50)" in printed
+    profile = json.loads((out / "profile.json").read_text())
+    facets = [(row["facet"], row["metric"]) for row in profile["headline"][0]["validity"]]
+    assert facets == [("headline", "acc@10")] + [("made up", name) for name in FACETS if not name.endswith("@1")]
+    table = (out / "profile.md").read_text()
+    assert "## Validity" in table and "item-level one (queries resampled)" in table
+    assert "| medlama-hard-causal-lm | headline | acc@10 | 25.00 | [15.00, 35.00] | [10.00, 40.00] | 1.50 | 40 |" in table
+    assert "| medlama-full-causal-lm | made up | answerable_from_template@10 | 12 | [6, 18] |" in table  # a count, whole
+    assert "| medlama-full-causal-lm | made up | aurc | 0.7000 | [0.3500, 1.0500] |" in table  # a score, as it is
+    # the validity rows are the run's: an edited one is refused as an edited headline is
+    records = {run["label"]: SimpleNamespace(record=RunRecord(**run["record"])) for run in profile["runs"]}
+    check_headline(out, profile, records)
+    profile["headline"][0]["validity"][1]["value"] = 0.5
+    with pytest.raises(UserError, match="its headline validity of run medlama-full-causal-lm"):
+        check_headline(out, profile, records)
 
 
 def test_bad_data_dirs_stop_before_anything_runs(tmp_path, model_folders, fake_run, capsys):

@@ -1158,3 +1158,26 @@ def test_publish_help_lists_the_three_kinds(capsys):
         main(["publish", "--help"])
     out = capsys.readouterr().out
     assert all(kind in out for kind in ("dataset", "metric", "results"))
+
+
+def test_a_published_run_block_gives_its_validity_facets_with_intervals(tmp_path):
+    """issue 39 §6: the model card's block of a run with facets has a validity table (value, 95% interval, clustered
+    interval, design effect); a run without facets has none."""
+    from medprobe.hub.card_sections import run_block
+    from medprobe.records import load_record_file
+    from synthetic_runs import MEDLAMA_SETTINGS, medlama_ranks, write_run
+
+    ids, groups, ranks = medlama_ranks(20, 0.5, seed=1)
+    control = medlama_ranks(20, 0.2, seed=2)[2]
+    settings = {**MEDLAMA_SETTINGS, "control_placeholder": "X"}
+    path = write_run(tmp_path / "facets.json", ids, groups, {"rank": ranks, "control_rank": control}, settings=settings)
+    record = load_record_file(path)
+    block = run_block(record, "MedLAMA hard", "my-lab/medlama", "my-lab/bert", ["acc@10"], None)
+    assert "Validity (is it knowledge?" in block and "| facet | metric | value | 95% interval | clustered | deff |" in block
+    above = record.intervals["above_bias@10"]
+    row = f"| prompt bias | above_bias@10 | {100 * record.metrics['above_bias@10']:.2f} | [{100 * above['low']:.2f}, "
+    assert row in block
+    assert f"| prompt bias | answerable_from_template@10 | {record.metrics['answerable_from_template@10']:,.0f} | [" in block
+    assert "above_bias@1 " not in block  # the facets at the headline's k only
+    plain = write_run(tmp_path / "plain.json", ids, groups, {"rank": ranks})
+    assert "Validity" not in run_block(load_record_file(plain), "MedLAMA hard", "my-lab/medlama", "my-lab/bert", ["acc@10"], None)

@@ -122,6 +122,9 @@ def compare_pair(pair: Pair, intersect: bool, resamples: int, seed: int) -> dict
                 run.label: run_values(run, b, estimators, recompute, resamples, seed),
             },
             "differences": {name: one_test(paired_result(found), b, a, estimators[name]) for name, found in differences.items()},
+            # the validity facet each metric belongs to (issue 39) and how it reads: "" a share, "count", "score"
+            "facets": {name: (ref.record.intervals.get(name) or {}).get("facet") for name in estimators},
+            "scales": {name: (ref.record.intervals.get(name) or {}).get("scale", "") for name in estimators},
             "groups": groups,
         }
     )

@@ -5,8 +5,11 @@
     html_page(comparison)                     # --html: the same tables and the plot, one self-contained file
 
 The tables are built once (`tables`) and rendered as Markdown or HTML. Values and differences
-are in % (percentage points for differences): every metric compared is a share (acc@k, UCM
-shares, F1, accuracy). The HTML page loads nothing: no script, no external style or font, the
+are in % (percentage points for differences) for the metrics that are shares (acc@k, UCM shares, F1,
+accuracy, most validity facets); a facet that is a count (answerable_from_template@k) reads whole, one
+that is a score (AURC, ECE, Brier) to four decimals, and neither goes into the forest plot of points.
+The metrics table groups a ranking run's validity facets under their facet's name (prompt bias,
+consistency, ...), after the task's own metrics. The HTML page loads nothing: no script, no external style or font, the
 forest plot inline as text and SVG (medprobe.comparison.pages: legible on a phone), and a
 Content-Security-Policy that forbids any other load.
 """
@@ -44,11 +47,21 @@ def interval(low: float | None, high: float | None) -> str:
     return DASH if low is None or high is None else f"[{signed(low)}, {signed(high)}]"
 
 
-def value_text(found: dict) -> str:
-    """`41.51 [32.08, 50.94]`: a run's value with its 95% interval, in %."""
+def scaled(value: float | None, scale: str = "", sign: bool = False) -> str:
+    """A value as its metric reads: a share in % (a difference in points), a count whole, a score to 4 decimals."""
+    if value is None or not math.isfinite(value):
+        return DASH
+    plus = "+" if sign else ""
+    if scale == "count":
+        return f"{value:{plus},.0f}"
+    return f"{value:{plus}.4f}" if scale == "score" else f"{100 * value:{plus}.2f}"
+
+
+def value_text(found: dict, scale: str = "") -> str:
+    """`41.51 [32.08, 50.94]`: a run's value with its 95% interval, in % (a count whole, a score as it is)."""
     if found.get("low") is None or found.get("high") is None:
-        return percent(found.get("value"))
-    return f"{percent(found['value'])} [{percent(found['low'])}, {percent(found['high'])}]"
+        return scaled(found.get("value"), scale)
+    return f"{scaled(found['value'], scale)} [{scaled(found['low'], scale)}, {scaled(found['high'], scale)}]"
 
 
 def p_text(p: float | None) -> str:
@@ -194,19 +207,23 @@ def sameness_text(found: dict) -> str:
 
 def metrics_table(found: dict) -> Table:
     ref, run = found["reference"], found["run"]
-    rows = []
-    for metric, diff in found["differences"].items():
+    facets, scales = found.get("facets") or {}, found.get("scales") or {}
+    rows, shown = [], set()
+    for metric, diff in facet_order(found["differences"], facets):
+        facet, scale = facets.get(metric) or TASK_METRICS, scales.get(metric, "")
         rows.append(
             [
+                "" if facet in shown else facet,  # the facet's name on its first row: its rows read as one group
                 metric,
-                value_text(found["values"][ref][metric]),
-                value_text(found["values"][run][metric]),
-                signed(diff["difference"]),
-                interval(diff["low"], diff["high"]),
+                value_text(found["values"][ref][metric], scale),
+                value_text(found["values"][run][metric], scale),
+                scaled(diff["difference"], scale, sign=True),
+                DASH if diff["low"] is None else f"[{scaled(diff['low'], scale, True)}, {scaled(diff['high'], scale, True)}]",
                 p_text(diff["p_value"]),
                 test_text(diff),
             ]
         )
+        shown.add(facet)
     items = found["items"]
     intro = f"{items['compared']:,} {found['units']} paired"
     if found["intersected"]:
@@ -215,10 +232,20 @@ def metrics_table(found: dict) -> Table:
     return Table(
         f"{versus(found)}: {found['title']}",
         intro + ".",
-        ["metric", ref, run, "difference", "95% interval", "p", "test"],
+        ["facet", "metric", ref, run, "difference", "95% interval", "p", "test"],
         rows,
-        set(range(1, 6)),
+        set(range(2, 7)),
     )
+
+
+TASK_METRICS = "task"  # the facet column of the task's own metrics (acc@k, macro_acc@k, ...)
+
+
+def facet_order(differences: dict, facets: dict) -> list[tuple[str, dict]]:
+    """The differences with the task's own metrics first, then each facet's together, in the order facets first
+    appear (a stable sort: within a group the record's order)."""
+    first = {facet: index for index, facet in enumerate(dict.fromkeys(facets.get(name) for name in differences))}
+    return sorted(differences.items(), key=lambda item: (facets.get(item[0]) is not None, first[facets.get(item[0])]))
 
 
 def groups_table(found: dict) -> Table:
@@ -293,6 +320,8 @@ def forest_rows(comparison: dict) -> list[dict]:
     for found in comparison["comparisons"]:
         prefix = f"{found['run']} · " if several else ""
         for metric, diff in found["differences"].items():
+            if (found.get("scales") or {}).get(metric, "") in ("count", "score"):
+                continue  # not percentage points: the metrics table gives them
             rows.append({"label": f"{prefix}{found['title']} · {metric}", "overall": True, **diff})
         for row in found["groups"]:
             significant = row["p_holm"] is not None and row["p_holm"] < 0.05

@@ -11,7 +11,10 @@ Where each medprobe fact goes (what the schema has a place for; docs/eee.md list
   (lower, upper, confidence_level, method); n -> uncertainty.num_samples; the bootstrap's resamples ->
   num_bootstrap_samples; its seed, unit and strata, the spread over training seeds -> score_details.details;
 - the metric's range and direction -> metric_config (min_score, max_score, score_type continuous,
-  lower_is_better, from the task: medprobe.tasks.base.BenchmarkTask); its chance level -> metric_config.additional_details;
+  lower_is_better, from the task: medprobe.tasks.base.BenchmarkTask), each metric its own range (`score_bounds`):
+  a count facet (answerable_from_template@k) 0..n, a paired difference (above_bias@k, above_shuffled@k,
+  mink_high_minus_low@k) -1..1, every other metric the task's score_range; its chance level ->
+  metric_config.additional_details;
 - the dataset -> source_data (a Hub dataset with its split and n, else "other"), its config, revision and the data
   fingerprint -> source_data.additional_details; the command that repeats the run ->
   generation_config.generation_args.execution_command, the settings -> generation_config.additional_details;
@@ -36,6 +39,29 @@ from medprobe.stats import Outcomes
 
 SOURCE_NAME = "medprobe"
 K = re.compile(r"acc@(\d+)")
+# validity facets that are the paired difference of two 0/1 hits per item (issue 39): each runs from -1 to 1
+DIFFERENCE = re.compile(r"(above_bias|above_shuffled|mink_high_minus_low)@\d+")
+
+
+def score_bounds(name: str, record: RunRecord, task: Any) -> tuple[float, float]:
+    """(min_score, max_score) of one metric: a count (its interval's scale) 0..n, a paired difference -1..1, any
+    other the task's score_range (a share: 0..1)."""
+    found = (record.intervals or {}).get(name) or {}
+    if found.get("scale") == "count":
+        return 0.0, float(found.get("n") or (record.subset or {}).get("items") or 0)
+    if DIFFERENCE.fullmatch(name):
+        return -1.0, 1.0
+    return getattr(task, "score_range", (0.0, 1.0))
+
+
+def item_best(name: str, record: RunRecord, task: Any) -> float:
+    """The best score one item can have for a metric (is_correct): a count's and a difference's items score 0/1 and
+    -1/0/1, so 1; else the top of the task's range, or its bottom where lower is better."""
+    low, high = getattr(task, "score_range", (0.0, 1.0))
+    if name in getattr(task, "lower_is_better", frozenset()):
+        return low
+    counted = ((record.intervals or {}).get(name) or {}).get("scale") == "count"
+    return 1.0 if counted or DIFFERENCE.fullmatch(name) else high
 
 
 @dataclass
@@ -108,7 +134,7 @@ def metric_config(name: str, record: RunRecord, task: Any, label: str) -> Any:
     from every_eval_ever.eval_types import MetricConfig
 
     lookup = "acc" if K.fullmatch(name.removeprefix("macro_")) else "f1" if name.endswith("f1") else name
-    low, high = getattr(task, "score_range", (0.0, 1.0))
+    low, high = score_bounds(name, record, task)
     k = K.fullmatch(name.removeprefix("macro_"))
     fields = metric_config_fields(
         name,
@@ -265,7 +291,7 @@ def instance_logs(
 ) -> list:
     """One InstanceLevelEvaluationLog per item and metric with item scores; an item whose score is undefined
     alone (NaN) has none for that metric. `is_correct`: the item has the metric's best score (the top of the task's
-    score_range, or its bottom where lower is better). No item text, but the run's own predictions (its top names) when given."""
+    score_range, or its bottom where lower is better: `item_best`). No item text, but the run's own predictions (its top names) when given."""
     from every_eval_ever.instance_level_types import (
         AnswerAttributionItem,
         Evaluation,
@@ -280,8 +306,7 @@ def instance_logs(
     metadata = item_metadata(outcomes, predictions is not None)
     logs = []
     for scored in scores:
-        low, high = getattr(task, "score_range", (0.0, 1.0))
-        best = low if scored.metric in getattr(task, "lower_is_better", frozenset()) else high
+        best = item_best(scored.metric, record, task)
         for row, value in enumerate(scored.values.tolist()):
             if value != value:  # NaN: undefined for this item alone
                 continue

@@ -104,6 +104,36 @@ def metric_rows(record: RunRecord, metrics: list[str]) -> list[str]:
     return rows
 
 
+def validity_lines(record: RunRecord) -> list[str]:
+    """Is it knowledge? The run's validity facets at its headline's k (medprobe.records.tables.validity_rows): each
+    with its value, item-level 95% interval, clustered interval and design effect; [] for a run without facets."""
+    from medprobe.records.tables import scaled, span, validity_rows
+    from medprobe.registry import task_entry
+
+    try:
+        headline = task_entry(record.task).headline
+    except KeyError:  # a plugin's task that is not installed here: its runs' facets are still in the record
+        headline = next(iter(record.metrics), "")
+    rows = validity_rows(record.metrics, record.intervals or {}, headline)
+    if not rows:
+        return []
+    lines = [
+        f"Validity (is it knowledge? shares in %, counts whole; the {headline} interval above is item-level, the "
+        "clustered one resamples subjects, deff = design effect):",
+        "",
+        "| facet | metric | value | 95% interval | clustered | deff |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        effect, scale = row["design_effect"], row["scale"]
+        clustered = span({"low": row["clustered_low"], "high": row["clustered_high"]}, scale)
+        lines.append(
+            f"| {row['facet']} | {row['metric']} | {scaled(row['value'], scale)} | {span(row, scale)} | {clustered} "
+            f"| {f'{effect:.2f}' if isinstance(effect, (int, float)) else '—'} |"
+        )
+    return lines + [""]
+
+
 def fingerprint_text(fingerprint: dict) -> str:
     if not fingerprint.get("sha256"):
         return "not recorded"
@@ -160,6 +190,7 @@ def run_block(record: RunRecord, label: str, dataset_id: str, model_repo: str, m
         "",
         *metric_rows(record, metrics),
         "",
+        *validity_lines(record),
         *([f"- subset: {subset}"] if subset else []),
         f"- data: {dataset_id}, {fingerprint_text(record.data_fingerprint or {})}",
         *([f"- interval: {first['method']}, {first['resamples']:,} resamples"] if first and first.get("resamples") else []),

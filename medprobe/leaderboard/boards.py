@@ -15,6 +15,11 @@ Every pair of runs is tested on their common items, Holm over all of the board's
 pair's discordant counts, p and adjusted p. Each adjacent pair also gets its paired difference with an
 interval (medprobe.leaderboard.pairs), its per-group differences (Holm over the groups) and the smallest
 difference its test detects; each run its headline per group with a 95% interval.
+
+Is it knowledge? A board of runs that record validity facets (issue 39) shows, beside the headline, the facets of
+`FACET_COLUMNS` at the headline's k (above prompt bias, robust acc, consistency, AURC), each with the record's 95%
+interval: `facet_columns` names those some row has, and a row without one has None there (shown empty, never 0).
+The rank, letters and pairs stay on the headline alone.
 """
 
 from __future__ import annotations
@@ -126,6 +131,26 @@ def split_mismatched(runs: list[BoardRun]) -> tuple[list[BoardRun], list[Exclude
     return kept, excluded
 
 
+FACET_COLUMNS = ("above_bias@{k}", "robust_acc@{k}", "consistency@{k}", "aurc")  # the board's validity columns
+
+
+def facet_columns(metric: str) -> list[str]:
+    """The validity columns of a board ranked by `metric`, at its k (acc@10 -> above_bias@10, ...)."""
+    k = metric.rpartition("@")[2] if "@" in metric else None
+    return [name.format(k=k) for name in FACET_COLUMNS if k is not None or "{k}" not in name]
+
+
+def facet_values(record: Any, columns: list[str]) -> dict[str, dict | None]:
+    """Each validity column's value and 95% interval as the run recorded them (recomputed when it was read); None
+    where the run has no such facet (a run without --variants has no consistency)."""
+    found: dict[str, dict | None] = {}
+    for name in columns:
+        interval = (record.intervals or {}).get(name) or {}
+        value = record.metrics.get(name)
+        found[name] = None if value is None else {"value": value, "low": interval.get("low"), "high": interval.get("high")}
+    return found
+
+
 def row_value(run: BoardRun, scores: Scored, metric: str, estimator: Estimator, resamples: int, seed: int) -> dict:
     """The run's headline with its interval and n: the record's (recomputed when it was read), else computed here."""
     interval = (run.record.intervals or {}).get(metric) or {}
@@ -178,6 +203,7 @@ def row_dict(
         "command": run.record.command,
         "settings": run_settings(run.record),
         "groups": group_rows(scores, estimator, resamples, seed),
+        "facets": facet_values(run.record, facet_columns(metric)),
     }
 
 
@@ -247,6 +273,7 @@ def one_board(runs: list[BoardRun], resamples: int, seed: int) -> tuple[dict | N
         for index, (upper, lower, a, b) in enumerate(zip(runs, runs[1:], ordered, ordered[1:]))
     ]
     board["tests"] = tests.rows()
+    board["facet_columns"] = [name for name in facet_columns(metric) if any(row["facets"][name] for row in board["rows"])]
     return board, excluded
 
 

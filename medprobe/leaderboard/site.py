@@ -105,6 +105,12 @@ def detectable_text(found: dict, units: str) -> str:
     return f"not detectable at n={found['n']:,} (the runs agree on every {units[:-1] if units.endswith('s') else units})"
 
 
+def facet_cell(row: dict, name: str) -> str:
+    """A validity facet's cell: its value and 95% interval in %, empty where the run did not measure it (not 0)."""
+    found = (row.get("facets") or {}).get(name)
+    return f'<td class="num">{esc(value_text(found))}</td>' if found else "<td></td>"
+
+
 def board_rows(board: dict, models: dict[str, str]) -> list[str]:
     """The board's table: each row's rank (rank_cells), its run (the row's header), its model's page, how its settings
     differ from the board's, its value with interval, n and chance, and its pair with the next."""
@@ -113,6 +119,7 @@ def board_rows(board: dict, models: dict[str, str]) -> list[str]:
         "interval (0–100%)",
         "n",
         "chance",
+        *board.get("facet_columns", []),  # the validity facets some run of the board has (issue 39)
         "vs next: difference",
         f"p ({test_names(board['tests'])}, Holm over all pairs)",
     ]
@@ -129,6 +136,7 @@ def board_rows(board: dict, models: dict[str, str]) -> list[str]:
             f'<td class="svg">{interval_svg(row)}</td>',
             f'<td class="num">{row["n"]:,}</td>',
             f'<td class="num">{esc(percent(row["chance"]))}</td>',
+            *(facet_cell(row, name) for name in board.get("facet_columns", [])),
         ]
         if index < len(board["pairs"]):
             pair = board["pairs"][index]
@@ -160,7 +168,16 @@ def board_intro(board: dict) -> str:
         + ". Chance: "
         + ("; ".join(nulls) if nulls else "not recorded")
         + "."
+        + (FACETS_NOTE.format(", ".join(board["facet_columns"])) if board.get("facet_columns") else "")
     )
+
+
+FACETS_NOTE = (
+    " Is it knowledge? {} as each run recorded them, with 95% intervals (in %): above_bias = the headline minus the "
+    "prompt-bias control's (the subject replaced by a placeholder), robust_acc = right under every template, "
+    "consistency = the same hit under every template, aurc = the area under the risk-coverage curve of top-1 answers "
+    "by margin (lower is better); empty where a run did not measure it. The ranks are by the headline alone."
+)
 
 
 def board_section(board: dict, models: dict[str, str]) -> list[str]:

@@ -19,6 +19,12 @@ the builder ships). Data that is not the benchmark itself (`sample_is_benchmark=
 
 `--quick` (`quick_settings()`) takes each plan's `quick` options of the task, of the prober and of the build.
 
+The validity facets (issue 39): a profile asks for everything a model and its data allow (`facet_options`),
+read from the options the task and prober take, not from a benchmark's name: the widest `--variants` the data
+holds (`all` where a build from a UMLS release has subject synonyms, else `templates`; none for a build without a
+variants config) and `--memorisation` where the prober has it and the task ranks (causal LMs on MedLAMA). The control, confidence and clustered
+intervals are on by default in every ranking run.
+
 Each planned run becomes one `medprobe.run.RunRequest` (`make_request`): the same loop as
 `medprobe probe`, writing DIR/runs/<label>.json (and <label>.predictions.jsonl for the tasks that
 have a --predictions option).
@@ -308,22 +314,45 @@ def build_into(options: ProfileOptions, name: str, data_dir: str | None, print_f
 # --- requests ------------------------------------------------------------------------------------------
 
 
-def task_options_for(planned: PlannedRun, options: ProfileOptions, runs_dir: Path) -> dict:
+def facet_options(planned: PlannedRun, dataset: str) -> tuple[dict, dict]:
+    """(task options, prober options) asking for every validity facet beyond the defaults that the task, the prober
+    and the data allow: --variants at its widest for the data, --memorisation where the prober records it. A floor
+    run asks for none: it is the model run's baseline, not a profile of its own."""
+    from medprobe.registry import prober_entry
+
+    if planned.floor_of:
+        return {}, {}
+    task: dict = {}
+    if any(option.dest == "variants" for option in task_entry(planned.task).options):
+        from medprobe.tasks.variants import widest_mode
+
+        mode = widest_mode(dataset, "test")
+        task = {"variants": mode} if mode != "none" else {}
+    # the memorisation signal is a ranking task's facet (medprobe.tasks.memorisation): a prober that records it,
+    # on a task that ranks (context variance scores candidates and never asks for it)
+    records_it = any(option.dest == "memorisation" for option in prober_entry(planned.prober).options)
+    prober = {"memorisation": True} if records_it and "ranking" in task_entry(planned.task).accepts else {}
+    return task, prober
+
+
+def task_options_for(planned: PlannedRun, options: ProfileOptions, runs_dir: Path, facets: dict | None = None) -> dict:
     task = dict(quick_settings().get(planned.task, {}).get("task", {})) if options.quick else {}
+    task.update(facets or {})
     if any(option.dest == "predictions" for option in task_entry(planned.task).options):
         task["predictions"] = str(runs_dir / f"{planned.label}.predictions.jsonl")
     return task
 
 
-def prober_options_for(planned: PlannedRun, options: ProfileOptions) -> dict:
+def prober_options_for(planned: PlannedRun, options: ProfileOptions, facets: dict | None = None) -> dict:
     quick = quick_settings().get(planned.task, {}).get("prober", {}) if options.quick else {}
-    return {**quick, **planned.prober_options}
+    return {**quick, **(facets or {}), **planned.prober_options}
 
 
 def make_request(planned: PlannedRun, data: DataSource, options: ProfileOptions) -> Any:
     from medprobe.run import RunRequest
 
     runs_dir = Path(options.out) / "runs"
+    task_facets, prober_facets = facet_options(planned, data.dataset)
     return RunRequest(
         task=planned.task,
         prober=planned.prober,
@@ -333,7 +362,7 @@ def make_request(planned: PlannedRun, data: DataSource, options: ProfileOptions)
         model=options.model,
         seed=options.seed,
         device=options.device,
-        prober_options=prober_options_for(planned, options),
-        task_options=task_options_for(planned, options, runs_dir),
+        prober_options=prober_options_for(planned, options, prober_facets),
+        task_options=task_options_for(planned, options, runs_dir, task_facets),
         out=str(runs_dir / f"{planned.label}.json"),
     )

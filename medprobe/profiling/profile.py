@@ -18,6 +18,7 @@ from medprobe.profiling.plan import (
     KIND_NAMES,
     DataSource,
 )
+from medprobe.records.tables import validity_rows
 
 
 @dataclass
@@ -80,6 +81,7 @@ def markdown(profile: Profile) -> str:
         lines.append(
             f"| {item['benchmark']} | {item['config'] or '—'} | {item['prober'] or '—'} | — | skipped: {item['reason']} | | |"
         )
+    lines += validity_section(profile.headline)
     lines += ["", "Data:", ""]
     lines += [f"- {DataSource(**source).describe(path=False)}" for source in profile.data.values()]
     if notes:
@@ -87,6 +89,36 @@ def markdown(profile: Profile) -> str:
     if profile.failed:
         lines += ["", "Failed runs:", ""] + [f"- {item['label']}: {item['error']}" for item in profile.failed]
     return "\n".join(lines) + "\n"
+
+
+VALIDITY_NOTE = (
+    "Is it knowledge? (docs: Is it knowledge?) Each run's facets at its headline k: shares in %, counts whole, "
+    "scores (ECE, Brier, AURC) as they are. The headline's 95% interval above is the item-level one (queries "
+    "resampled); the clustered interval resamples subjects (every query of a drawn subject together), deff = its "
+    "design effect (variance under clustering / under independence)."
+)
+
+
+def validity_section(headline: list[dict]) -> list[str]:
+    """profile.md's validity section: per run with facets, one row per facet metric (medprobe.records.tables.
+    validity_rows), its value, item-level and clustered 95% intervals, design effect and n; [] when no run has any."""
+    from medprobe.records.tables import scaled, span
+
+    runs = [row for row in headline if row.get("validity")]
+    if not runs:
+        return []
+    lines = ["", "## Validity", "", VALIDITY_NOTE, ""]
+    lines += ["| run | facet | metric | value | 95% interval | clustered | deff | n |", "|---|---|---|---:|---:|---:|---:|---:|"]
+    for row in runs:
+        for facet in row["validity"]:
+            scale, effect = facet["scale"], facet["design_effect"]
+            clustered = {"low": facet["clustered_low"], "high": facet["clustered_high"]}
+            lines.append(
+                f"| {row['run']} | {facet['facet']} | {facet['metric']} | {scaled(facet['value'], scale)} "
+                f"| {span(facet, scale)} | {span(clustered, scale)} "
+                f"| {f'{effect:.2f}' if isinstance(effect, (int, float)) else '—'} | {facet['n'] or '—'} |"
+            )
+    return lines
 
 
 def draw_figure(profile: Profile, path: Path) -> None:
@@ -225,6 +257,8 @@ def check_headline(folder: Path, profile: dict, runs: dict[str, Any]) -> None:
         chance = (record.chance.get(metric) or {}).get("value")
         found = {"value": record.metrics.get(metric), "low": interval.get("low"), "high": interval.get("high")}
         found.update({"n": interval.get("n"), "chance": chance})
+        if "validity" in row:  # the facets beside the headline, as the run's record gives them
+            found["validity"] = validity_rows(record.metrics, record.intervals, metric)
         for key, value in found.items():
             if key in row and row[key] != value:
                 raise UserError(
@@ -240,6 +274,28 @@ def check_headline(folder: Path, profile: dict, runs: dict[str, Any]) -> None:
         raise UserError(f"{table} is not the table of {folder / 'profile.json'} (edited?); run `medprobe profile` again")
 
 
+SUMMARY_FACETS = ("above_bias@", "robust_acc@", "consistency@", "aurc", "ece")  # the printed summary's few
+
+
+def validity_line(facets: list[dict]) -> str:
+    """The summary's one line of facets: above bias, robust acc, consistency, AURC, ECE (where the run has them),
+    then the headline's clustered interval and design effect."""
+    from medprobe.records.tables import scaled, span
+
+    parts = [
+        f"{facet['metric']} {scaled(facet['value'], facet['scale'])} {span(facet, facet['scale'])}"
+        for facet in facets
+        if any(facet["metric"] == name or (name.endswith("@") and facet["metric"].startswith(name)) for name in SUMMARY_FACETS)
+    ]
+    head = facets[0]
+    if head["facet"] == "headline" and head["clusters"]:
+        clustered = span({"low": head["clustered_low"], "high": head["clustered_high"]}, head["scale"])
+        effect = head["design_effect"]
+        deff = f", deff {effect:.2f}" if isinstance(effect, (int, float)) else ""
+        parts.append(f"{head['metric']} clustered {clustered} ({head['clusters']:,} subjects{deff})")
+    return "; ".join(parts)
+
+
 def summary(profile: Profile, out: Path) -> str:
     lines = [f"\nknowledge profile of {profile.model} ({profile.kind}), {profile.seconds:.0f} s:"]
     for row in profile.headline:
@@ -251,6 +307,8 @@ def summary(profile: Profile, out: Path) -> str:
             f"  {row['benchmark']}/{row['config'] or 'all'} {row['prober']}: {row['metric']} {value}"
             + (f" ({', '.join(extra)})" if extra else "")
         )
+        if row.get("validity"):
+            lines.append(f"    validity: {validity_line(row['validity'])}")
     lines += [f"  skipped {item['benchmark']}: {item['reason']}" for item in profile.skipped]
     lines += [f"  FAILED {item['label']}: {item['error']}" for item in profile.failed]
     # data that is not the benchmark itself, in full: what it is and why its scores are not the benchmark's

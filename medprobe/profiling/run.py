@@ -27,6 +27,7 @@ from medprobe.profiling.plan import (
     quick_settings,
 )
 from medprobe.profiling.profile import Profile, summary, write_profile
+from medprobe.records.tables import validity_rows
 from medprobe.registry import task_entry
 
 
@@ -55,6 +56,8 @@ def headline_row(planned: PlannedRun, record: Any, floor_record: Any | None, flo
     interval = (getattr(record, "intervals", None) or {}).get(entry.headline)
     if interval:
         row.update(low=interval["low"], high=interval["high"], n=interval["n"], interval_method=interval["method"])
+    # is it knowledge? the facets beside the headline, with the clustered interval (medprobe.records.tables)
+    row["validity"] = validity_rows(record.metrics, getattr(record, "intervals", None) or {}, entry.headline)
     if floor_record is not None:
         row["floor"] = floor_record.metrics.get(entry.headline)
         row["floor_source"] = f"{entry.profile.floor_text}, run {floor_label}"

@@ -63,6 +63,43 @@ def span(entry: dict | None, scale: str) -> str:
     return f"[{scaled(entry['low'], scale)}, {scaled(entry['high'], scale)}]"
 
 
+def cutoff_of(metric: str) -> str | None:
+    """The k of a metric named NAME@k ("acc@10" -> "10"), else None."""
+    return metric.rpartition("@")[2] if "@" in metric else None
+
+
+def validity_rows(metrics: dict, intervals: dict, headline: str) -> list[dict]:
+    """The validity facets beside a headline metric, as profile.md, the model card and the leaderboard show them:
+    first the headline itself with its clustered interval and design effect, then every facet metric at the
+    headline's k (and those without a k: consistency_top1, AURC, ECE, Brier), in the record's order. Each row:
+    facet, metric, value, scale, the item-level 95% interval (low, high, n) and the clustered one (clustered_low,
+    clustered_high, clusters, design_effect; None where the record has none). [] for a run without facets."""
+    k = cutoff_of(headline)
+    rows = []
+    for metric, found in intervals.items():
+        at = cutoff_of(metric)
+        if metric != headline and not (found.get("facet") and at in (None, k)):
+            continue
+        clustered = found.get("clustered") or {}
+        rows.append(
+            {
+                "facet": found.get("facet") or "headline",
+                "metric": metric,
+                "value": metrics.get(metric),
+                "scale": found.get("scale", ""),
+                "low": found.get("low"),
+                "high": found.get("high"),
+                "n": found.get("n"),
+                "clustered_low": clustered.get("low"),
+                "clustered_high": clustered.get("high"),
+                "clusters": clustered.get("clusters"),
+                "design_effect": clustered.get("design_effect"),
+            }
+        )
+    rows.sort(key=lambda row: row["facet"] != "headline")  # the headline first (a stable sort keeps the rest's order)
+    return rows if len(rows) > 1 or any(row["clusters"] for row in rows) else []
+
+
 def format_validity(record: RunRecord) -> str:
     """Is it knowledge? One row per facet metric (and per metric with a clustered interval): its value, 95% interval
     (item-level), clustered interval and design effect, n; shares in %, counts whole, Brier as it is."""

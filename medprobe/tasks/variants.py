@@ -140,6 +140,18 @@ def load_variants(dataset: str, split: str, rows: datasets.Dataset, mode: str) -
     return plan
 
 
+def widest_mode(dataset: str, split: str) -> str:
+    """The widest --variants the data allows (what `medprobe profile` asks): "all" when its variants config holds
+    subject synonyms (a build from a UMLS release), "templates" when it holds only the other template, "none" when
+    the data has no variants config (an older build)."""
+    if CONFIG not in dataset_config_names(dataset):
+        return "none"
+    kinds = set(column(load_probe_dataset(dataset, CONFIG, split), "variant"))
+    if any(SYNONYM.fullmatch(kind) for kind in kinds):
+        return "all"
+    return "templates" if TEMPLATE in kinds else "none"
+
+
 def pair_variants(
     dataset: str, table: datasets.Dataset, rows: datasets.Dataset, mode: str, slots: tuple[str, ...]
 ) -> VariantPlan:
